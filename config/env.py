@@ -1,0 +1,161 @@
+"""Read and validate settings from the environment.
+
+Every reader raises ``ConfigError`` naming the variable and what is wrong with it, so that a
+broken deployment stops at start with one clear line instead of failing later at run time.
+Secrets may also come from a file: ``NAME_FILE`` holds the path of a file whose content is the
+value (Docker and systemd secrets).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+TOKEN_RE = re.compile(r"^[0-9]{1,20}:[A-Za-z0-9_-]{20,100}$")
+WEBHOOK_SECRET_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off", ""}
+
+
+class ConfigError(ImproperlyConfigured):
+    """A setting is missing or malformed; ``str()`` is one line naming the variable."""
+
+    def __init__(self, name: str, problem: str) -> None:
+        self.name = name
+        self.problem = problem
+        super().__init__(f"{name}: {problem}")
+
+
+class Env:
+    """Typed access to an environment mapping (``os.environ`` unless given)."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self.environ = os.environ if environ is None else environ
+
+    def raw(self, name: str) -> str | None:
+        """The value of ``name``, or of the file named by ``name_FILE``; None when unset."""
+        value = self.environ.get(name)
+        file_name = self.environ.get(f"{name}_FILE")
+        if value is not None and file_name is not None:
+            raise ConfigError(name, f"set both {name} and {name}_FILE; set only one")
+        if file_name is not None:
+            try:
+                with open(file_name, encoding="utf-8") as handle:
+                    return handle.read().strip()
+            except OSError as exc:
+                raise ConfigError(
+                    f"{name}_FILE", f"cannot read {file_name!r} ({exc.strerror})"
+                ) from None
+        if value is None:
+            return None
+        return value.strip()
+
+    def text(self, name: str, default: str = "") -> str:
+        value = self.raw(name)
+        return default if value is None or value == "" else value
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self.raw(name)
+        if value is None:
+            return default
+        word = value.lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS:
+            return False
+        raise ConfigError(name, f"must be true or false, got {value!r}")
+
+    def number(
+        self, name: str, default: int, *, minimum: int | None = None, maximum: int | None = None
+    ) -> int:
+        value = self.optional_number(name, minimum=minimum, maximum=maximum)
+        return default if value is None else value
+
+    def optional_number(
+        self, name: str, *, minimum: int | None = None, maximum: int | None = None
+    ) -> int | None:
+        value = self.raw(name)
+        if value is None or value == "":
+            return None
+        number = parse_int(name, value)
+        if minimum is not None and number < minimum:
+            raise ConfigError(name, f"must be at least {minimum}, got {number}")
+        if maximum is not None and number > maximum:
+            raise ConfigError(name, f"must be at most {maximum}, got {number}")
+        return number
+
+    def int_list(self, name: str) -> list[int]:
+        value = self.raw(name) or ""
+        items = [item.strip() for item in value.split(",") if item.strip()]
+        return [parse_int(name, item) for item in items]
+
+    def str_list(self, name: str, default: list[str]) -> list[str]:
+        value = self.raw(name)
+        if value is None or value.strip() == "":
+            return list(default)
+        return [item.strip() for item in value.split(",") if item.strip()]
+
+    def bot_token(self, name: str) -> str:
+        value = self.text(name)
+        if value and not TOKEN_RE.match(value):
+            # Never echo the value: it is a secret even when malformed.
+            raise ConfigError(name, "must look like <digits>:<secret> as given by @BotFather")
+        return value
+
+    def webhook_secret(self, name: str) -> str:
+        value = self.text(name)
+        if value and not WEBHOOK_SECRET_RE.match(value):
+            raise ConfigError(name, "must be 1-256 characters of A-Z a-z 0-9 _ -")
+        return value
+
+    def url(self, name: str, default: str, schemes: tuple[str, ...]) -> str:
+        value = self.text(name, default)
+        parse_url(name, value, schemes)
+        return value.rstrip("/") if schemes == ("http", "https") else value
+
+
+def parse_int(name: str, value: str) -> int:
+    text = value.strip()
+    if not re.fullmatch(r"[+-]?[0-9]{1,20}", text):
+        raise ConfigError(name, f"must be an integer, got {value!r}")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class ParsedUrl:
+    scheme: str
+    host: str
+    port: int | None
+    user: str
+    password: str
+    path: str
+    query: str
+
+
+def parse_url(name: str, value: str, schemes: tuple[str, ...]) -> ParsedUrl:
+    """Parse ``value`` as a URL with one of ``schemes``; raise ConfigError if it does not parse."""
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(name, f"is not a valid URL ({exc})") from None
+    scheme = parts.scheme.lower()
+    if scheme not in schemes:
+        expected = ", ".join(f"{s}://" for s in schemes)
+        raise ConfigError(name, f"must start with one of {expected}")
+    if scheme not in ("sqlite", "unix") and not parts.hostname:
+        raise ConfigError(name, "is not a valid URL (no host)")
+    return ParsedUrl(
+        scheme=scheme,
+        host=parts.hostname or "",
+        port=port,
+        user=unquote(parts.username or ""),
+        password=unquote(parts.password or ""),
+        path=unquote(parts.path),
+        query=parts.query,
+    )

@@ -1,0 +1,260 @@
+"""Django settings, read from the environment and validated at import.
+
+A bad value raises ``config.env.ConfigError``; ``manage.py`` and the WSGI entry point turn it
+into one line on stderr and a non-zero exit. The variables are listed in ``.env.example``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from config.env import ConfigError, Env, parse_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+env = Env()
+
+# A fixed key for local development only: refused whenever DEBUG is off.
+DEVELOPMENT_SECRET_KEY = "dev-insecure-9f3c1e0b7a2d4c68b5e1f0a3d7c9e2b4-do-not-use-in-production"  # noqa: S105
+
+DEBUG = env.flag("DJANGO_DEBUG", default=False)
+SECRET_KEY = env.text("DJANGO_SECRET_KEY", DEVELOPMENT_SECRET_KEY)
+if not DEBUG and SECRET_KEY == DEVELOPMENT_SECRET_KEY:
+    raise ConfigError(
+        "DJANGO_SECRET_KEY",
+        "must be set when DJANGO_DEBUG is off (the development key is public)",
+    )
+if len(SECRET_KEY) < 32:
+    raise ConfigError("DJANGO_SECRET_KEY", "must be at least 32 characters long")
+ALLOWED_HOSTS = env.str_list("DJANGO_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.str_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+for _origin in CSRF_TRUSTED_ORIGINS:
+    parse_url("DJANGO_CSRF_TRUSTED_ORIGINS", _origin, ("http", "https"))
+PORT = env.number("PORT", 8000, minimum=1, maximum=65535)
+HOST = env.text("HOST", "127.0.0.1")
+WEB_CONCURRENCY = env.number("WEB_CONCURRENCY", 2, minimum=1, maximum=64)
+
+# --- Telegram -------------------------------------------------------------------------------
+TELEGRAM_BOT_TOKEN = env.bot_token("TELEGRAM_BOT_TOKEN")
+TELEGRAM_WEBHOOK_SECRET = env.webhook_secret("TELEGRAM_WEBHOOK_SECRET")
+TELEGRAM_API_BASE_URL = env.url(
+    "TELEGRAM_API_BASE_URL", "https://api.telegram.org", ("http", "https")
+)
+OWNER_TELEGRAM_ID = env.optional_number("OWNER_TELEGRAM_ID", minimum=1)
+ADMIN_TELEGRAM_IDS = env.int_list("ADMIN_TELEGRAM_IDS")
+ALLOWED_CHAT_IDS = env.int_list("ALLOWED_CHAT_IDS")
+if TELEGRAM_BOT_TOKEN and OWNER_TELEGRAM_ID is None:
+    # Without an owner the bot would have no admin at all (admin lockout).
+    raise ConfigError("OWNER_TELEGRAM_ID", "must be set when TELEGRAM_BOT_TOKEN is set")
+# Interactions (commands, button presses, private messages) per user and per chat and minute;
+# expensive commands have their own, stricter budget. Admins are not limited.
+RATE_LIMIT_USER_PER_MINUTE = env.number("RATE_LIMIT_USER_PER_MINUTE", 20, minimum=1)
+RATE_LIMIT_CHAT_PER_MINUTE = env.number("RATE_LIMIT_CHAT_PER_MINUTE", 60, minimum=1)
+RATE_LIMIT_EXPENSIVE_PER_MINUTE = env.number("RATE_LIMIT_EXPENSIVE_PER_MINUTE", 3, minimum=1)
+# How long a worker may hold an update before another may take it over (Telegram itself
+# re-sends after 60 s without an answer).
+UPDATE_CLAIM_TTL_SECONDS = env.number("UPDATE_CLAIM_TTL_SECONDS", 90, minimum=5, maximum=3600)
+UPDATE_DONE_TTL_HOURS = env.number("UPDATE_DONE_TTL_HOURS", 48, minimum=24, maximum=24 * 30)
+DEAD_LETTER_RETENTION_DAYS = env.number("DEAD_LETTER_RETENTION_DAYS", 7, minimum=1, maximum=365)
+# The handlers of each app, in routing order (see telegram_bot/router.py).
+BOT_HANDLER_MODULES = ["telegram_bot.handlers"]
+for _admin_id in ADMIN_TELEGRAM_IDS:
+    if _admin_id <= 0:
+        raise ConfigError("ADMIN_TELEGRAM_IDS", f"user ids are positive, got {_admin_id}")
+
+
+# --- Database -------------------------------------------------------------------------------
+def database_from_url(url: str) -> dict[str, object]:
+    """Django DATABASES['default'] for a ``sqlite://`` or ``postgres://`` URL."""
+    parsed = parse_url("DATABASE_URL", url, ("sqlite", "postgres", "postgresql"))
+    if parsed.scheme == "sqlite":
+        path = parsed.path
+        if path.startswith("//"):  # sqlite:////abs/path
+            path = path[1:]
+        elif path.startswith("/"):  # sqlite:///relative/path
+            path = str(BASE_DIR / path[1:])
+        if not path or path == "/":
+            raise ConfigError(
+                "DATABASE_URL", "sqlite:// needs a file path, e.g. sqlite:///var/db.sqlite3"
+            )
+        return sqlite_database(Path(path))
+    name = parsed.path.lstrip("/")
+    if not name:
+        raise ConfigError("DATABASE_URL", "needs a database name, e.g. postgres://host/dbname")
+    options: dict[str, str] = {}
+    for pair in filter(None, parsed.query.split("&")):
+        key, _, value = pair.partition("=")
+        options[key] = value
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": parsed.user,
+        "PASSWORD": parsed.password,
+        "HOST": parsed.host,
+        "PORT": str(parsed.port or ""),
+        "OPTIONS": options,
+        "CONN_MAX_AGE": 60,
+        "CONN_HEALTH_CHECKS": True,
+    }
+
+
+def sqlite_database(path: Path) -> dict[str, object]:
+    # WAL lets the web process read while the worker writes; IMMEDIATE transactions and a busy
+    # timeout make writers queue instead of failing with "database is locked".
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(path),
+        "OPTIONS": {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+        "TEST": {"NAME": str(VAR_DIR / "test_db.sqlite3")},
+    }
+
+
+DATABASE_URL = env.text("DATABASE_URL")
+DATABASES = {
+    "default": database_from_url(DATABASE_URL)
+    if DATABASE_URL
+    else sqlite_database(VAR_DIR / "db.sqlite3")
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: KV state, cache and the django-q2 broker ----------------------------------------
+REDIS_URL = env.text("REDIS_URL")
+if REDIS_URL:
+    parse_url("REDIS_URL", REDIS_URL, ("redis", "rediss", "unix"))
+    CACHES = {
+        "default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "cache",
+            "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 2, "SOCKET_TIMEOUT": 2},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# The KV state layer (telegram_bot.state): Redis when configured, else the database table.
+KV_STORE_URL = REDIS_URL or "db://"
+KV_PURGE_BATCH = env.number("KV_PURGE_BATCH", 5000, minimum=1)
+
+Q_CLUSTER = {
+    "name": "tgcp",
+    # Two cores: two workers leave room for the web process.
+    "workers": env.number("Q_WORKERS", 2, minimum=1, maximum=32),
+    "timeout": 120,
+    # retry must exceed timeout, or a slow task is handed to a second worker while it runs.
+    "retry": 300,
+    "max_attempts": 1,
+    # Missed runs are not replayed after downtime; jobs catch up from their own state.
+    "catch_up": False,
+    "save_limit": 250,
+    "label": "Task queue",
+    "poll": 1,
+}
+if REDIS_URL:
+    Q_CLUSTER["django_redis"] = "default"
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# --- Django ---------------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_q",
+    "telegram_bot",
+    "stats",
+    "support",
+    "content",
+    "community",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+MEDIA_ROOT = VAR_DIR / "media"
+
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env.flag("DJANGO_SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+if env.flag("DJANGO_BEHIND_TLS_PROXY", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+
+LOG_LEVEL = env.text("LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ConfigError(
+        "LOG_LEVEL", f"must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {LOG_LEVEL!r}"
+    )
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"redact_tokens": {"()": "telegram_bot.redaction.TokenRedactingFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["redact_tokens"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # httpx logs every request URL, and Telegram URLs carry the token.
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
+    },
+}

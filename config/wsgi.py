@@ -1,0 +1,12 @@
+"""WSGI entry point: ``gunicorn config.wsgi``."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+from config.startup import run_or_exit
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+application = run_or_exit(get_wsgi_application)

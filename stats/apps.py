@@ -1,0 +1,8 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class StatsConfig(AppConfig):
+    name = "stats"
+    verbose_name = "Statistics"

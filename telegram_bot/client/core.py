@@ -1,0 +1,241 @@
+"""The one HTTP entry point to the Telegram Bot API: `TelegramClient.call` and its error mapping.
+
+No Django here: settings are passed in by whoever builds the client.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from telegram_bot.client.methods import TelegramMethods
+from telegram_bot.errors import TelegramApiError, TelegramRateLimitError
+from telegram_bot.redaction import redact
+
+DEFAULT_BASE_URL = "https://api.telegram.org"
+# Read must outlast getUpdates long polling (get_updates widens it per call for longer polls).
+DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=35.0, write=10.0, pool=5.0)
+
+_POLL_MARGIN = 10.0  # seconds of read timeout beyond a getUpdates long poll
+_TOKEN_SHAPE = re.compile(r"\d+:[A-Za-z0-9_-]+")
+
+RequestTimeout = float | httpx.Timeout | None
+
+
+class TelegramClient(TelegramMethods):
+    """A Bot API client: one `httpx.Client` (pooled connections), explicit timeouts.
+
+    `call(method, **params)` is the only place that sends a request; the typed helpers of
+    `TelegramMethods` are thin wrappers over it. Every failure raises a `TelegramApiError`
+    (`TelegramRateLimitError` for 429). Neither exceptions nor `repr()` contain the token.
+    Thread-safe; call `close()` (or use it as a context manager) when done.
+    """
+
+    def __init__(
+        self,
+        token: str,
+        base_url: str = DEFAULT_BASE_URL,
+        *,
+        timeout: httpx.Timeout | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        if not _TOKEN_SHAPE.fullmatch(token or ""):
+            raise ValueError("the bot token does not look like '<bot id>:<secret>'")
+        self._token = token
+        self._base_url = base_url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self._base_url,
+            timeout=timeout or DEFAULT_TIMEOUT,
+            transport=transport,
+            follow_redirects=False,
+            headers={"User-Agent": "telegram-community-bot"},
+        )
+
+    @property
+    def bot_id(self) -> int:
+        """The bot's user id (the public part of the token)."""
+        return int(self._token.split(":", 1)[0])
+
+    @property
+    def base_url(self) -> str:
+        """The API base URL, without the token."""
+        return self._base_url
+
+    def call(self, method: str, /, *, request_timeout: RequestTimeout = None, **params: Any) -> Any:
+        """Call Bot API `method` with `params` and return its `result`.
+
+        None values are dropped. Params holding files (bytes, a `(filename, bytes)` or
+        `(filename, bytes, content_type)` tuple, or a binary file object) are sent as
+        multipart/form-data, the others as a JSON body. `request_timeout` overrides the client's
+        timeout for this call. Raises `TelegramApiError` (or `TelegramRateLimitError`).
+        """
+        params = {key: value for key, value in params.items() if value is not None}
+        failure: Exception | None = None
+        try:
+            response = self._http.post(
+                self._path(method), **_body(params), timeout=_timeout(request_timeout)
+            )
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            failure = exc
+        if failure is not None:
+            # Raised outside the except block so the httpx error (its request holds the
+            # tokenised URL) is not chained as __context__.
+            raise telegram_error(method, cause=failure)
+        return _result(method, response)
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._http.close()
+
+    def __enter__(self) -> TelegramClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"TelegramClient(base_url={self._base_url!r}, bot_id={self.bot_id})"
+
+    def _long_poll_timeout(self, seconds: int) -> httpx.Timeout:
+        # The read timeout must outlast the poll, whatever the client's default is.
+        default = self._http.timeout
+        read = None if default.read is None else max(default.read, seconds + _POLL_MARGIN)
+        return httpx.Timeout(
+            connect=default.connect, read=read, write=default.write, pool=default.pool
+        )
+
+    def _path(self, method: str) -> str:
+        # The only place a Bot API URL is built. httpx appends it to the base URL's path (a
+        # prefix such as a reverse proxy's /telegram is kept). The leading slash matters:
+        # without it "bot123:ABC/..." would parse as a URL with the scheme "bot123".
+        return f"/bot{self._token}/{method}"
+
+
+def telegram_error(
+    method: str,
+    *,
+    status: int | None = None,
+    payload: Mapping[str, Any] | None = None,
+    cause: Exception | None = None,
+) -> TelegramApiError:
+    """Turn any failed call into a typed error: the single mapping of Telegram failures.
+
+    - `cause` (an httpx error): `status` None; retryable for network errors and timeouts,
+      permanent for configuration errors such as an invalid URL.
+    - no usable JSON `payload`: classified by the HTTP `status` (429/5xx retryable).
+    - an `ok: false` payload: `error_code`, `description`, `parameters.retry_after` and
+      `parameters.migrate_to_chat_id` kept; 429 becomes `TelegramRateLimitError`.
+    """
+    if cause is not None:
+        detail = "timed out" if isinstance(cause, httpx.TimeoutException) else "network error"
+        transient = isinstance(cause, httpx.TransportError) and not isinstance(
+            cause, httpx.UnsupportedProtocol
+        )
+        description = f"{detail} ({_describe(cause)})"
+        return TelegramApiError(method, description=description, retryable=transient)
+    if payload is None:
+        return TelegramApiError(method, status=status, description="answer is not Bot API JSON")
+    error_code = _int_or_none(payload.get("error_code")) or status
+    description = redact(str(payload.get("description") or ""))
+    parameters = payload.get("parameters")
+    parameters = parameters if isinstance(parameters, Mapping) else {}
+    retry_after = _float_or_none(parameters.get("retry_after"))
+    if error_code == 429:
+        return TelegramRateLimitError(
+            method,
+            retry_after=1.0 if retry_after is None else retry_after,
+            status=status,
+            error_code=error_code,
+            description=description,
+        )
+    return TelegramApiError(
+        method,
+        status=status,
+        error_code=error_code,
+        description=description,
+        retry_after=retry_after,
+        migrate_to_chat_id=_int_or_none(parameters.get("migrate_to_chat_id")),
+    )
+
+
+def _result(method: str, response: httpx.Response) -> Any:
+    payload = _json_object(response)
+    if payload is not None and payload.get("ok") is True and "result" in payload:
+        return payload["result"]
+    if payload is not None and payload.get("ok") is not False:
+        payload = None  # JSON, but not a Bot API answer
+    raise telegram_error(method, status=response.status_code, payload=payload)
+
+
+def _json_object(response: httpx.Response) -> dict[str, Any] | None:
+    try:
+        payload = response.json()
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+def _body(params: dict[str, Any]) -> dict[str, Any]:
+    files = {key: _file_field(key, value) for key, value in params.items() if _is_file(value)}
+    if not files:
+        return {"json": params}
+    data = {key: _form_value(value) for key, value in params.items() if key not in files}
+    return {"data": data, "files": files}
+
+
+def _is_file(value: Any) -> bool:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return True
+    if isinstance(value, tuple):
+        return len(value) in (2, 3) and isinstance(value[0], str) and _is_content(value[1])
+    return hasattr(value, "read")
+
+
+def _is_content(value: Any) -> bool:
+    return isinstance(value, (bytes, bytearray, memoryview)) or hasattr(value, "read")
+
+
+def _file_field(name: str, value: Any) -> Any:
+    if isinstance(value, (bytearray, memoryview)):
+        value = bytes(value)
+    if isinstance(value, bytes):
+        return (name, value)
+    return value  # a (filename, content[, content_type]) tuple or a file object
+
+
+def _form_value(value: Any) -> str:
+    # Objects, arrays and booleans travel as JSON text in form encodings.
+    if isinstance(value, (dict, list, tuple, bool)):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return str(value)
+
+
+def _timeout(value: RequestTimeout) -> Any:
+    if value is None:
+        return httpx.USE_CLIENT_DEFAULT
+    return value
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {redact(text)}" if text else type(exc).__name__
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _float_or_none(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None

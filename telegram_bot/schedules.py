@@ -1,0 +1,9 @@
+"""Schedules declared by the core; reconciled into django-q2 by ``manage.py sync_schedules``."""
+
+from __future__ import annotations
+
+from telegram_bot.scheduling import ScheduleSpec
+
+SCHEDULES = [
+    ScheduleSpec(name="kv_purge_expired", func="telegram_bot.tasks.kv_purge_expired", minutes=10),
+]

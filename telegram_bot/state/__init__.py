@@ -1,0 +1,85 @@
+"""The state layer: one KV contract, three backends, typed stores on top.
+
+Only this package touches Redis or the ``kv_store`` table. Everything else asks ``get_store()``
+for the process-wide store (chosen by ``settings.KV_STORE_URL``) or opens one by URL.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+from telegram_bot.state.base import InvalidValueError, KVStore
+from telegram_bot.state.keys import FAMILIES, InvalidKeyError
+
+__all__ = [
+    "FAMILIES",
+    "InvalidKeyError",
+    "InvalidValueError",
+    "KVStore",
+    "get_store",
+    "open_store",
+    "override_store",
+]
+
+_default: KVStore | None = None
+_default_lock = threading.Lock()
+
+
+def open_store(url: str, *, prefix: str = "") -> KVStore:
+    """Open a store by URL: ``memory://``, ``db://`` (or ``db://<alias>``), ``redis://...``."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme == "memory":
+        from telegram_bot.state.memory import MemoryStore
+
+        return MemoryStore(prefix=prefix)
+    if scheme == "db":
+        from telegram_bot.state.database import DatabaseStore
+
+        alias = urlsplit(url).netloc or "default"
+        return DatabaseStore(alias=alias, prefix=prefix)
+    if scheme in ("redis", "rediss", "unix"):
+        from telegram_bot.state.redis import RedisStore
+
+        return RedisStore.from_url(url, prefix=prefix)
+    raise InvalidValueError(
+        f"unknown KV store URL {url.split('@')[-1]!r}: use memory://, db:// or redis://"
+    )
+
+
+def get_store() -> KVStore:
+    """The process-wide store for ``settings.KV_STORE_URL``, opened once."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = _open_default()
+    return _default
+
+
+def _open_default() -> KVStore:
+    from django.conf import settings
+
+    url = settings.KV_STORE_URL
+    if url and url == getattr(settings, "REDIS_URL", ""):
+        # Share django-redis's connection pool with the cache.
+        from django_redis import get_redis_connection
+
+        from telegram_bot.state.redis import RedisStore
+
+        return RedisStore(get_redis_connection("default"), url=url)
+    return open_store(url)
+
+
+@contextmanager
+def override_store(store: KVStore) -> Iterator[KVStore]:
+    """Make ``store`` the process-wide store for the duration (tests, tools)."""
+    global _default
+    previous = _default
+    _default = store
+    try:
+        yield store
+    finally:
+        _default = previous

@@ -1,0 +1,181 @@
+"""The KV state contract, shared by every backend.
+
+``KVStore`` validates keys, values and TTLs once and encodes values as canonical JSON; the
+backends implement the small ``_``-prefixed primitives. Values are JSON (``None`` is refused:
+delete the key instead). TTLs are milliseconds and may be under a second. An expired key is
+invisible to every operation, scan included.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from typing import Any
+
+from telegram_bot.state.keys import check_key, check_prefix
+
+MAX_SCAN_LIMIT = 1000
+
+
+class InvalidValueError(ValueError):
+    """A value or TTL the store cannot keep (None, not JSON, NaN, a bad TTL)."""
+
+
+def encode(value: Any) -> str:
+    """Canonical JSON: equal values give equal text, which compare_and_set relies on."""
+    if value is None:
+        raise InvalidValueError("None cannot be stored; delete the key instead")
+    try:
+        return json.dumps(
+            value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
+        )
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"value is not JSON-serialisable: {exc}") from None
+
+
+def decode(text: str) -> Any:
+    return json.loads(text)
+
+
+def check_ttl(ttl_ms: object) -> int | None:
+    if ttl_ms is None:
+        return None
+    if isinstance(ttl_ms, bool) or not isinstance(ttl_ms, int):
+        raise InvalidValueError(f"ttl_ms must be a positive integer or None, got {ttl_ms!r}")
+    if ttl_ms <= 0:
+        raise InvalidValueError(f"ttl_ms must be positive, got {ttl_ms}")
+    return ttl_ms
+
+
+class KVStore(ABC):
+    """One KV contract; ``prefix`` namespaces every key (two bots, or one test, per prefix)."""
+
+    url: str = ""
+
+    def __init__(self, *, prefix: str = "") -> None:
+        self.prefix = prefix
+
+    # --- public contract ---------------------------------------------------------------------
+    def get(self, key: str) -> Any | None:
+        """The value stored at ``key``, or None when absent or expired."""
+        text = self._get(self._raw(check_key(key)))
+        return None if text is None else decode(text)
+
+    def set(self, key: str, value: Any, ttl_ms: int | None = None) -> None:
+        """Store ``value``; with ``ttl_ms`` it expires after that many milliseconds."""
+        self._set(self._raw(check_key(key)), encode(value), check_ttl(ttl_ms))
+
+    def delete(self, key: str) -> None:
+        self._delete(self._raw(check_key(key)))
+
+    def compare_and_set(
+        self, key: str, expected: Any | None, value: Any, ttl_ms: int | None = None
+    ) -> bool:
+        """Atomically write ``value`` if the key holds ``expected`` (None: absent or expired)."""
+        raw = self._raw(check_key(key))
+        text, ttl = encode(value), check_ttl(ttl_ms)
+        if expected is None:
+            return self._set_if_absent(raw, text, ttl)
+        return self._replace_if_equal(raw, encode(expected), text, ttl)
+
+    def set_if_absent(self, key: str, value: Any, ttl_ms: int | None = None) -> bool:
+        """Atomically write ``value`` if the key is absent or expired; say whether it did."""
+        return self._set_if_absent(self._raw(check_key(key)), encode(value), check_ttl(ttl_ms))
+
+    def increment(self, key: str, by: int = 1, ttl_ms: int | None = None) -> int:
+        """Atomically add ``by`` (missing or expired counts as 0) and return the new value.
+
+        ``ttl_ms`` applies only when the increment creates the key; it does not extend it.
+        """
+        if isinstance(by, bool) or not isinstance(by, int):
+            raise InvalidValueError(f"increment step must be an integer, got {by!r}")
+        return self._increment(self._raw(check_key(key)), by, check_ttl(ttl_ms))
+
+    def scan(
+        self, prefix: str, cursor: str | None = None, limit: int = 100
+    ) -> tuple[list[str], str | None]:
+        """One page of at most ``limit`` live keys under ``prefix`` and the next cursor.
+
+        Start with ``cursor=None``; the next cursor is None once there is nothing more. Every key
+        that stays live and unwritten during the walk is returned at least once.
+        """
+        check_prefix(prefix)
+        if (
+            isinstance(limit, bool)
+            or not isinstance(limit, int)
+            or not 1 <= limit <= MAX_SCAN_LIMIT
+        ):
+            raise InvalidValueError(f"scan limit must be 1-{MAX_SCAN_LIMIT}, got {limit!r}")
+        if cursor is not None and not isinstance(cursor, str):
+            raise InvalidValueError("scan cursor must be a string or None")
+        raw_keys, next_cursor = self._scan(self._raw(prefix), cursor, limit)
+        strip = len(self.prefix)
+        return [key[strip:] for key in raw_keys], next_cursor
+
+    def scan_all(self, prefix: str, page_size: int = 500) -> Iterator[str]:
+        """Every live key under ``prefix``, page by page."""
+        cursor: str | None = None
+        while True:
+            keys, cursor = self.scan(prefix, cursor, page_size)
+            yield from keys
+            if cursor is None:
+                return
+
+    def ping(self) -> None:
+        """Raise StateUnavailableError when the backend does not answer."""
+        self._ping()
+
+    def purge_expired(self, batch: int = 5000) -> int:
+        """Delete expired entries where the backend keeps them (the database); return how many."""
+        return 0
+
+    def close(self) -> None:  # noqa: B027 - optional hook, a no-op by default
+        """Release connections held by this store."""
+
+    # --- backend primitives --------------------------------------------------------------------
+    def _raw(self, key: str) -> str:
+        return self.prefix + key
+
+    @abstractmethod
+    def _get(self, raw_key: str) -> str | None: ...
+
+    @abstractmethod
+    def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None: ...
+
+    @abstractmethod
+    def _delete(self, raw_key: str) -> None: ...
+
+    @abstractmethod
+    def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool: ...
+
+    @abstractmethod
+    def _replace_if_equal(
+        self, raw_key: str, expected: str, text: str, ttl_ms: int | None
+    ) -> bool: ...
+
+    @abstractmethod
+    def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int: ...
+
+    @abstractmethod
+    def _scan(
+        self, raw_prefix: str, cursor: str | None, limit: int
+    ) -> tuple[list[str], str | None]: ...
+
+    @abstractmethod
+    def _ping(self) -> None: ...
+
+
+def prefix_successor(prefix: str) -> str:
+    """The smallest string greater than every string starting with ``prefix``."""
+    last = prefix[-1]
+    return prefix[:-1] + chr(ord(last) + 1)
+
+
+def is_integer_text(text: str) -> bool:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, int) and not isinstance(value, bool) and math.isfinite(value)

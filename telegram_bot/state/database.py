@@ -1,0 +1,157 @@
+"""Database backend: the ``kv_store`` table, for the embedded default (no Redis).
+
+Each operation is one SQL statement, so it is atomic across processes: upserts with
+``ON CONFLICT`` (SQLite 3.35+ and PostgreSQL), conditional ``UPDATE`` with a row-count check.
+Expiry is lazy (every read filters on ``expires_at``) plus a scheduled purge. Inside a caller's
+``transaction.atomic`` block the statements join that transaction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.db import DatabaseError, DataError, InterfaceError, OperationalError, connections
+
+from telegram_bot.errors import StateError, StateUnavailableError
+from telegram_bot.state.base import KVStore, prefix_successor
+
+TABLE = "kv_store"
+_LIVE = "(expires_at IS NULL OR expires_at > %s)"
+_EXPIRED = f"({TABLE}.expires_at IS NOT NULL AND {TABLE}.expires_at <= %s)"
+_UPSERT = (
+    f'INSERT INTO {TABLE} ("key", "value", expires_at) VALUES (%s, %s, %s) '
+    'ON CONFLICT ("key") DO UPDATE SET "value" = excluded."value", '
+    "expires_at = excluded.expires_at"
+)
+_INCREMENT = {
+    "postgresql": (
+        f'INSERT INTO {TABLE} ("key", "value", expires_at) VALUES (%s, %s, %s) '
+        'ON CONFLICT ("key") DO UPDATE SET '
+        f'"value" = CASE WHEN {_EXPIRED} THEN excluded."value" '
+        f'ELSE CAST(CAST({TABLE}."value" AS BIGINT) + %s AS TEXT) END, '
+        f"expires_at = CASE WHEN {_EXPIRED} THEN excluded.expires_at ELSE {TABLE}.expires_at END "
+        f"WHERE {_EXPIRED} OR {TABLE}.\"value\" ~ '^-?[0-9]{{1,18}}$' "
+        'RETURNING "value"'
+    ),
+    "sqlite": (
+        f'INSERT INTO {TABLE} ("key", "value", expires_at) VALUES (%s, %s, %s) '
+        'ON CONFLICT ("key") DO UPDATE SET '
+        f'"value" = CASE WHEN {_EXPIRED} THEN excluded."value" '
+        f'ELSE CAST(CAST({TABLE}."value" AS INTEGER) + %s AS TEXT) END, '
+        f"expires_at = CASE WHEN {_EXPIRED} THEN excluded.expires_at ELSE {TABLE}.expires_at END "
+        f'WHERE {_EXPIRED} OR {TABLE}."value" = CAST(CAST({TABLE}."value" AS INTEGER) AS TEXT) '
+        'RETURNING "value"'
+    ),
+}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _expiry(ttl_ms: int | None, now: int) -> int | None:
+    return None if ttl_ms is None else now + ttl_ms
+
+
+class DatabaseStore(KVStore):
+    """KV state in a table of the Django database named by ``alias``."""
+
+    def __init__(self, *, alias: str = "default", prefix: str = "") -> None:
+        super().__init__(prefix=prefix)
+        self.alias = alias
+        self.url = "db://" if alias == "default" else f"db://{alias}"
+
+    @contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        try:
+            with connections[self.alias].cursor() as cursor:
+                yield cursor
+        except (OperationalError, InterfaceError) as exc:
+            raise StateUnavailableError(f"database KV store unavailable: {exc}") from exc
+        except DataError as exc:
+            raise StateError(f"database KV store refused the value: {exc}") from exc
+        except DatabaseError as exc:
+            raise StateError(f"database KV store error: {exc}") from exc
+
+    def _get(self, raw_key: str) -> str | None:
+        with self._cursor() as cursor:
+            cursor.execute(
+                f'SELECT "value" FROM {TABLE} WHERE "key" = %s AND {_LIVE}', [raw_key, _now_ms()]
+            )
+            row = cursor.fetchone()
+        return None if row is None else row[0]
+
+    def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None:
+        with self._cursor() as cursor:
+            cursor.execute(_UPSERT, [raw_key, text, _expiry(ttl_ms, _now_ms())])
+
+    def _delete(self, raw_key: str) -> None:
+        with self._cursor() as cursor:
+            cursor.execute(f'DELETE FROM {TABLE} WHERE "key" = %s', [raw_key])
+
+    def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
+        now = _now_ms()
+        with self._cursor() as cursor:
+            cursor.execute(
+                f"{_UPSERT} WHERE {_EXPIRED}", [raw_key, text, _expiry(ttl_ms, now), now]
+            )
+            return cursor.rowcount == 1
+
+    def _replace_if_equal(self, raw_key: str, expected: str, text: str, ttl_ms: int | None) -> bool:
+        now = _now_ms()
+        with self._cursor() as cursor:
+            cursor.execute(
+                f'UPDATE {TABLE} SET "value" = %s, expires_at = %s '
+                f'WHERE "key" = %s AND "value" = %s AND {_LIVE}',
+                [text, _expiry(ttl_ms, now), raw_key, expected, now],
+            )
+            return cursor.rowcount == 1
+
+    def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int:
+        now = _now_ms()
+        vendor = connections[self.alias].vendor
+        sql = _INCREMENT.get(vendor)
+        if sql is None:
+            raise StateError(f"database KV store does not support {vendor}")
+        with self._cursor() as cursor:
+            cursor.execute(sql, [raw_key, str(by), _expiry(ttl_ms, now), now, by, now, now])
+            row = cursor.fetchone()
+        if row is None:
+            raise StateError(f"cannot increment {raw_key!r}: it does not hold an integer")
+        return int(row[0])
+
+    def _scan(
+        self, raw_prefix: str, cursor: str | None, limit: int
+    ) -> tuple[list[str], str | None]:
+        lower_op, lower = (">", self.prefix + cursor) if cursor else (">=", raw_prefix)
+        with self._cursor() as db_cursor:
+            db_cursor.execute(
+                f'SELECT "key" FROM {TABLE} WHERE "key" {lower_op} %s AND "key" < %s '
+                f'AND {_LIVE} ORDER BY "key" LIMIT %s',
+                [lower, prefix_successor(raw_prefix), _now_ms(), limit],
+            )
+            page = [row[0] for row in db_cursor.fetchall()]
+        next_cursor = page[-1][len(self.prefix) :] if len(page) == limit else None
+        return page, next_cursor
+
+    def _ping(self) -> None:
+        with self._cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {TABLE} LIMIT 1")
+
+    def purge_expired(self, batch: int = 5000) -> int:
+        """Delete expired rows in batches of ``batch``; return how many were deleted."""
+        total = 0
+        while True:
+            with self._cursor() as cursor:
+                cursor.execute(
+                    f'DELETE FROM {TABLE} WHERE "key" IN (SELECT "key" FROM {TABLE} '
+                    "WHERE expires_at <= %s LIMIT %s)",
+                    [_now_ms(), batch],
+                )
+                deleted = cursor.rowcount
+            total += deleted
+            if deleted < batch:
+                return total

@@ -1,0 +1,67 @@
+"""The declared key families of the KV state.
+
+Every key is ``<family>:<rest>``. A key outside these families is refused before it reaches a
+backend, so that no module can invent an undocumented namespace (ARCHITECTURE.md lists them).
+"""
+
+from __future__ import annotations
+
+import re
+
+FAMILIES: dict[str, str] = {
+    "session": "versioned per-user sessions ({'v': N, 'd': ...})",
+    "workflow": "multi-step workflow state, scoped by chat and user, with expiry",
+    "counter": "general-purpose atomic counters",
+    "rl": "rate-limit windows (per user, per chat)",
+    "upd": "update ids being processed (claim) or done (kept 24 h)",
+    "dlq": "dead letters: updates whose handler raised (retention, default 7 days)",
+    "msg": "raw message buffer, minimal fields, 7 days",
+    "stats": "daily counters per chat, day and user",
+    "activity": "daily message total per chat",
+    "last_message": "time of a user's last message in a chat",
+    "lock": "short locks and leases",
+}
+
+MAX_KEY_LENGTH = 512
+_REST_RE = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
+
+
+class InvalidKeyError(ValueError):
+    """A key or scan prefix that is malformed or outside the declared families."""
+
+
+def check_key(key: object) -> str:
+    """Return ``key`` if it is a well-formed key of a declared family, else raise."""
+    if not isinstance(key, str):
+        raise InvalidKeyError(f"KV key must be a string, got {type(key).__name__}")
+    if len(key) > MAX_KEY_LENGTH:
+        raise InvalidKeyError(f"KV key longer than {MAX_KEY_LENGTH} characters: {key[:40]!r}...")
+    family, sep, rest = key.partition(":")
+    if not sep or family not in FAMILIES:
+        raise InvalidKeyError(
+            f"KV key {key[:80]!r} is outside the declared families ({family_list()})"
+        )
+    if not rest or not _REST_RE.match(rest):
+        raise InvalidKeyError(
+            f"KV key {key[:80]!r} needs a non-empty part after '{family}:' "
+            "without spaces or control characters"
+        )
+    return key
+
+
+def check_prefix(prefix: object) -> str:
+    """A scan prefix must name a declared family (``stats:`` or ``stats:-100:``)."""
+    if not isinstance(prefix, str):
+        raise InvalidKeyError(f"scan prefix must be a string, got {type(prefix).__name__}")
+    family, sep, rest = prefix.partition(":")
+    if not sep or family not in FAMILIES:
+        raise InvalidKeyError(
+            f"scan prefix {prefix[:80]!r} must start with a declared family ({family_list()})"
+        )
+    if rest and not _REST_RE.match(rest):
+        raise InvalidKeyError(f"scan prefix {prefix[:80]!r} contains spaces or control characters")
+    return prefix
+
+
+def family_list() -> str:
+    return ", ".join(f"{name}:" for name in FAMILIES)

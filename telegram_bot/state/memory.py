@@ -1,0 +1,104 @@
+"""In-process backend: one dict under a lock. For tests and single-process tools only."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+
+from telegram_bot.errors import StateError
+from telegram_bot.state.base import KVStore, is_integer_text, prefix_successor
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class MemoryStore(KVStore):
+    """Keeps canonical JSON text like the other backends, so tests catch unstorable values."""
+
+    url = "memory://"
+
+    def __init__(self, *, prefix: str = "") -> None:
+        super().__init__(prefix=prefix)
+        self._lock = threading.Lock()
+        self._data: dict[str, tuple[str, int | None]] = {}
+
+    def _live(self, raw_key: str, now: int) -> str | None:
+        entry = self._data.get(raw_key)
+        if entry is None:
+            return None
+        text, expires = entry
+        if expires is not None and expires <= now:
+            del self._data[raw_key]
+            return None
+        return text
+
+    @staticmethod
+    def _expiry(ttl_ms: int | None, now: int) -> int | None:
+        return None if ttl_ms is None else now + ttl_ms
+
+    def _get(self, raw_key: str) -> str | None:
+        with self._lock:
+            return self._live(raw_key, _now_ms())
+
+    def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None:
+        with self._lock:
+            self._data[raw_key] = (text, self._expiry(ttl_ms, _now_ms()))
+
+    def _delete(self, raw_key: str) -> None:
+        with self._lock:
+            self._data.pop(raw_key, None)
+
+    def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
+        with self._lock:
+            now = _now_ms()
+            if self._live(raw_key, now) is not None:
+                return False
+            self._data[raw_key] = (text, self._expiry(ttl_ms, now))
+            return True
+
+    def _replace_if_equal(self, raw_key: str, expected: str, text: str, ttl_ms: int | None) -> bool:
+        with self._lock:
+            now = _now_ms()
+            if self._live(raw_key, now) != expected:
+                return False
+            self._data[raw_key] = (text, self._expiry(ttl_ms, now))
+            return True
+
+    def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int:
+        with self._lock:
+            now = _now_ms()
+            current = self._live(raw_key, now)
+            if current is None:
+                self._data[raw_key] = (str(by), self._expiry(ttl_ms, now))
+                return by
+            if not is_integer_text(current):
+                raise StateError(f"cannot increment {raw_key!r}: it does not hold an integer")
+            value = int(current) + by
+            self._data[raw_key] = (str(value), self._data[raw_key][1])
+            return value
+
+    def _scan(
+        self, raw_prefix: str, cursor: str | None, limit: int
+    ) -> tuple[list[str], str | None]:
+        with self._lock:
+            now = _now_ms()
+            keys = sorted(self._data)
+            start = (
+                bisect.bisect_right(keys, self.prefix + cursor)
+                if cursor
+                else bisect.bisect_left(keys, raw_prefix)
+            )
+            end = bisect.bisect_left(keys, prefix_successor(raw_prefix))
+            page = []
+            for raw_key in keys[start:end]:
+                if self._live(raw_key, now) is not None:
+                    page.append(raw_key)
+                    if len(page) == limit:
+                        break
+        next_cursor = page[-1][len(self.prefix) :] if len(page) == limit else None
+        return page, next_cursor
+
+    def _ping(self) -> None:
+        return None

@@ -1,0 +1,22 @@
+"""The table behind the database KV backend (the embedded default)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class KVEntry(models.Model):
+    """One KV key. Only ``telegram_bot.state.database`` reads or writes this table."""
+
+    key = models.CharField(max_length=512, primary_key=True)
+    value = models.TextField()
+    # Milliseconds since the epoch; NULL never expires. Reads filter on it (lazy expiry).
+    expires_at = models.BigIntegerField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        db_table = "kv_store"
+        verbose_name = "KV entry"
+        verbose_name_plural = "KV entries"
+
+    def __str__(self) -> str:
+        return self.key

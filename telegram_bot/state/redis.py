@@ -1,0 +1,145 @@
+"""Redis backend: plain commands and Lua scripts, each operation atomic on the server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from telegram_bot.errors import StateError, StateUnavailableError
+from telegram_bot.state.base import KVStore
+
+# compare_and_set with an expected value: the GET and the SET run as one step on the server.
+_REPLACE_IF_EQUAL = """
+local current = redis.call('GET', KEYS[1])
+if current ~= ARGV[1] then return 0 end
+if ARGV[3] == '' then redis.call('SET', KEYS[1], ARGV[2])
+else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return 1
+"""
+# The TTL applies only when this increment creates the key.
+_INCREMENT = """
+local existed = redis.call('EXISTS', KEYS[1])
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+if existed == 0 and ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return value
+"""
+_GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "*?[]\\^"})
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+class RedisStore(KVStore):
+    """KV state in Redis. ``client`` may decode responses or not; both are handled."""
+
+    def __init__(self, client: redis.Redis, *, url: str = "redis://", prefix: str = "") -> None:
+        super().__init__(prefix=prefix)
+        self.client = client
+        self.url = url
+        self._replace_script: Callable[..., Any] = client.register_script(_REPLACE_IF_EQUAL)
+        self._increment_script: Callable[..., Any] = client.register_script(_INCREMENT)
+
+    @classmethod
+    def from_url(cls, url: str, *, prefix: str = "") -> RedisStore:
+        client = redis.Redis.from_url(
+            url, socket_timeout=2, socket_connect_timeout=2, health_check_interval=30
+        )
+        return cls(client, url=url, prefix=prefix)
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except (RedisConnectionError, RedisTimeoutError) as exc:
+            raise StateUnavailableError(f"Redis KV store unavailable: {exc}") from exc
+        except ResponseError as exc:
+            if "not an integer" in str(exc):
+                raise StateError("cannot increment: the key does not hold an integer") from exc
+            raise StateError(f"Redis KV store error: {exc}") from exc
+        except RedisError as exc:
+            raise StateError(f"Redis KV store error: {exc}") from exc
+
+    def _get(self, raw_key: str) -> str | None:
+        with self._errors():
+            value = self.client.get(raw_key)
+        return None if value is None else _text(value)
+
+    def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None:
+        with self._errors():
+            self.client.set(raw_key, text, px=ttl_ms)
+
+    def _delete(self, raw_key: str) -> None:
+        with self._errors():
+            self.client.delete(raw_key)
+
+    def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
+        with self._errors():
+            return bool(self.client.set(raw_key, text, px=ttl_ms, nx=True))
+
+    def _replace_if_equal(self, raw_key: str, expected: str, text: str, ttl_ms: int | None) -> bool:
+        with self._errors():
+            done = self._replace_script(
+                keys=[raw_key], args=[expected, text, "" if ttl_ms is None else ttl_ms]
+            )
+        return bool(done)
+
+    def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int:
+        with self._errors():
+            value = self._increment_script(
+                keys=[raw_key], args=[by, "" if ttl_ms is None else ttl_ms]
+            )
+        return int(value)
+
+    def _scan(
+        self, raw_prefix: str, cursor: str | None, limit: int
+    ) -> tuple[list[str], str | None]:
+        """Page through SCAN, cut to ``limit`` keys.
+
+        Our cursor is ``<redis cursor>:<skip>``: the SCAN call a page starts from and how many of
+        its matches were already returned. Redis answers the same SCAN call the same way while
+        nothing is written, which is what makes the skip count safe.
+        """
+        scan_cursor, skip = _parse_cursor(cursor)
+        match = raw_prefix.translate(_GLOB_SPECIAL) + "*"
+        page: list[str] = []
+        with self._errors():
+            while True:
+                next_scan, batch = self.client.scan(scan_cursor, match=match, count=max(limit, 10))
+                keys = [_text(key) for key in batch][skip:]
+                room = limit - len(page)
+                if len(keys) > room:
+                    page.extend(keys[:room])
+                    return page, f"{scan_cursor}:{skip + room}"
+                page.extend(keys)
+                scan_cursor, skip = int(next_scan), 0
+                if scan_cursor == 0:
+                    return page, None
+                if len(page) == limit:
+                    return page, f"{scan_cursor}:0"
+
+    def _ping(self) -> None:
+        with self._errors():
+            self.client.ping()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _parse_cursor(cursor: str | None) -> tuple[int, int]:
+    if cursor is None:
+        return 0, 0
+    head, _, tail = cursor.partition(":")
+    try:
+        scan_cursor, skip = int(head), int(tail)
+    except ValueError:
+        raise StateError(f"malformed scan cursor {cursor!r}") from None
+    if scan_cursor < 0 or skip < 0:
+        raise StateError(f"malformed scan cursor {cursor!r}")
+    return scan_cursor, skip

@@ -1,0 +1,181 @@
+"""Suite-wide fixtures: the network guard, KV backends, and the backend report."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from telegram_bot.state import KVStore, open_store
+from tests.fakes.telegram import FakeTelegramServer
+
+pytest_plugins = ["tests.fakes.fixtures"]
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+SKIPPED_BACKENDS: set[str] = set()
+
+
+# --- network guard ------------------------------------------------------------------------------
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _check_address(address: Any) -> None:
+    if isinstance(address, tuple):
+        host = address[0]
+        try:
+            if ipaddress.ip_address(host).is_loopback:
+                return
+        except ValueError:
+            if host == "localhost":
+                return
+        raise RuntimeError(f"test tried to reach the network: {host}")
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    _check_address(address)
+    _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    _check_address(address)
+    return _real_connect_ex(self, address)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _block_network() -> Iterator[None]:
+    """Fail any test that opens a connection to anything but loopback or a unix socket."""
+    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+    yield
+    socket.socket.connect = _real_connect  # type: ignore[method-assign]
+    socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+
+
+# --- KV backends --------------------------------------------------------------------------------
+KV_BACKENDS = ["memory", "db", "redis"]
+SHARED_KV_BACKENDS = ["db", "redis"]  # reachable from several processes
+
+
+def make_store(request: pytest.FixtureRequest, backend: str) -> Iterator[KVStore]:
+    prefix = f"t{uuid.uuid4().hex[:12]}:"
+    if backend == "memory":
+        yield open_store("memory://")
+        return
+    if backend == "db":
+        # The django_db mark was added at collection (pytest_collection_modifyitems below):
+        # requesting the database lazily from here would not switch to the test database.
+        yield open_store("db://")
+        return
+    if not REDIS_URL:
+        SKIPPED_BACKENDS.add("redis")
+        pytest.skip("Redis backend: REDIS_URL not set")
+    store = open_store(REDIS_URL, prefix=prefix)
+    try:
+        yield store
+    finally:
+        client = store.client  # type: ignore[attr-defined]
+        for key in client.scan_iter(match=f"{prefix}*", count=500):
+            client.delete(key)
+        store.close()
+
+
+@pytest.fixture(params=KV_BACKENDS)
+def kv(request: pytest.FixtureRequest) -> Iterator[KVStore]:
+    """A fresh, isolated store on each backend in turn."""
+    yield from make_store(request, request.param)
+
+
+@pytest.fixture(params=SHARED_KV_BACKENDS)
+def shared_kv(request: pytest.FixtureRequest) -> Iterator[KVStore]:
+    """A store on each backend that several processes can share."""
+    yield from make_store(request, request.param)
+
+
+@pytest.fixture
+def memory_store() -> Iterator[KVStore]:
+    from telegram_bot.state import override_store
+
+    store = open_store("memory://")
+    with override_store(store):
+        yield store
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give every test that runs on the database KV backend a transactional test database."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec and "db" in (callspec.params.get("kv"), callspec.params.get("shared_kv")):
+            item.add_marker(pytest.mark.django_db(transaction=True))
+
+
+# --- the bot against the fake Bot API ---------------------------------------------------------
+OWNER_ID = 1000
+WEBHOOK_SECRET = "test-webhook-secret"
+
+
+@pytest.fixture
+def bot(
+    fake_telegram: FakeTelegramServer, settings: Any, db: None, memory_store: KVStore
+) -> FakeTelegramServer:
+    """The product wired to the fake Bot API server, a fresh KV store and the test database.
+
+    ``bot`` is the fake server: inspect ``bot.calls_to("sendMessage")``, inject faults.
+    """
+    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
+    settings.OWNER_TELEGRAM_ID = OWNER_ID
+    settings.ADMIN_TELEGRAM_IDS = []
+    settings.ALLOWED_CHAT_IDS = []
+    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
+    return fake_telegram
+
+
+@pytest.fixture
+def post_update(client: Any) -> Any:
+    """POST an Update to the webhook like Telegram does; returns the response."""
+    import json
+
+    def post(update: dict[str, Any], *, secret: str | None = WEBHOOK_SECRET) -> Any:
+        headers = {} if secret is None else {"HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN": secret}
+        return client.post(
+            "/telegram/webhook", data=json.dumps(update), content_type="application/json", **headers
+        )
+
+    return post
+
+
+# --- report -------------------------------------------------------------------------------------
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    database = (
+        "PostgreSQL" if os.environ.get("DATABASE_URL", "").startswith("postgres") else "SQLite"
+    )
+    redis_state = f"Redis at {REDIS_URL.split('@')[-1]}" if REDIS_URL else "not set"
+    return [f"backends: database={database}, REDIS_URL={redis_state}"]
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    skipped = terminalreporter.stats.get("skipped", [])
+    if skipped:
+        terminalreporter.write_line(
+            f"backend tests skipped: {len(skipped)} (see SKIPPED lines above; set DATABASE_URL "
+            "and REDIS_URL to run them)"
+        )
+    else:
+        terminalreporter.write_line("backend tests skipped: none")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """With REQUIRE_ALL_BACKENDS=1 (CI) a skipped test fails the run."""
+    if os.environ.get("REQUIRE_ALL_BACKENDS") != "1":
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter else []
+    if skipped and session.exitstatus == 0:
+        session.exitstatus = 1
+        if reporter:
+            reporter.write_line(f"REQUIRE_ALL_BACKENDS=1 but {len(skipped)} tests were skipped")

@@ -1,0 +1,293 @@
+"""The KV contract, run against every backend available (memory, database, Redis).
+
+Modelled on telega's ``storage.check`` and easytg's ``verifyStorageAdapter``: the same
+assertions for every backend, TTLs below a second, and real concurrency.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connections
+
+from telegram_bot.errors import StateError
+from telegram_bot.state import InvalidKeyError, InvalidValueError, KVStore
+
+VALUES = [
+    "plain",
+    "юникод ✓ 🚀 中文",
+    0,
+    -42,
+    2**53,
+    3.5,
+    True,
+    False,
+    [],
+    {},
+    [1, "two", {"three": [3.0, None, False]}],
+    {"nested": {"deeper": {"list": ["é", "ü", "😀"], "n": -1}}, "null_inside": None},
+]
+
+
+@pytest.mark.parametrize("value", VALUES, ids=range(len(VALUES)))
+def test_it_round_trips_json_values(kv: KVStore, value: object) -> None:
+    kv.set("session:roundtrip", value)
+    assert kv.get("session:roundtrip") == value
+
+
+def test_it_returns_none_for_a_missing_key(kv: KVStore) -> None:
+    assert kv.get("session:missing") is None
+
+
+def test_it_refuses_none_as_a_value(kv: KVStore) -> None:
+    with pytest.raises(InvalidValueError, match="None"):
+        kv.set("session:none", None)
+    with pytest.raises(InvalidValueError):
+        kv.compare_and_set("session:none", None, None)
+    assert kv.get("session:none") is None
+
+
+def test_it_refuses_values_that_are_not_json(kv: KVStore) -> None:
+    for value in (float("nan"), object(), {1, 2}, b"bytes"):
+        with pytest.raises(InvalidValueError):
+            kv.set("session:bad", value)
+    assert kv.get("session:bad") is None
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "nofamily",
+        "unknown:key",
+        "session:",
+        "session:with space",
+        "session:tab\there",
+        "",
+        ":x",
+        "SESSION:x",
+        "x" * 600,
+    ],
+)
+def test_it_refuses_keys_outside_the_declared_families(kv: KVStore, key: str) -> None:
+    with pytest.raises(InvalidKeyError):
+        kv.set(key, 1)
+    with pytest.raises(InvalidKeyError):
+        kv.increment(key)
+
+
+def test_it_refuses_bad_ttls(kv: KVStore) -> None:
+    for ttl in (0, -5, 1.5, "100", True):
+        with pytest.raises(InvalidValueError):
+            kv.set("lock:ttl", 1, ttl_ms=ttl)  # type: ignore[arg-type]
+    assert kv.get("lock:ttl") is None
+
+
+def test_it_overwrites_and_deletes(kv: KVStore) -> None:
+    kv.set("session:x", 1)
+    kv.set("session:x", {"a": 2})
+    assert kv.get("session:x") == {"a": 2}
+    kv.delete("session:x")
+    assert kv.get("session:x") is None
+    kv.delete("session:x")  # deleting a missing key is fine
+
+
+def test_a_ttl_under_a_second_expires_on_time(kv: KVStore) -> None:
+    kv.set("lock:short", "v", ttl_ms=150)
+    kv.set("lock:long", "v", ttl_ms=5000)
+    kv.set("lock:forever", "v")
+    assert kv.get("lock:short") == "v"
+    time.sleep(0.3)
+    assert kv.get("lock:short") is None
+    assert kv.get("lock:long") == "v"
+    assert kv.get("lock:forever") == "v"
+
+
+def test_set_without_ttl_clears_an_earlier_ttl(kv: KVStore) -> None:
+    kv.set("lock:k", 1, ttl_ms=150)
+    kv.set("lock:k", 2)
+    time.sleep(0.25)
+    assert kv.get("lock:k") == 2
+
+
+def test_compare_and_set_with_none_means_absent(kv: KVStore) -> None:
+    assert kv.compare_and_set("lock:cas", None, "first") is True
+    assert kv.compare_and_set("lock:cas", None, "second") is False
+    assert kv.get("lock:cas") == "first"
+
+
+def test_compare_and_set_with_none_matches_an_expired_key(kv: KVStore) -> None:
+    kv.set("lock:cas", "old", ttl_ms=100)
+    time.sleep(0.2)
+    assert kv.compare_and_set("lock:cas", None, "new") is True
+    assert kv.get("lock:cas") == "new"
+
+
+def test_compare_and_set_replaces_only_the_expected_value(kv: KVStore) -> None:
+    kv.set("workflow:1:2", {"step": 1, "data": ["a"]})
+    assert kv.compare_and_set("workflow:1:2", {"step": 2}, {"step": 3}) is False
+    # Key order does not matter: values are compared as JSON, not as text.
+    assert kv.compare_and_set("workflow:1:2", {"data": ["a"], "step": 1}, {"step": 2}) is True
+    assert kv.get("workflow:1:2") == {"step": 2}
+
+
+def test_compare_and_set_does_not_match_an_expired_value(kv: KVStore) -> None:
+    kv.set("lock:cas", "v", ttl_ms=100)
+    time.sleep(0.2)
+    assert kv.compare_and_set("lock:cas", "v", "w") is False
+    assert kv.get("lock:cas") is None
+
+
+def test_compare_and_set_applies_its_ttl(kv: KVStore) -> None:
+    assert kv.compare_and_set("lock:cas", None, 1, ttl_ms=150)
+    assert kv.compare_and_set("lock:cas", 1, 2, ttl_ms=150)
+    assert kv.get("lock:cas") == 2
+    time.sleep(0.3)
+    assert kv.get("lock:cas") is None
+
+
+def test_set_if_absent(kv: KVStore) -> None:
+    assert kv.set_if_absent("upd:1", "claim", ttl_ms=150) is True
+    assert kv.set_if_absent("upd:1", "other") is False
+    assert kv.get("upd:1") == "claim"
+    time.sleep(0.3)
+    assert kv.set_if_absent("upd:1", "again") is True
+    assert kv.get("upd:1") == "again"
+
+
+def test_increment_starts_from_zero_and_adds(kv: KVStore) -> None:
+    assert kv.increment("counter:a") == 1
+    assert kv.increment("counter:a", 5) == 6
+    assert kv.increment("counter:a", -10) == -4
+    assert kv.get("counter:a") == -4
+
+
+def test_increment_ttl_applies_when_the_key_is_created(kv: KVStore) -> None:
+    assert kv.increment("rl:user:1", 1, ttl_ms=200) == 1
+    time.sleep(0.1)
+    # A later increment with a long TTL does not extend the window.
+    assert kv.increment("rl:user:1", 1, ttl_ms=60_000) == 2
+    time.sleep(0.2)
+    assert kv.get("rl:user:1") is None
+    assert kv.increment("rl:user:1", 1, ttl_ms=60_000) == 1
+
+
+def test_increment_refuses_a_key_that_holds_no_integer(kv: KVStore) -> None:
+    for value in ("text", 1.5, {"n": 1}, True):
+        kv.set("counter:bad", value)
+        with pytest.raises(StateError):
+            kv.increment("counter:bad")
+        assert kv.get("counter:bad") == value
+
+
+def test_increment_refuses_a_step_that_is_not_an_integer(kv: KVStore) -> None:
+    for step in (1.5, "1", True):
+        with pytest.raises(InvalidValueError):
+            kv.increment("counter:a", step)  # type: ignore[arg-type]
+
+
+def _walk(kv: KVStore, prefix: str, limit: int) -> list[str]:
+    seen: list[str] = []
+    cursor = None
+    for _ in range(1000):
+        page, cursor = kv.scan(prefix, cursor, limit)
+        assert len(page) <= limit
+        seen.extend(page)
+        if cursor is None:
+            return seen
+    raise AssertionError("scan never finished")
+
+
+def test_scan_pages_are_bounded_and_cover_every_live_key(kv: KVStore) -> None:
+    live = {f"session:scan:{i:03d}" for i in range(37)}
+    for key in live:
+        kv.set(key, 1)
+    for i in range(4):
+        kv.set(f"session:scan:exp{i}", 1, ttl_ms=100)
+    kv.set("session:scanner", 1)  # shares the text prefix "session:scan" but not "session:scan:"
+    kv.set("session:other:1", 1)
+    kv.set("workflow:scan:1", 1)
+    time.sleep(0.2)
+    for limit in (1, 5, 7, 100):
+        seen = _walk(kv, "session:scan:", limit)
+        assert set(seen) == live, f"limit {limit}"
+
+
+def test_scan_of_an_empty_prefix_ends_at_once(kv: KVStore) -> None:
+    assert kv.scan("dlq:", None, 10) == ([], None)
+
+
+def test_scan_does_not_return_keys_that_expired(kv: KVStore) -> None:
+    kv.set("lock:a", 1, ttl_ms=100)
+    kv.set("lock:b", 1)
+    time.sleep(0.2)
+    assert _walk(kv, "lock:", 10) == ["lock:b"]
+
+
+def test_scan_refuses_bad_arguments(kv: KVStore) -> None:
+    with pytest.raises(InvalidKeyError):
+        kv.scan("", None, 10)
+    with pytest.raises(InvalidKeyError):
+        kv.scan("nofamily:", None, 10)
+    for limit in (0, -1, 10_000, 2.5):
+        with pytest.raises(InvalidValueError):
+            kv.scan("lock:", None, limit)  # type: ignore[arg-type]
+
+
+def test_ping_answers(kv: KVStore) -> None:
+    kv.ping()
+
+
+def test_eight_threads_incrementing_end_at_exactly_1600(kv: KVStore) -> None:
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def work() -> None:
+        try:
+            start.wait()
+            for _ in range(200):
+                kv.increment("counter:threads")
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert kv.get("counter:threads") == 1600
+
+
+def test_threads_racing_compare_and_set_have_one_winner_per_round(kv: KVStore) -> None:
+    rounds, workers = 25, 8
+    wins = [0] * rounds
+    lock = threading.Lock()
+    barrier = threading.Barrier(workers)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for round_no in range(rounds):
+                barrier.wait()
+                expected = None if round_no == 0 else round_no - 1
+                if kv.compare_and_set("lock:race", expected, round_no):
+                    with lock:
+                        wins[round_no] += 1
+                barrier.wait()
+        except BaseException as exc:
+            errors.append(exc)
+            barrier.abort()
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert wins == [1] * rounds

@@ -1,0 +1,132 @@
+"""The run command's last step: web and worker together on the embedded default, stopped
+cleanly by Ctrl-C. Real processes on a throwaway SQLite database."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback only
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); look at its state.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.timeout(180)
+def test_serve_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    port = free_port()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE")
+    }
+    env.update(
+        {
+            "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3",
+            "PORT": str(port),
+            "DJANGO_SECRET_KEY": "s" * 50,
+            "DJANGO_DEBUG": "false",
+            "Q_WORKERS": "1",
+        }
+    )
+    manage(env, "migrate", "--noinput")
+    manage(env, "collectstatic", "--noinput")
+    task_id = manage(
+        env,
+        "shell",
+        "-v",
+        "0",
+        "-c",
+        "from django_q.tasks import async_task; print(async_task('math.floor', 2.5))",
+    )
+    serve = subprocess.Popen(
+        [sys.executable, "manage.py", "serve"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        banner = serve.stdout.readline() + serve.stdout.readline()  # type: ignore[union-attr]
+        assert f"http://localhost:{port}/" in banner
+        pids = [int(pid) for pid in re.findall(r"pid (\d+)", banner)]
+        assert len(pids) == 2
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if get(f"http://127.0.0.1:{port}/healthz")[0] == 200:
+                    break
+            except OSError:
+                time.sleep(0.2)
+        assert get(f"http://127.0.0.1:{port}/healthz") == (200, b'{"status": "ok"}')
+        status, body = get(f"http://127.0.0.1:{port}/admin/login/")
+        assert status == 200
+        assert b"csrfmiddlewaretoken" in body
+        status, body = get(f"http://127.0.0.1:{port}/readyz")
+        assert status == 200, body
+        # The worker picks up the task queued in the ORM broker before it started.
+        check = (
+            "from django_q.models import Task; "
+            f"t = Task.objects.filter(id='{task_id.strip()}').first(); "
+            "print(t.result if t else 'pending')"
+        )
+        while (
+            time.monotonic() < deadline
+            and manage(env, "shell", "-v", "0", "-c", check).strip() != "2"
+        ):
+            time.sleep(0.5)
+        assert manage(env, "shell", "-v", "0", "-c", check).strip() == "2"
+    finally:
+        os.killpg(serve.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        output = serve.communicate(timeout=60)[0]
+    assert serve.returncode == 0, output
+    assert "Stopped." in output
+    assert not any(alive(pid) for pid in pids)

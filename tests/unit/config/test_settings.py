@@ -1,0 +1,152 @@
+"""A bad setting stops the process with one line naming the variable and what is wrong."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from config.env import ConfigError, Env
+
+ROOT = Path(__file__).resolve().parents[3]
+GOOD_TOKEN = "123456:ABCdefGHIjklMNOpqrSTUvwx-yz_0123"
+BASE_ENV = {"DJANGO_SECRET_KEY": "x" * 50, "DJANGO_DEBUG": "false"}
+
+
+def run_manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "TELEGRAM_", "OWNER_", "ADMIN_", "ALLOWED_"))
+        and k not in ("DATABASE_URL", "REDIS_URL", "PORT")
+    }
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *(args or ("check",))],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+BAD_SETTINGS = [
+    (
+        {"TELEGRAM_BOT_TOKEN": "not-a-token", "OWNER_TELEGRAM_ID": "1"},
+        "TELEGRAM_BOT_TOKEN",
+        "<digits>:<secret>",
+    ),
+    (
+        {"TELEGRAM_BOT_TOKEN": "12345:short", "OWNER_TELEGRAM_ID": "1"},
+        "TELEGRAM_BOT_TOKEN",
+        "<digits>:<secret>",
+    ),
+    ({"TELEGRAM_WEBHOOK_SECRET": "has spaces!"}, "TELEGRAM_WEBHOOK_SECRET", "1-256 characters"),
+    ({"TELEGRAM_WEBHOOK_SECRET": "a" * 257}, "TELEGRAM_WEBHOOK_SECRET", "1-256 characters"),
+    ({"OWNER_TELEGRAM_ID": "abc"}, "OWNER_TELEGRAM_ID", "integer"),
+    ({"OWNER_TELEGRAM_ID": "-5"}, "OWNER_TELEGRAM_ID", "at least 1"),
+    ({"TELEGRAM_BOT_TOKEN": GOOD_TOKEN}, "OWNER_TELEGRAM_ID", "must be set"),
+    ({"ADMIN_TELEGRAM_IDS": "1,two"}, "ADMIN_TELEGRAM_IDS", "integer"),
+    ({"ALLOWED_CHAT_IDS": "-100,1.5"}, "ALLOWED_CHAT_IDS", "integer"),
+    ({"TELEGRAM_API_BASE_URL": "ftp://example.org"}, "TELEGRAM_API_BASE_URL", "http://"),
+    ({"TELEGRAM_API_BASE_URL": "http://"}, "TELEGRAM_API_BASE_URL", "no host"),
+    ({"DATABASE_URL": "mysql://db/x"}, "DATABASE_URL", "postgres://"),
+    ({"DATABASE_URL": "postgres://host:notaport/db"}, "DATABASE_URL", "not a valid URL"),
+    ({"DATABASE_URL": "postgres://host"}, "DATABASE_URL", "database name"),
+    ({"REDIS_URL": "http://localhost:6379"}, "REDIS_URL", "redis://"),
+    ({"REDIS_URL": "redis://"}, "REDIS_URL", "no host"),
+    ({"DJANGO_SECRET_KEY": ""}, "DJANGO_SECRET_KEY", "DJANGO_DEBUG is off"),
+    ({"DJANGO_SECRET_KEY": "short"}, "DJANGO_SECRET_KEY", "32 characters"),
+    ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG", "true or false"),
+    ({"PORT": "99999"}, "PORT", "at most 65535"),
+    ({"PORT": "http"}, "PORT", "integer"),
+]
+
+
+@pytest.mark.parametrize(
+    ("env", "name", "problem"),
+    BAD_SETTINGS,
+    ids=[f"{name}-{i}" for i, (_, name, _) in enumerate(BAD_SETTINGS)],
+)
+def test_a_bad_setting_stops_manage_py_with_one_line(
+    env: dict[str, str], name: str, problem: str
+) -> None:
+    result = run_manage({**BASE_ENV, **env})
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"configuration error: {name}: ")
+    assert problem in lines[0]
+
+
+def test_a_bad_token_is_not_echoed() -> None:
+    secret = "99999:this-is-a-leaked-secret with space"
+    result = run_manage({**BASE_ENV, "TELEGRAM_BOT_TOKEN": secret, "OWNER_TELEGRAM_ID": "1"})
+    assert result.returncode == 2
+    assert "leaked-secret" not in result.stderr + result.stdout
+
+
+def test_the_development_secret_key_is_fine_with_debug_on() -> None:
+    result = run_manage({"DJANGO_DEBUG": "true"})
+    assert result.returncode == 0, result.stderr
+
+
+def test_good_settings_pass_the_check(tmp_path: Path) -> None:
+    result = run_manage(
+        {
+            **BASE_ENV,
+            "TELEGRAM_BOT_TOKEN": GOOD_TOKEN,
+            "OWNER_TELEGRAM_ID": "42",
+            "ADMIN_TELEGRAM_IDS": "7, 8",
+            "ALLOWED_CHAT_IDS": "-1001,-1002",
+            "TELEGRAM_WEBHOOK_SECRET": "s3cr3t_-",
+            "PORT": "8081",
+            "DATABASE_URL": f"sqlite:///{tmp_path}/x.sqlite3",
+        }
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_secret_file_variant(tmp_path: Path) -> None:
+    secret = tmp_path / "key"
+    secret.write_text("k" * 40 + "\n")
+    assert Env({"DJANGO_SECRET_KEY_FILE": str(secret)}).text("DJANGO_SECRET_KEY") == "k" * 40
+    with pytest.raises(ConfigError, match="DJANGO_SECRET_KEY_FILE: cannot read"):
+        Env({"DJANGO_SECRET_KEY_FILE": str(tmp_path / "missing")}).text("DJANGO_SECRET_KEY")
+    with pytest.raises(ConfigError, match="set only one"):
+        Env({"X": "1", "X_FILE": str(secret)}).text("X")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("1", True), ("TRUE", True), ("on", True), ("0", False), ("no", False), ("", False)],
+)
+def test_booleans(value: str, expected: bool) -> None:
+    assert Env({"B": value}).flag("B", default=not expected) is expected
+
+
+def test_lists_of_ids() -> None:
+    assert Env({"L": " -100, 5 ,,7"}).int_list("L") == [-100, 5, 7]
+    assert Env({}).int_list("L") == []
+
+
+def test_database_urls() -> None:
+    from config.settings import database_from_url
+
+    pg = database_from_url("postgres://u:p%40ss@db.example:5433/name?sslmode=require")
+    assert pg["ENGINE"] == "django.db.backends.postgresql"
+    assert (pg["NAME"], pg["USER"], pg["PASSWORD"], pg["HOST"], pg["PORT"]) == (
+        "name",
+        "u",
+        "p@ss",
+        "db.example",
+        "5433",
+    )
+    assert pg["OPTIONS"] == {"sslmode": "require"}
+    absolute = database_from_url("sqlite:////tmp/tgcp-test/a.sqlite3")
+    assert absolute["NAME"] == "/tmp/tgcp-test/a.sqlite3"
+    assert "journal_mode=WAL" in absolute["OPTIONS"]["init_command"]  # type: ignore[index]
