@@ -57,7 +57,10 @@ UPDATE_CLAIM_TTL_SECONDS = env.number("UPDATE_CLAIM_TTL_SECONDS", 90, minimum=5,
 UPDATE_DONE_TTL_HOURS = env.number("UPDATE_DONE_TTL_HOURS", 48, minimum=24, maximum=24 * 30)
 DEAD_LETTER_RETENTION_DAYS = env.number("DEAD_LETTER_RETENTION_DAYS", 7, minimum=1, maximum=365)
 # The handlers of each app, in routing order (see telegram_bot/router.py).
-BOT_HANDLER_MODULES = ["telegram_bot.handlers"]
+FEATURE_APPS = ["support", "community", "content", "stats"]
+BOT_HANDLER_MODULES = ["telegram_bot.handlers", *(f"{app}.handlers" for app in FEATURE_APPS)]
+# Where schedules are declared (see telegram_bot/scheduling.py).
+SCHEDULE_MODULES = ["telegram_bot.schedules", *(f"{app}.schedules" for app in FEATURE_APPS)]
 for _admin_id in ADMIN_TELEGRAM_IDS:
     if _admin_id <= 0:
         raise ConfigError("ADMIN_TELEGRAM_IDS", f"user ids are positive, got {_admin_id}")
@@ -161,7 +164,7 @@ else:
 
 # --- Django ---------------------------------------------------------------------------------
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "telegram_bot.admin_site.OperatorsAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -3,10 +3,11 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import path
 
-from telegram_bot import health
+from telegram_bot import health, webhook
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("telegram/webhook", webhook.telegram_webhook, name="telegram-webhook"),
     path("admin/", admin.site.urls),
 ]

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import import_module
 
+from django.conf import settings
 from django.db import transaction
 
 OWNED_PREFIX = "tgcp."
-SCHEDULE_MODULES = ["telegram_bot.schedules"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class ScheduleSpec:
 
 def declared_schedules() -> list[ScheduleSpec]:
     specs: list[ScheduleSpec] = []
-    for module_name in SCHEDULE_MODULES:
+    for module_name in settings.SCHEDULE_MODULES:
         specs.extend(import_module(module_name).SCHEDULES)
     names = [spec.name for spec in specs]
     duplicates = sorted({name for name in names if names.count(name) > 1})

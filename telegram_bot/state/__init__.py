@@ -11,14 +11,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit
 
-from telegram_bot.state.base import InvalidValueError, KVStore
+from telegram_bot.state.base import Increment, InvalidValueError, KVStore, Put
 from telegram_bot.state.keys import FAMILIES, InvalidKeyError
 
 __all__ = [
     "FAMILIES",
+    "Increment",
     "InvalidKeyError",
     "InvalidValueError",
     "KVStore",
+    "Put",
     "get_store",
     "open_store",
     "override_store",

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from telegram_bot.state.keys import check_key, check_prefix
@@ -21,6 +22,37 @@ MAX_SCAN_LIMIT = 1000
 
 class InvalidValueError(ValueError):
     """A value or TTL the store cannot keep (None, not JSON, NaN, a bad TTL)."""
+
+
+@dataclass(frozen=True)
+class Increment:
+    """Add ``by`` to an integer key (TTL applied when the key is created)."""
+
+    key: str
+    by: int = 1
+    ttl_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Put:
+    """Store ``value`` at ``key``."""
+
+    key: str
+    value: Any
+    ttl_ms: int | None = None
+
+
+Op = Increment | Put
+
+
+@dataclass(frozen=True)
+class RawOp:
+    """An op checked and encoded: ``kind`` is "i" (increment) or "s" (set)."""
+
+    kind: str
+    key: str
+    arg: str
+    ttl_ms: int | None
 
 
 def encode(value: Any) -> str:
@@ -93,6 +125,38 @@ class KVStore(ABC):
             raise InvalidValueError(f"increment step must be an integer, got {by!r}")
         return self._increment(self._raw(check_key(key)), by, check_ttl(ttl_ms))
 
+    def apply_once(
+        self,
+        marker_key: str,
+        marker_value: Any,
+        ops: Sequence[Op],
+        marker_ttl_ms: int | None = None,
+    ) -> bool:
+        """Apply ``ops`` and set ``marker_key`` to ``marker_value``, all in one atomic step,
+        unless the marker already holds that value; say whether the ops were applied.
+
+        This is how an effect is made idempotent per update: the ops of update N and the
+        "update N done" marker are written together or not at all, so a re-delivered update
+        finds the marker and changes nothing. An op that cannot apply (an increment of a key
+        that holds no integer) raises StateError and nothing at all is written.
+        """
+        raw_ops = [self._encode_op(op) for op in ops]
+        return self._apply_once(
+            self._raw(check_key(marker_key)),
+            encode(marker_value),
+            check_ttl(marker_ttl_ms),
+            raw_ops,
+        )
+
+    def _encode_op(self, op: Op) -> RawOp:
+        if isinstance(op, Increment):
+            if isinstance(op.by, bool) or not isinstance(op.by, int):
+                raise InvalidValueError(f"increment step must be an integer, got {op.by!r}")
+            return RawOp("i", self._raw(check_key(op.key)), str(op.by), check_ttl(op.ttl_ms))
+        if isinstance(op, Put):
+            return RawOp("s", self._raw(check_key(op.key)), encode(op.value), check_ttl(op.ttl_ms))
+        raise InvalidValueError(f"unknown KV op {op!r}")
+
     def scan(
         self, prefix: str, cursor: str | None = None, limit: int = 100
     ) -> tuple[list[str], str | None]:
@@ -162,6 +226,11 @@ class KVStore(ABC):
     def _scan(
         self, raw_prefix: str, cursor: str | None, limit: int
     ) -> tuple[list[str], str | None]: ...
+
+    @abstractmethod
+    def _apply_once(
+        self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]
+    ) -> bool: ...
 
     @abstractmethod
     def _ping(self) -> None: ...

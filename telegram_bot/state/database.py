@@ -13,10 +13,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import DatabaseError, DataError, InterfaceError, OperationalError, connections
+from django.db import (
+    DatabaseError,
+    DataError,
+    InterfaceError,
+    OperationalError,
+    connections,
+    transaction,
+)
 
 from telegram_bot.errors import StateError, StateUnavailableError
-from telegram_bot.state.base import KVStore, prefix_successor
+from telegram_bot.state.base import KVStore, RawOp, prefix_successor
 
 TABLE = "kv_store"
 _LIVE = "(expires_at IS NULL OR expires_at > %s)"
@@ -137,6 +144,35 @@ class DatabaseStore(KVStore):
         next_cursor = page[-1][len(self.prefix) :] if len(page) == limit else None
         return page, next_cursor
 
+    def _apply_once(
+        self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]
+    ) -> bool:
+        now = _now_ms()
+        vendor = connections[self.alias].vendor
+        try:
+            with transaction.atomic(using=self.alias), self._cursor() as cursor:
+                # Taking the marker first locks its row: a concurrent duplicate waits here,
+                # then finds the marker set and changes nothing.
+                cursor.execute(
+                    f'{_UPSERT} WHERE NOT ({TABLE}."value" = %s AND '
+                    f"({TABLE}.expires_at IS NULL OR {TABLE}.expires_at > %s))",
+                    [raw_marker, marker_text, _expiry(marker_ttl_ms, now), marker_text, now],
+                )
+                if cursor.rowcount != 1:
+                    return False
+                for op in ops:
+                    expires = _expiry(op.ttl_ms, now)
+                    if op.kind == "s":
+                        cursor.execute(_UPSERT, [op.key, op.arg, expires])
+                        continue
+                    params = [op.key, op.arg, expires, now, int(op.arg), now, now]
+                    cursor.execute(_INCREMENT[vendor], params)
+                    if cursor.fetchone() is None:
+                        raise _NotAnIntegerError(op.key)
+        except _NotAnIntegerError as exc:
+            raise StateError(f"cannot increment {exc}: it does not hold an integer") from None
+        return True
+
     def _ping(self) -> None:
         with self._cursor() as cursor:
             cursor.execute(f"SELECT 1 FROM {TABLE} LIMIT 1")
@@ -155,3 +191,7 @@ class DatabaseStore(KVStore):
             total += deleted
             if deleted < batch:
                 return total
+
+
+class _NotAnIntegerError(Exception):
+    """Raised inside the transaction to roll it back."""

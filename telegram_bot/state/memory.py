@@ -7,7 +7,7 @@ import threading
 import time
 
 from telegram_bot.errors import StateError
-from telegram_bot.state.base import KVStore, is_integer_text, prefix_successor
+from telegram_bot.state.base import KVStore, RawOp, is_integer_text, prefix_successor
 
 
 def _now_ms() -> int:
@@ -99,6 +99,26 @@ class MemoryStore(KVStore):
                         break
         next_cursor = page[-1][len(self.prefix) :] if len(page) == limit else None
         return page, next_cursor
+
+    def _apply_once(
+        self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]
+    ) -> bool:
+        with self._lock:
+            now = _now_ms()
+            if self._live(raw_marker, now) == marker_text:
+                return False
+            for op in ops:
+                current = self._live(op.key, now)
+                if op.kind == "i" and current is not None and not is_integer_text(current):
+                    raise StateError(f"cannot increment {op.key!r}: it does not hold an integer")
+            for op in ops:
+                current = self._live(op.key, now)
+                if op.kind == "s" or current is None:
+                    self._data[op.key] = (op.arg, self._expiry(op.ttl_ms, now))
+                else:
+                    self._data[op.key] = (str(int(current) + int(op.arg)), self._data[op.key][1])
+            self._data[raw_marker] = (marker_text, self._expiry(marker_ttl_ms, now))
+            return True
 
     def _ping(self) -> None:
         return None

@@ -12,7 +12,7 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from telegram_bot.errors import StateError, StateUnavailableError
-from telegram_bot.state.base import KVStore
+from telegram_bot.state.base import KVStore, RawOp
 
 # compare_and_set with an expected value: the GET and the SET run as one step on the server.
 _REPLACE_IF_EQUAL = """
@@ -28,6 +28,33 @@ local existed = redis.call('EXISTS', KEYS[1])
 local value = redis.call('INCRBY', KEYS[1], ARGV[1])
 if existed == 0 and ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return value
+"""
+# apply_once: check every increment target first (a script that fails half-way keeps its
+# earlier writes), then apply the ops and the marker. ARGV: marker value, marker TTL, then
+# (kind, arg, ttl) per op; KEYS: marker, then one key per op.
+_APPLY_ONCE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return 0 end
+local n = #KEYS - 1
+for i = 1, n do
+  if ARGV[3 * i] == 'i' then
+    local current = redis.call('GET', KEYS[i + 1])
+    if current and not string.match(current, '^-?%d+$') then
+      return redis.error_reply('not an integer: ' .. KEYS[i + 1])
+    end
+  end
+end
+for i = 1, n do
+  local key, kind, arg, ttl = KEYS[i + 1], ARGV[3 * i], ARGV[3 * i + 1], ARGV[3 * i + 2]
+  if kind == 'i' then
+    local existed = redis.call('EXISTS', key)
+    redis.call('INCRBY', key, arg)
+    if existed == 0 and ttl ~= '' then redis.call('PEXPIRE', key, ttl) end
+  elseif ttl == '' then redis.call('SET', key, arg)
+  else redis.call('SET', key, arg, 'PX', ttl) end
+end
+if ARGV[2] == '' then redis.call('SET', KEYS[1], ARGV[1])
+else redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+return 1
 """
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "*?[]\\^"})
 
@@ -45,6 +72,7 @@ class RedisStore(KVStore):
         self.url = url
         self._replace_script: Callable[..., Any] = client.register_script(_REPLACE_IF_EQUAL)
         self._increment_script: Callable[..., Any] = client.register_script(_INCREMENT)
+        self._apply_once_script: Callable[..., Any] = client.register_script(_APPLY_ONCE)
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = "") -> RedisStore:
@@ -123,6 +151,16 @@ class RedisStore(KVStore):
                     return page, None
                 if len(page) == limit:
                     return page, f"{scan_cursor}:0"
+
+    def _apply_once(
+        self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]
+    ) -> bool:
+        args: list[Any] = [marker_text, "" if marker_ttl_ms is None else marker_ttl_ms]
+        for op in ops:
+            args.extend([op.kind, op.arg, "" if op.ttl_ms is None else op.ttl_ms])
+        with self._errors():
+            done = self._apply_once_script(keys=[raw_marker, *(op.key for op in ops)], args=args)
+        return bool(done)
 
     def _ping(self) -> None:
         with self._errors():

@@ -13,7 +13,7 @@ import pytest
 from django.db import connections
 
 from telegram_bot.errors import StateError
-from telegram_bot.state import InvalidKeyError, InvalidValueError, KVStore
+from telegram_bot.state import Increment, InvalidKeyError, InvalidValueError, KVStore, Put
 
 VALUES = [
     "plain",
@@ -291,3 +291,84 @@ def test_threads_racing_compare_and_set_have_one_winner_per_round(kv: KVStore) -
         thread.join()
     assert errors == []
     assert wins == [1] * rounds
+
+
+DONE = {"s": "done"}
+
+
+def test_apply_once_applies_every_op_and_the_marker(kv: KVStore) -> None:
+    ops = [
+        Increment("stats:c:d:u", 2),
+        Increment("activity:c:d", 1, ttl_ms=60_000),
+        Put("last_message:c:u", {"at": 5}),
+        Put("msg:c:1", {"t": "hi"}, ttl_ms=150),
+    ]
+    assert kv.apply_once("upd:9", DONE, ops, marker_ttl_ms=60_000) is True
+    assert kv.get("stats:c:d:u") == 2
+    assert kv.get("activity:c:d") == 1
+    assert kv.get("last_message:c:u") == {"at": 5}
+    assert kv.get("upd:9") == DONE
+    time.sleep(0.25)
+    assert kv.get("msg:c:1") is None  # the op's own TTL
+
+
+def test_apply_once_does_nothing_the_second_time(kv: KVStore) -> None:
+    ops = [Increment("stats:c:d:u", 1), Put("last_message:c:u", 1)]
+    assert kv.apply_once("upd:9", DONE, ops) is True
+    assert (
+        kv.apply_once("upd:9", DONE, [Increment("stats:c:d:u", 1), Put("last_message:c:u", 2)])
+        is False
+    )
+    assert kv.get("stats:c:d:u") == 1
+    assert kv.get("last_message:c:u") == 1
+
+
+def test_apply_once_runs_over_a_claim_or_an_expired_marker(kv: KVStore) -> None:
+    kv.set("upd:9", {"s": "claim", "o": "me"})
+    assert kv.apply_once("upd:9", DONE, [Increment("counter:x")]) is True
+    kv.set("upd:10", DONE, ttl_ms=100)
+    time.sleep(0.2)
+    assert kv.apply_once("upd:10", DONE, [Increment("counter:x")]) is True
+    assert kv.get("counter:x") == 2
+
+
+def test_apply_once_writes_nothing_when_an_op_cannot_apply(kv: KVStore) -> None:
+    kv.set("counter:text", "not a number")
+    with pytest.raises(StateError):
+        kv.apply_once(
+            "upd:9",
+            DONE,
+            [Increment("counter:a"), Increment("counter:text"), Put("last_message:c:u", 1)],
+        )
+    assert kv.get("counter:a") is None
+    assert kv.get("last_message:c:u") is None
+    assert kv.get("upd:9") is None
+
+
+def test_apply_once_validates_keys_before_writing(kv: KVStore) -> None:
+    with pytest.raises(InvalidKeyError):
+        kv.apply_once("upd:9", DONE, [Increment("counter:a"), Put("nofamily", 1)])
+    with pytest.raises(InvalidValueError):
+        kv.apply_once("upd:9", DONE, [Put("counter:a", None)])
+    assert kv.get("counter:a") is None
+
+
+def test_threads_applying_one_update_apply_it_once(kv: KVStore) -> None:
+    wins: list[bool] = []
+    barrier = threading.Barrier(8)
+
+    def work() -> None:
+        try:
+            barrier.wait()
+            for n in range(20):
+                wins.append(kv.apply_once(f"upd:{n}", DONE, [Increment("counter:once")]))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wins.count(True) == 20
+    assert kv.get("counter:once") == 20

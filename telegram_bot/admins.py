@@ -1,0 +1,101 @@
+"""Who is an admin, and changing that without ever locking the operators out.
+
+Admins are the owner (``OWNER_TELEGRAM_ID``, always, not removable), the ids in
+``ADMIN_TELEGRAM_IDS`` (changed only in the environment) and the ``BotAdmin`` rows (added and
+removed from the admin site or the panel). The list can never become empty: a removal that
+would leave no admin is refused.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from django.conf import settings
+from django.db import transaction
+
+from telegram_bot.errors import AuthorizationError, ValidationError
+from telegram_bot.models import BotAdmin
+
+
+class Role(enum.IntEnum):
+    USER = 0
+    ADMIN = 1
+    OWNER = 2
+
+
+def configured_admin_ids() -> set[int]:
+    """Admins that come from the environment (owner included)."""
+    ids = set(settings.ADMIN_TELEGRAM_IDS)
+    if settings.OWNER_TELEGRAM_ID:
+        ids.add(settings.OWNER_TELEGRAM_ID)
+    return ids
+
+
+def admin_ids() -> list[int]:
+    """Every admin, owner first."""
+    ids = configured_admin_ids() | set(BotAdmin.objects.values_list("telegram_id", flat=True))
+    owner = settings.OWNER_TELEGRAM_ID
+    return sorted(ids, key=lambda user_id: (user_id != owner, user_id))
+
+
+def role_of(user_id: int | None) -> Role:
+    if user_id is None:
+        return Role.USER
+    if user_id == settings.OWNER_TELEGRAM_ID:
+        return Role.OWNER
+    if user_id in settings.ADMIN_TELEGRAM_IDS:
+        return Role.ADMIN
+    if BotAdmin.objects.filter(telegram_id=user_id).exists():
+        return Role.ADMIN
+    return Role.USER
+
+
+def check_admin_configuration() -> list[str]:
+    """Problems that would leave the bot without a recovery path; empty when it is fine."""
+    if settings.OWNER_TELEGRAM_ID:
+        return []
+    if settings.TELEGRAM_BOT_TOKEN:
+        return ["OWNER_TELEGRAM_ID is not set: nobody could recover the admin list"]
+    return []
+
+
+def admin_add(*, telegram_id: int, added_by: int | None, display_name: str = "") -> BotAdmin:
+    """Make ``telegram_id`` an admin (idempotent)."""
+    if isinstance(telegram_id, bool) or not isinstance(telegram_id, int) or telegram_id <= 0:
+        raise ValidationError(
+            f"a Telegram user id is a positive integer, got {telegram_id!r}",
+            user_message="A Telegram user id is a positive number.",
+        )
+    admin, created = BotAdmin.objects.get_or_create(
+        telegram_id=telegram_id,
+        defaults={"display_name": display_name[:200], "added_by": added_by},
+    )
+    if not created and display_name and admin.display_name != display_name[:200]:
+        admin.display_name = display_name[:200]
+        admin.save(update_fields=["display_name"])
+    return admin
+
+
+@transaction.atomic
+def admin_remove(*, telegram_id: int, removed_by: int | None = None) -> None:
+    """Remove a run-time admin. Refuses the owner, environment admins and the last admin."""
+    if telegram_id == settings.OWNER_TELEGRAM_ID:
+        raise AuthorizationError(
+            "the owner cannot be removed", user_message="The owner cannot be removed."
+        )
+    if telegram_id in settings.ADMIN_TELEGRAM_IDS:
+        raise AuthorizationError(
+            "admin comes from ADMIN_TELEGRAM_IDS",
+            user_message="This admin is set in ADMIN_TELEGRAM_IDS; change it there.",
+        )
+    # Lock every row so that two concurrent removals cannot both see "one more admin left".
+    rows = list(BotAdmin.objects.select_for_update().order_by("telegram_id"))
+    if not any(row.telegram_id == telegram_id for row in rows):
+        raise ValidationError(f"{telegram_id} is not an admin", user_message="Not an admin.")
+    remaining = (configured_admin_ids() | {row.telegram_id for row in rows}) - {telegram_id}
+    if not remaining:
+        raise AuthorizationError(
+            "removing the last admin would lock everyone out",
+            user_message="The last admin cannot be removed.",
+        )
+    BotAdmin.objects.filter(telegram_id=telegram_id).delete()

@@ -1,0 +1,66 @@
+"""What a handler receives: the update, the sender, and the services it may use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from telegram_bot import idempotency
+from telegram_bot.client import TelegramClient
+from telegram_bot.router import Router
+from telegram_bot.security import Sender
+from telegram_bot.state import KVStore
+from telegram_bot.state.base import Op
+from telegram_bot.updates import Command, Update
+
+
+@dataclass
+class Context:
+    update: Update
+    sender: Sender
+    router: Router
+    store: KVStore
+    client: TelegramClient
+
+    @property
+    def command(self) -> Command | None:
+        return self.update.command()
+
+    @property
+    def chat_id(self) -> int | None:
+        return self.update.chat_id
+
+    @property
+    def in_private(self) -> bool:
+        return self.update.chat_type == "private"
+
+    def commit_once(self, ops: Sequence[Op]) -> bool:
+        """Apply KV ``ops`` and mark this update done, atomically; False if it was done before.
+
+        Use it for effects that live in the KV store (counters): a re-delivered update then
+        counts nothing twice.
+        """
+        return idempotency.commit_once(self.store, self.update.update_id, ops)
+
+    def reply(self, text: str, **params: Any) -> dict[str, Any]:
+        """Send ``text`` to the chat the update came from."""
+        if self.chat_id is None:
+            raise ValueError("this update has no chat to reply to")
+        return self.client.send_message(chat_id=self.chat_id, text=text, **params)
+
+    def answer_callback(self, text: str | None = None, *, alert: bool = False) -> None:
+        """Answer the button press (stops the client's spinner); a no-op for other updates."""
+        if self.update.type == "callback_query":
+            self.client.answer_callback_query(
+                callback_query_id=self.update.payload["id"], text=text, show_alert=alert or None
+            )
+
+    def edit_callback_message(self, text: str, **params: Any) -> None:
+        """Replace the text of the message whose button was pressed."""
+        message = self.update.message
+        if message is None:
+            return
+        self.client.edit_message_text(
+            chat_id=message["chat"]["id"], message_id=message["message_id"], text=text, **params
+        )

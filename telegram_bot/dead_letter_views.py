@@ -1,0 +1,72 @@
+"""Admin pages for the dead-letter queue: list, replay through the whole pipeline, drop."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from telegram_bot.pipeline import Outcome, dead_letters, process_update
+from telegram_bot.redaction import redact
+
+PAGE_SIZE = 50
+
+
+@require_http_methods(["GET"])
+def dead_letter_list(request: HttpRequest) -> HttpResponse:
+    cursor = request.GET.get("cursor") or None
+    letters, next_cursor = dead_letters().page(cursor, PAGE_SIZE)
+    rows = [
+        {
+            "update_id": letter.update_id,
+            "update_type": letter.update_type,
+            "error_class": letter.error_class,
+            "error": letter.error,
+            "failed_at": datetime.fromtimestamp(letter.failed_at_ms / 1000, tz=UTC),
+            "payload": redact(json.dumps(letter.update, indent=2, ensure_ascii=False)),
+        }
+        for letter in letters
+    ]
+    context = {
+        "title": "Dead letters",
+        "rows": rows,
+        "next_cursor": next_cursor,
+        "has_permission": True,
+        "site_header": "Community bot administration",
+    }
+    return render(request, "admin/dead_letters.html", context)
+
+
+@require_POST
+def dead_letter_replay(request: HttpRequest, update_id: int) -> HttpResponse:
+    letter = dead_letters().get(update_id)
+    if letter is None:
+        messages.error(request, f"Dead letter {update_id} is gone (replayed, dropped or expired).")
+        return _back()
+    outcome = process_update(letter.update, replay=True)
+    if outcome == Outcome.DEAD_LETTER:
+        again = dead_letters().get(update_id)
+        error = again.error_class if again else "an error"
+        messages.error(request, f"Update {update_id} failed again with {error}; it stays here.")
+    elif outcome.final:
+        dead_letters().drop(update_id)
+        messages.success(request, f"Update {update_id} replayed: {outcome.value}.")
+    else:
+        messages.error(request, f"Update {update_id} not replayed: {outcome.value}. Try later.")
+    return _back()
+
+
+@require_POST
+def dead_letter_drop(request: HttpRequest, update_id: int) -> HttpResponse:
+    dead_letters().drop(update_id)
+    messages.success(request, f"Dead letter {update_id} dropped.")
+    return _back()
+
+
+def _back() -> HttpResponse:
+    return HttpResponseRedirect(reverse("admin:dead-letters"))

@@ -1,0 +1,134 @@
+"""Core handlers: /start, /help, /panel and its admin management, unknown commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from telegram_bot import admins
+from telegram_bot.admins import Role
+from telegram_bot.context import Context
+from telegram_bot.errors import BotError
+from telegram_bot.router import ANY_COMMAND, PanelEntry, Route
+
+START_TEXT = (
+    "Hello! I run this community: support, join requests, channel posts and statistics.\n"
+    "Send /help to see what you can do here."
+)
+
+
+def start(ctx: Context) -> None:
+    ctx.reply(START_TEXT)
+
+
+def help_command(ctx: Context) -> None:
+    lines = [
+        f"/{route.command} - {route.help}" for route in ctx.router.commands_for(ctx.sender.role)
+    ]
+    ctx.reply("Commands you can use:\n" + "\n".join(lines))
+
+
+def unknown_command(ctx: Context) -> None:
+    # In groups other bots' commands are common: stay silent there.
+    if ctx.in_private:
+        ctx.reply("I don't know that command. Send /help for the list.")
+
+
+# --- panel ----------------------------------------------------------------------------------
+def panel(ctx: Context) -> None:
+    ctx.reply("Admin panel", reply_markup=panel_keyboard(ctx))
+
+
+def panel_home(ctx: Context) -> None:
+    ctx.answer_callback()
+    ctx.edit_callback_message("Admin panel", reply_markup=panel_keyboard(ctx))
+
+
+def panel_keyboard(ctx: Context) -> dict[str, Any]:
+    entries = ctx.router.panel_for(ctx.sender.role)
+    rows = [[{"text": entry.title, "callback_data": entry.callback_data}] for entry in entries]
+    return {"inline_keyboard": rows}
+
+
+def panel_admins(ctx: Context) -> None:
+    ctx.answer_callback()
+    text, markup = admins_view(ctx)
+    ctx.edit_callback_message(text, reply_markup=markup)
+
+
+def admins_view(ctx: Context) -> tuple[str, dict[str, Any]]:
+    configured = admins.configured_admin_ids()
+    lines, rows = ["Admins:"], []
+    for admin_id in admins.admin_ids():
+        label = (
+            "owner"
+            if admins.role_of(admin_id) == Role.OWNER
+            else ("environment" if admin_id in configured else "added")
+        )
+        lines.append(f"{admin_id} ({label})")
+        if ctx.sender.is_owner and admin_id not in configured:
+            rows.append(
+                [{"text": f"Remove {admin_id}", "callback_data": f"panel:adm_rm:{admin_id}"}]
+            )
+    lines.append("\nThe owner adds admins with /addadmin <user id>.")
+    rows.append([{"text": "Back", "callback_data": "panel:home"}])
+    return "\n".join(lines), {"inline_keyboard": rows}
+
+
+def panel_admin_remove(ctx: Context) -> None:
+    raw_id = ctx.update.callback_data.removeprefix("panel:adm_rm:")
+    if not raw_id.isdigit():
+        ctx.answer_callback("This button is not valid.", alert=True)
+        return
+    try:
+        admins.admin_remove(telegram_id=int(raw_id), removed_by=ctx.sender.user_id)
+    except BotError as exc:
+        ctx.answer_callback(exc.user_message, alert=True)
+        return
+    ctx.answer_callback(f"Removed {raw_id}.")
+    text, markup = admins_view(ctx)
+    ctx.edit_callback_message(text, reply_markup=markup)
+
+
+def add_admin(ctx: Context) -> None:
+    args = ctx.command.args if ctx.command else ""
+    if not args.isdigit() or int(args) <= 0:
+        ctx.reply("Usage: /addadmin <user id>, a positive number.")
+        return
+    admins.admin_add(telegram_id=int(args), added_by=ctx.sender.user_id)
+    ctx.reply(f"{args} is now an admin.")
+
+
+def remove_admin(ctx: Context) -> None:
+    args = ctx.command.args if ctx.command else ""
+    if not args.isdigit():
+        ctx.reply("Usage: /removeadmin <user id>")
+        return
+    try:
+        admins.admin_remove(telegram_id=int(args), removed_by=ctx.sender.user_id)
+    except BotError as exc:
+        ctx.reply(exc.user_message)
+        return
+    ctx.reply(f"{args} is no longer an admin.")
+
+
+ROUTES = [
+    Route.on_command("start", start, help="introduction"),
+    Route.on_command("help", help_command, help="this list"),
+    Route.on_command("panel", panel, role=Role.ADMIN, help="admin panel", chat_types=("private",)),
+    Route.on_command(
+        "addadmin", add_admin, role=Role.OWNER, help="add an admin (owner)", chat_types=("private",)
+    ),
+    Route.on_command(
+        "removeadmin",
+        remove_admin,
+        role=Role.OWNER,
+        help="remove an admin (owner)",
+        chat_types=("private",),
+    ),
+    Route.on_callback("panel:home", panel_home, role=Role.ADMIN),
+    Route.on_callback("panel:admins", panel_admins, role=Role.ADMIN),
+    Route.on_callback("panel:adm_rm:", panel_admin_remove, role=Role.OWNER),
+    Route.on_command(ANY_COMMAND, unknown_command),
+]
+
+PANEL_ENTRIES = [PanelEntry("Admins", "panel:admins", order=900)]

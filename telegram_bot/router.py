@@ -1,0 +1,195 @@
+"""Dispatch only: pick the handler for an update. No business logic, no state, no Telegram.
+
+Each app's ``handlers.py`` exports ``ROUTES`` (and optionally ``PANEL_ENTRIES``); the router is
+the explicit, ordered concatenation of those lists for ``settings.BOT_HANDLER_MODULES``.
+Matching: a command goes to the route of that command (else the ``*`` catch-all); a callback
+to the route with the longest matching data prefix; a non-command message from a user with an
+active (or just expired) workflow to the route that owns that workflow; anything else to the
+first route for its update type whose chat types match. The pipeline looks the workflow up and
+passes its name in: the router itself reads no state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+
+from telegram_bot.admins import Role
+from telegram_bot.updates import Update
+
+if TYPE_CHECKING:
+    from telegram_bot.context import Context
+
+Handler = Callable[["Context"], None]
+ANY_COMMAND = "*"
+
+
+@dataclass(frozen=True)
+class Route:
+    update_type: str
+    handler: Handler
+    command: str | None = None
+    callback_prefix: str | None = None
+    chat_types: frozenset[str] | None = None
+    role: Role = Role.USER
+    expensive: bool = False
+    help: str = ""
+    workflow: str | None = None
+
+    @classmethod
+    def on_command(
+        cls,
+        name: str,
+        handler: Handler,
+        *,
+        help: str = "",
+        role: Role = Role.USER,
+        chat_types: tuple[str, ...] | None = None,
+        expensive: bool = False,
+    ) -> Route:
+        return cls(
+            "message",
+            handler,
+            command=name.lower(),
+            role=role,
+            help=help,
+            chat_types=frozenset(chat_types) if chat_types else None,
+            expensive=expensive,
+        )
+
+    @classmethod
+    def on_callback(
+        cls, prefix: str, handler: Handler, *, role: Role = Role.USER, expensive: bool = False
+    ) -> Route:
+        return cls(
+            "callback_query", handler, callback_prefix=prefix, role=role, expensive=expensive
+        )
+
+    @classmethod
+    def on_update(
+        cls,
+        update_type: str,
+        handler: Handler,
+        *,
+        role: Role = Role.USER,
+        chat_types: tuple[str, ...] | None = None,
+    ) -> Route:
+        return cls(
+            update_type,
+            handler,
+            role=role,
+            chat_types=frozenset(chat_types) if chat_types else None,
+        )
+
+    @classmethod
+    def on_workflow(cls, name: str, handler: Handler, *, role: Role = Role.USER) -> Route:
+        """Messages (not commands) from a user whose current workflow is ``name``."""
+        return cls("message", handler, workflow=name, role=role)
+
+    def accepts_chat(self, chat_type: str | None) -> bool:
+        return self.chat_types is None or chat_type in self.chat_types
+
+
+@dataclass(frozen=True)
+class PanelEntry:
+    """A button of the /panel menu; ``callback_data`` must be routed by the same app."""
+
+    title: str
+    callback_data: str
+    order: int = 100
+    role: Role = Role.ADMIN
+
+
+class Router:
+    def __init__(self, routes: list[Route], panel_entries: list[PanelEntry] | None = None) -> None:
+        self.routes = list(routes)
+        self.panel_entries = sorted(panel_entries or [], key=lambda entry: entry.order)
+
+    def match(self, update: Update, *, workflow: str | None = None) -> Route | None:
+        command = update.command()
+        if command is not None:
+            return self._match_command(update, command.name)
+        if update.type == "callback_query":
+            return self._match_callback(update.callback_data)
+        if workflow is not None and update.type == "message":
+            owner = next((route for route in self.routes if route.workflow == workflow), None)
+            if owner is not None:
+                return owner
+        return next(
+            (
+                route
+                for route in self.routes
+                if route.update_type == update.type
+                and route.command is None
+                and route.callback_prefix is None
+                and route.workflow is None
+                and route.accepts_chat(update.chat_type)
+            ),
+            None,
+        )
+
+    def _match_command(self, update: Update, name: str) -> Route | None:
+        fallback = None
+        for route in self.routes:
+            if route.update_type != "message" or not route.accepts_chat(update.chat_type):
+                continue
+            if route.command == name:
+                return route
+            if route.command == ANY_COMMAND and fallback is None:
+                fallback = route
+        return fallback
+
+    def _match_callback(self, data: str) -> Route | None:
+        candidates = [
+            route
+            for route in self.routes
+            if route.callback_prefix is not None and data.startswith(route.callback_prefix)
+        ]
+        return max(candidates, key=lambda route: len(route.callback_prefix or ""), default=None)
+
+    @property
+    def allowed_updates(self) -> list[str]:
+        """The update types some route handles, for setWebhook / getUpdates."""
+        return sorted({route.update_type for route in self.routes})
+
+    def commands_for(self, role: Role) -> list[Route]:
+        """Commands with help text that a sender of ``role`` may use, in routing order."""
+        return [
+            route
+            for route in self.routes
+            if route.command not in (None, ANY_COMMAND) and route.help and role >= route.role
+        ]
+
+    def panel_for(self, role: Role) -> list[PanelEntry]:
+        return [entry for entry in self.panel_entries if role >= entry.role]
+
+
+_router: Router | None = None
+_lock = threading.Lock()
+
+
+def get_router() -> Router:
+    """The router for ``settings.BOT_HANDLER_MODULES``, built once per process."""
+    global _router
+    if _router is None:
+        with _lock:
+            if _router is None:
+                _router = build_router(settings.BOT_HANDLER_MODULES)
+    return _router
+
+
+def build_router(module_names: list[str]) -> Router:
+    routes: list[Route] = []
+    entries: list[PanelEntry] = []
+    for name in module_names:
+        module = import_module(name)
+        routes.extend(module.ROUTES)
+        entries.extend(getattr(module, "PANEL_ENTRIES", []))
+    # The catch-all for unknown commands goes last, whichever module declares it.
+    routes.sort(key=lambda route: route.command == ANY_COMMAND)
+    return Router(routes, entries)

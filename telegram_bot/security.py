@@ -1,0 +1,91 @@
+"""Who is sending, may they, and are they over a rate limit. Refusals end quietly.
+
+Rate limits are fixed one-minute windows on atomic KV counters (``rl:``), per user and per chat,
+with a stricter budget for expensive commands. They apply to interactions with the bot
+(commands, button presses, private messages), not to ordinary group chatter, and not to admins.
+A refused sender is told so at most once per window (no reply storms).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from telegram_bot.admins import Role, role_of
+from telegram_bot.state import KVStore
+from telegram_bot.updates import Update
+
+WINDOW_MS = 60_000
+
+
+@dataclass(frozen=True)
+class Sender:
+    user_id: int | None
+    role: Role
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role >= Role.ADMIN
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == Role.OWNER
+
+
+def identify(update: Update) -> Sender:
+    return Sender(user_id=update.user_id, role=role_of(update.user_id))
+
+
+def chat_allowed(update: Update) -> bool:
+    """Private chats always; other chats when ALLOWED_CHAT_IDS is empty or lists them."""
+    chat_type, chat_id = update.chat_type, update.chat_id
+    if chat_id is None or chat_type == "private":
+        return True
+    allowed = settings.ALLOWED_CHAT_IDS
+    return not allowed or chat_id in allowed
+
+
+def is_interaction(update: Update) -> bool:
+    if update.type == "callback_query":
+        return True
+    if update.type == "message":
+        return update.chat_type == "private" or update.command() is not None
+    return False
+
+
+def over_rate_limit(store: KVStore, update: Update, sender: Sender) -> bool:
+    """Count this interaction against the user's and the chat's window; True when over."""
+    if sender.is_admin or not is_interaction(update):
+        return False
+    window = _window()
+    if sender.user_id is not None:
+        count = store.increment(f"rl:u:{sender.user_id}:{window}", 1, ttl_ms=WINDOW_MS + 1000)
+        if count > settings.RATE_LIMIT_USER_PER_MINUTE:
+            return True
+    if update.chat_id is not None and update.chat_type != "private":
+        count = store.increment(f"rl:c:{update.chat_id}:{window}", 1, ttl_ms=WINDOW_MS + 1000)
+        if count > settings.RATE_LIMIT_CHAT_PER_MINUTE:
+            return True
+    return False
+
+
+def over_expensive_limit(store: KVStore, sender: Sender) -> bool:
+    if sender.is_admin or sender.user_id is None:
+        return False
+    key = f"rl:x:{sender.user_id}:{_window()}"
+    return (
+        store.increment(key, 1, ttl_ms=WINDOW_MS + 1000) > settings.RATE_LIMIT_EXPENSIVE_PER_MINUTE
+    )
+
+
+def may_notify_refusal(store: KVStore, sender: Sender, reason: str) -> bool:
+    """True once per window and reason for a sender: the refusal itself is rate-limited."""
+    if sender.user_id is None:
+        return False
+    return store.set_if_absent(f"rl:n:{reason}:{sender.user_id}", 1, ttl_ms=WINDOW_MS)
+
+
+def _window() -> int:
+    return int(time.time() * 1000) // WINDOW_MS
