@@ -59,6 +59,8 @@ DEAD_LETTER_RETENTION_DAYS = env.number("DEAD_LETTER_RETENTION_DAYS", 7, minimum
 # The handlers of each app, in routing order (see telegram_bot/router.py).
 FEATURE_APPS = ["support", "community", "content", "stats"]
 BOT_HANDLER_MODULES = ["telegram_bot.handlers", *(f"{app}.handlers" for app in FEATURE_APPS)]
+# Apps whose api.py router is mounted at /api/v1/<app>/ (config/api.py).
+API_APPS = ["stats"]
 # Where schedules are declared (see telegram_bot/scheduling.py).
 SCHEDULE_MODULES = ["telegram_bot.schedules", *(f"{app}.schedules" for app in FEATURE_APPS)]
 for _admin_id in ADMIN_TELEGRAM_IDS:

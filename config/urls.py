@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import path
 
+from config.api import api
 from telegram_bot import health, webhook
 
 urlpatterns = [
@@ -10,4 +11,5 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("telegram/webhook", webhook.telegram_webhook, name="telegram-webhook"),
     path("admin/", admin.site.urls),
+    path("api/v1/", api.urls),
 ]
