@@ -89,6 +89,19 @@ class Env:
             raise ConfigError(name, f"must be at most {maximum}, got {number}")
         return number
 
+    def seconds(self, name: str, default: float, *, minimum: float = 0.0) -> float:
+        """A duration in seconds (a decimal number, at least ``minimum``)."""
+        value = self.raw(name)
+        if value is None or value == "":
+            return default
+        try:
+            number = float(value)
+        except ValueError:
+            raise ConfigError(name, f"must be a number of seconds, got {value!r}") from None
+        if not number >= minimum or number == float("inf"):
+            raise ConfigError(name, f"must be at least {minimum:g} seconds, got {value!r}")
+        return number
+
     def int_list(self, name: str) -> list[int]:
         value = self.raw(name) or ""
         items = [item.strip() for item in value.split(",") if item.strip()]

@@ -63,6 +63,19 @@ BOT_HANDLER_MODULES = ["telegram_bot.handlers", *(f"{app}.handlers" for app in F
 API_APPS = ["stats"]
 # Where schedules are declared (see telegram_bot/scheduling.py).
 SCHEDULE_MODULES = ["telegram_bot.schedules", *(f"{app}.schedules" for app in FEATURE_APPS)]
+# Jobs (telegram_bot/jobs): retry policy and leases.
+# delay = min(max, base * 2 ** (attempt - 1)) + random(0, jitter); a 429 waits at least its
+# retry_after. max_retries counts the retries after the first attempt.
+JOB_RETRY_BASE_DELAY = env.seconds("JOB_RETRY_BASE_DELAY", 2.0, minimum=0.01)
+JOB_RETRY_MAX_DELAY = env.seconds("JOB_RETRY_MAX_DELAY", 300.0, minimum=0.01)
+JOB_RETRY_JITTER = env.seconds("JOB_RETRY_JITTER", 1.0)
+JOB_MAX_RETRIES = env.number("JOB_MAX_RETRIES", 5, minimum=0, maximum=100)
+# A job must finish within its lease; a worker that dies leaves the job to be claimed again
+# once the lease expires.
+JOB_LEASE_SECONDS = env.number("JOB_LEASE_SECONDS", 120, minimum=1, maximum=24 * 3600)
+JOB_RETENTION_DAYS = env.number("JOB_RETENTION_DAYS", 14, minimum=1, maximum=3650)
+if JOB_RETRY_MAX_DELAY < JOB_RETRY_BASE_DELAY:
+    raise ConfigError("JOB_RETRY_MAX_DELAY", "must be at least JOB_RETRY_BASE_DELAY")
 for _admin_id in ADMIN_TELEGRAM_IDS:
     if _admin_id <= 0:
         raise ConfigError("ADMIN_TELEGRAM_IDS", f"user ids are positive, got {_admin_id}")

@@ -13,7 +13,8 @@ from telegram_bot import admins
 from telegram_bot.admin_site import register_view
 from telegram_bot.dead_letter_views import dead_letter_drop, dead_letter_list, dead_letter_replay
 from telegram_bot.errors import BotError
-from telegram_bot.models import BlockedChat, BotAdmin, DeliveryFailure
+from telegram_bot.jobs.services import job_cancel, job_retry_now
+from telegram_bot.models import BlockedChat, BotAdmin, DeliveryFailure, Job
 from telegram_bot.redaction import redact
 
 register_view("dead-letters/", dead_letter_list, name="dead-letters", title="Dead letters")
@@ -93,3 +94,66 @@ class BlockedChatAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+@admin.register(Job)
+class JobAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "kind",
+        "status",
+        "attempts_display",
+        "next_attempt",
+        "lease_owner",
+        "lease_expires_at",
+        "error_summary",
+        "created_at",
+        "finished_at",
+    )
+    list_filter = ("status", "kind")
+    search_fields = ("kind", "dedupe_key", "last_error")
+    readonly_fields = (
+        "kind",
+        "payload",
+        "status",
+        "attempts",
+        "max_retries",
+        "next_attempt",
+        "last_error_redacted",
+        "lease_owner",
+        "lease_expires_at",
+        "dedupe_key",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
+    fields = readonly_fields
+    actions = ("retry_now", "cancel")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="attempts")
+    def attempts_display(self, obj: Job) -> str:
+        return f"{obj.attempts} / {obj.max_retries + 1}"
+
+    @admin.display(description="last error")
+    def error_summary(self, obj: Job) -> str:
+        return redact(obj.last_error)[:120]
+
+    @admin.display(description="last error")
+    def last_error_redacted(self, obj: Job) -> str:
+        return redact(obj.last_error)
+
+    @admin.action(description="Run again now")
+    def retry_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        done = sum(job_retry_now(job_id=pk) for pk in queryset.values_list("pk", flat=True))
+        messages.info(request, f"{done} job(s) queued to run now.")
+
+    @admin.action(description="Cancel (jobs that have not started)")
+    def cancel(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
+        done = sum(job_cancel(job_id=pk) for pk in queryset.values_list("pk", flat=True))
+        messages.info(request, f"{done} job(s) cancelled.")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.state.models import KVEntry
 
-__all__ = ["BlockedChat", "BotAdmin", "DeliveryFailure", "KVEntry"]
+__all__ = ["BlockedChat", "BotAdmin", "DeliveryFailure", "Job", "JobStatus", "KVEntry"]
 
 
 class BotAdmin(models.Model):

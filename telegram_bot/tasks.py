@@ -3,17 +3,49 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.conf import settings
 
+from telegram_bot.jobs.runner import JobRun, run_due, run_for
+from telegram_bot.jobs.services import jobs_delete_finished
 from telegram_bot.state import get_store
 
 log = logging.getLogger(__name__)
 
+# The django-q2 tick runs jobs for this long (its schedule fires every minute; the cluster's
+# timeout is 120 s).
+TICK_SECONDS = 50
+
 
 def kv_purge_expired() -> int:
-    """Delete expired KV rows (database backend; Redis expires keys itself)."""
+    """Delete expired KV rows (database backend; Redis expires keys itself). This is also what
+    cleans up expired workflows, rate-limit windows, update markers and dead letters."""
     deleted = get_store().purge_expired(batch=settings.KV_PURGE_BATCH)
     if deleted:
         log.info("purged %d expired KV entries", deleted)
     return deleted
+
+
+def jobs_tick() -> int:
+    """Claim and run due jobs for about TICK_SECONDS."""
+    return run_for(TICK_SECONDS)
+
+
+def jobs_run_due() -> int:
+    """Run what is due right now (queued by ``job_enqueue(kick=True)``)."""
+    from telegram_bot.jobs.runner import new_owner
+
+    return run_due(new_owner())
+
+
+def jobs_cleanup() -> int:
+    """Delete finished jobs older than JOB_RETENTION_DAYS."""
+    return jobs_delete_finished()
+
+
+def noop_job(payload: dict[str, Any], run: JobRun) -> None:
+    """A job that does nothing: operators can check that the worker runs jobs at all."""
+
+
+JOB_HANDLERS = {"core.noop": noop_job}

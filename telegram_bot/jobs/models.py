@@ -1,0 +1,49 @@
+"""The application's own job state, visible to operators in the admin site."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+
+class JobStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+class Job(models.Model):
+    """One unit of background work: ``kind`` names its handler, ``payload`` its input.
+
+    A worker claims a due job by taking its lease (``lease_owner``, ``lease_expires_at``) with
+    an atomic update; every later write is fenced on that owner, so a worker that lost its
+    lease (it was too slow, or died and came back) changes nothing.
+    """
+
+    kind = models.CharField(max_length=100, db_index=True)
+    payload = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    max_retries = models.PositiveIntegerField(default=5)
+    next_attempt = models.DateTimeField(default=timezone.now)
+    last_error = models.TextField(blank=True)
+    lease_owner = models.CharField(max_length=100, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # At most one job per dedupe key (e.g. "publish post 7"); NULL for jobs that need none.
+    dedupe_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True, db_index=True)
+
+    class Meta:
+        db_table = "jobs"
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["status", "next_attempt"], name="jobs_due"),
+            models.Index(fields=["status", "lease_expires_at"], name="jobs_lease"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} ({self.status})"

@@ -1,0 +1,195 @@
+"""Claiming and running due jobs.
+
+``claim_due`` takes leases atomically: ``SELECT ... FOR UPDATE SKIP LOCKED`` where the database
+has it (PostgreSQL), and in every case a compare-and-swap ``UPDATE`` whose row count says who
+won, so two workers (or two clusters) never run one job at once. A job whose lease expired is
+claimed again: its worker died or hung. Every write after the claim is fenced on the lease
+owner; a worker that lost its lease writes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from telegram_bot.jobs.models import Job, JobStatus
+from telegram_bot.jobs.registry import job_handlers
+from telegram_bot.jobs.retry import RetryPolicy, decide
+from telegram_bot.redaction import redact
+
+log = logging.getLogger(__name__)
+
+
+def new_owner() -> str:
+    """A lease owner id naming the machine and process, unique per worker."""
+    return f"{socket.gethostname()[:40]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """What a job handler knows about the attempt running it."""
+
+    job_id: int
+    kind: str
+    attempt: int
+    owner: str
+
+    def still_owned(self) -> bool:
+        """True while this worker holds the job's lease (check before a final side effect)."""
+        return Job.objects.filter(
+            pk=self.job_id,
+            status=JobStatus.RUNNING,
+            lease_owner=self.owner,
+            lease_expires_at__gt=timezone.now(),
+        ).exists()
+
+
+def claim_due(owner: str, *, limit: int = 10, lease_seconds: int | None = None) -> list[Job]:
+    """Lease up to ``limit`` due jobs (queued and due, or running with an expired lease)."""
+    now = timezone.now()
+    lease = timedelta(seconds=lease_seconds or settings.JOB_LEASE_SECONDS)
+    due = Q(status=JobStatus.QUEUED, next_attempt__lte=now) | Q(
+        status=JobStatus.RUNNING, lease_expires_at__lt=now
+    )
+    claimed: list[int] = []
+    with transaction.atomic():
+        candidates = Job.objects.filter(due).order_by("next_attempt", "pk")
+        if connection.features.has_select_for_update_skip_locked:
+            candidates = candidates.select_for_update(skip_locked=True)
+        for job in candidates[:limit]:
+            won = Job.objects.filter(
+                pk=job.pk,
+                status=job.status,
+                lease_owner=job.lease_owner,
+                attempts=job.attempts,
+            ).update(
+                status=JobStatus.RUNNING,
+                lease_owner=owner,
+                lease_expires_at=now + lease,
+                attempts=F("attempts") + 1,
+                started_at=now,
+            )
+            if won:
+                claimed.append(job.pk)
+    return list(Job.objects.filter(pk__in=claimed).order_by("next_attempt", "pk"))
+
+
+def run_job(job: Job, owner: str, *, policy: RetryPolicy | None = None) -> str:
+    """Run one claimed job and record the result (fenced on ``owner``); return the status."""
+    policy = policy or RetryPolicy.from_settings()
+    handler = job_handlers().get(job.kind)
+    if handler is None:
+        return _finish(job, owner, JobStatus.FAILED, f"no handler for job kind {job.kind!r}")
+    if job.attempts > job.max_retries + 1:
+        return _finish(
+            job,
+            owner,
+            JobStatus.FAILED,
+            f"gave up: the lease expired on all {job.max_retries + 1} attempts",
+        )
+    try:
+        handler(
+            job.payload, JobRun(job_id=job.pk, kind=job.kind, attempt=job.attempts, owner=owner)
+        )
+    except Exception as exc:  # the policy decides; nothing escapes the worker
+        error = f"{type(exc).__name__}: {redact(str(exc))}"[:2000]
+        decision = decide(
+            exc, attempt=job.attempts, policy=_with_job_maximum(policy, job.max_retries)
+        )
+        if decision.retry:
+            log.info(
+                "job %s #%s attempt %s failed, retry in %.1fs: %s",
+                job.kind,
+                job.pk,
+                job.attempts,
+                decision.delay,
+                error,
+            )
+            return _requeue(job, owner, error, decision.delay)
+        log.warning("job %s #%s failed for good (%s): %s", job.kind, job.pk, decision.reason, error)
+        return _finish(job, owner, JobStatus.FAILED, f"{error} ({decision.reason})")
+    return _finish(job, owner, JobStatus.SUCCEEDED, "")
+
+
+def run_due(owner: str, *, limit: int = 10, lease_seconds: int | None = None) -> int:
+    """Claim and run what is due now; return how many jobs ran."""
+    jobs = claim_due(owner, limit=limit, lease_seconds=lease_seconds)
+    for job in jobs:
+        run_job(job, owner)
+    return len(jobs)
+
+
+def run_for(
+    seconds: float,
+    *,
+    owner: str | None = None,
+    idle_sleep: float = 1.0,
+    lease_seconds: int | None = None,
+) -> int:
+    """Keep running due jobs for about ``seconds`` (the django-q2 tick); return how many ran."""
+    owner = owner or new_owner()
+    deadline = time.monotonic() + seconds
+    total = 0
+    while time.monotonic() < deadline:
+        ran = run_due(owner, lease_seconds=lease_seconds)
+        total += ran
+        if not ran:
+            time.sleep(min(idle_sleep, max(0.0, deadline - time.monotonic())))
+    return total
+
+
+def _with_job_maximum(policy: RetryPolicy, max_retries: int) -> RetryPolicy:
+    from dataclasses import replace
+
+    return replace(policy, max_retries=max_retries)
+
+
+def _requeue(job: Job, owner: str, error: str, delay: float) -> str:
+    updated = _fenced(job, owner).update(
+        status=JobStatus.QUEUED,
+        next_attempt=timezone.now() + timedelta(seconds=delay),
+        last_error=error,
+        lease_owner="",
+        lease_expires_at=None,
+    )
+    return JobStatus.QUEUED if updated else _lost(job, owner)
+
+
+def _finish(job: Job, owner: str, status: str, error: str) -> str:
+    updated = _fenced(job, owner).update(
+        status=status, last_error=error, finished_at=timezone.now(), lease_expires_at=None
+    )
+    if not updated:
+        return _lost(job, owner)
+    if status == JobStatus.FAILED:
+        _notify_failure(job, error)
+    return status
+
+
+def _fenced(job: Job, owner: str):  # type: ignore[no-untyped-def]
+    return Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, lease_owner=owner)
+
+
+def _lost(job: Job, owner: str) -> str:
+    log.warning("job %s #%s: lease lost by %s, result discarded", job.kind, job.pk, owner)
+    return "lost"
+
+
+def _notify_failure(job: Job, error: str) -> None:
+    from telegram_bot.notifications import notify_admins
+
+    text = f"Job {job.kind} #{job.pk} failed after {job.attempts} attempt(s).\n{error[:500]}"
+    try:
+        notify_admins(text, purpose="job_failed")
+    except Exception:  # notifying must not turn a recorded failure into a crash
+        log.exception("could not notify admins about job %s", job.pk)

@@ -1,0 +1,97 @@
+"""Writes on jobs: enqueue, cancel, retry now, clean up."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from telegram_bot.jobs.models import Job, JobStatus
+from telegram_bot.jobs.registry import job_handlers
+
+FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+def job_enqueue(
+    kind: str,
+    payload: dict[str, Any] | None = None,
+    *,
+    run_at: datetime | None = None,
+    max_retries: int | None = None,
+    dedupe_key: str | None = None,
+    kick: bool = False,
+) -> Job:
+    """Queue a job of ``kind``. With ``dedupe_key``, an unfinished job of that key is returned
+    instead of a second one. ``kick`` asks the worker to run due jobs right after commit."""
+    if kind not in job_handlers():
+        raise ValueError(f"unknown job kind {kind!r}")
+    if run_at is not None and timezone.is_naive(run_at):
+        raise ValueError("run_at must be timezone-aware")
+    fields = {
+        "kind": kind,
+        "payload": payload or {},
+        "next_attempt": run_at or timezone.now(),
+        "max_retries": settings.JOB_MAX_RETRIES if max_retries is None else max_retries,
+    }
+    job = _create(fields, dedupe_key)
+    if kick:
+        transaction.on_commit(_kick)
+    return job
+
+
+def _create(fields: dict[str, Any], dedupe_key: str | None) -> Job:
+    if dedupe_key is None:
+        return Job.objects.create(**fields)
+    try:
+        with transaction.atomic():
+            return Job.objects.create(dedupe_key=dedupe_key, **fields)
+    except IntegrityError:
+        existing = Job.objects.get(dedupe_key=dedupe_key)
+        if existing.status not in FINISHED:
+            return existing
+        # A finished job gives its key up to the new one, atomically.
+        with transaction.atomic():
+            Job.objects.filter(pk=existing.pk, status__in=FINISHED).update(dedupe_key=None)
+            return Job.objects.create(dedupe_key=dedupe_key, **fields)
+
+
+def job_cancel(*, job_id: int) -> bool:
+    """Cancel a job that has not started; True if it was cancelled."""
+    return bool(
+        Job.objects.filter(pk=job_id, status=JobStatus.QUEUED).update(
+            status=JobStatus.CANCELLED, finished_at=timezone.now()
+        )
+    )
+
+
+def job_retry_now(*, job_id: int) -> bool:
+    """Run a failed or waiting job now; a failed one gets one more attempt."""
+    with transaction.atomic():
+        job = (
+            Job.objects.select_for_update()
+            .filter(pk=job_id, status__in=(JobStatus.FAILED, JobStatus.QUEUED))
+            .first()
+        )
+        if job is None:
+            return False
+        if job.status == JobStatus.FAILED:
+            job.max_retries = max(job.max_retries, job.attempts)
+        job.status, job.next_attempt, job.finished_at = JobStatus.QUEUED, timezone.now(), None
+        job.save(update_fields=["status", "next_attempt", "finished_at", "max_retries"])
+    return True
+
+
+def jobs_delete_finished(*, older_than: timedelta | None = None) -> int:
+    """Delete jobs finished longer ago than the retention; return how many."""
+    cutoff = timezone.now() - (older_than or timedelta(days=settings.JOB_RETENTION_DAYS))
+    deleted, _ = Job.objects.filter(status__in=FINISHED, finished_at__lt=cutoff).delete()
+    return deleted
+
+
+def _kick() -> None:
+    from django_q.tasks import async_task
+
+    async_task("telegram_bot.tasks.jobs_run_due", task_name="jobs_run_due")

@@ -1,0 +1,233 @@
+"""Jobs: claiming, leases, fencing, retries with the policy, failure notifications."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.db import connections
+from django.utils import timezone
+
+from telegram_bot.errors import TelegramApiError, TelegramRateLimitError
+from telegram_bot.jobs import registry
+from telegram_bot.jobs.models import Job, JobStatus
+from telegram_bot.jobs.runner import JobRun, claim_due, run_due, run_job
+from telegram_bot.jobs.services import (
+    job_cancel,
+    job_enqueue,
+    job_retry_now,
+    jobs_delete_finished,
+)
+from tests.conftest import OWNER_ID
+from tests.fakes.telegram import FakeTelegramServer
+
+calls: list[tuple[str, dict[str, Any], int]] = []
+failures: dict[str, list[BaseException]] = {}
+
+
+def recording_job(payload: dict[str, Any], run: JobRun) -> None:
+    calls.append((run.kind, payload, run.attempt))
+    queue = failures.get(payload.get("name", ""), [])
+    if queue:
+        raise queue.pop(0)
+
+
+@pytest.fixture(autouse=True)
+def test_kinds() -> Iterator[None]:
+    handlers = registry.job_handlers()
+    handlers["test.record"] = recording_job
+    calls.clear()
+    failures.clear()
+    yield
+    handlers.pop("test.record", None)
+
+
+def make_due(job: Job) -> None:
+    Job.objects.filter(pk=job.pk).update(next_attempt=timezone.now())
+
+
+@pytest.mark.django_db
+def test_a_due_job_runs_once_and_succeeds() -> None:
+    job = job_enqueue("test.record", {"name": "a"})
+    assert run_due("w1") == 1
+    assert run_due("w1") == 0
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.lease_owner) == (JobStatus.SUCCEEDED, 1, "w1")
+    assert calls == [("test.record", {"name": "a"}, 1)]
+
+
+@pytest.mark.django_db
+def test_a_job_is_not_run_before_its_time() -> None:
+    job_enqueue("test.record", {"name": "later"}, run_at=timezone.now() + timedelta(hours=1))
+    assert run_due("w1") == 0
+
+
+@pytest.mark.django_db
+def test_unknown_kinds_and_naive_times_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown job kind"):
+        job_enqueue("nope.nothing")
+    with pytest.raises(ValueError, match="timezone-aware"):
+        job_enqueue("test.record", run_at=timezone.now().replace(tzinfo=None))
+
+
+@pytest.mark.django_db
+def test_server_errors_retry_with_growing_delays_then_succeed(settings: Any) -> None:
+    settings.JOB_RETRY_JITTER = 0
+    settings.JOB_RETRY_BASE_DELAY = 10
+    failures["flaky"] = [TelegramApiError("sendMessage", status=500, error_code=500)] * 2
+    job = job_enqueue("test.record", {"name": "flaky"})
+    waits = []
+    for _ in range(3):
+        before = timezone.now()
+        run_due("w1")
+        job.refresh_from_db()
+        if job.status == JobStatus.QUEUED:
+            waits.append((job.next_attempt - before).total_seconds())
+            make_due(job)
+    assert job.status == JobStatus.SUCCEEDED
+    assert job.attempts == 3
+    assert waits[0] == pytest.approx(10, abs=1) and waits[1] == pytest.approx(20, abs=1)
+
+
+@pytest.mark.django_db
+def test_a_429_waits_at_least_retry_after(settings: Any) -> None:
+    settings.JOB_RETRY_BASE_DELAY = 0.01
+    failures["flood"] = [TelegramRateLimitError("sendMessage", retry_after=3)]
+    job = job_enqueue("test.record", {"name": "flood"})
+    before = timezone.now()
+    run_due("w1")
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
+    assert (job.next_attempt - before).total_seconds() >= 3
+
+
+@pytest.mark.django_db
+def test_a_permanent_error_fails_at_once_and_notifies_admins(bot: FakeTelegramServer) -> None:
+    failures["bad"] = [
+        TelegramApiError(
+            "sendMessage", status=400, error_code=400, description="Bad Request: chat not found"
+        )
+    ]
+    job = job_enqueue("test.record", {"name": "bad"})
+    run_due("w1")
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.FAILED, 1)
+    assert "chat not found" in job.last_error
+    notices = [c for c in bot.calls_to("sendMessage") if c.params["chat_id"] == OWNER_ID]
+    assert len(notices) == 1
+    assert f"#{job.pk} failed after 1 attempt" in notices[0].params["text"]
+
+
+@pytest.mark.django_db
+def test_retries_stop_at_the_maximum(bot: FakeTelegramServer, settings: Any) -> None:
+    settings.JOB_RETRY_BASE_DELAY = 0.01
+    settings.JOB_RETRY_JITTER = 0
+    failures["down"] = [TelegramApiError("x", status=503, error_code=503)] * 10
+    job = job_enqueue("test.record", {"name": "down"}, max_retries=2)
+    for _ in range(5):
+        make_due(job)
+        run_due("w1")
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.FAILED, 3)
+    assert "gave up after 3 attempts" in job.last_error
+    assert len(calls) == 3
+
+
+@pytest.mark.django_db
+def test_an_expired_lease_is_claimed_again_and_the_old_owner_is_fenced_out() -> None:
+    job = job_enqueue("test.record", {"name": "slow"})
+    [claimed] = claim_due("dead-worker", lease_seconds=60)
+    Job.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    [again] = claim_due("new-worker")
+    assert again.attempts == 2
+    # The first worker wakes up and reports: its writes change nothing.
+    assert run_job(claimed, "dead-worker") == "lost"
+    job.refresh_from_db()
+    assert (job.status, job.lease_owner) == (JobStatus.RUNNING, "new-worker")
+    assert run_job(again, "new-worker") == JobStatus.SUCCEEDED
+
+
+@pytest.mark.django_db
+def test_a_job_whose_lease_keeps_expiring_fails_in_the_end() -> None:
+    job = job_enqueue("test.record", {"name": "killer"}, max_retries=1)
+    for _ in range(2):
+        claim_due("worker")
+        Job.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    [third] = claim_due("worker")
+    assert run_job(third, "worker") == JobStatus.FAILED
+    assert calls == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_workers_never_claim_one_job_twice() -> None:
+    jobs = [job_enqueue("test.record", {"name": f"j{i}"}).pk for i in range(60)]
+    claimed: dict[str, list[int]] = {}
+    barrier = threading.Barrier(4)
+
+    def work(owner: str) -> None:
+        try:
+            barrier.wait()
+            mine = claimed.setdefault(owner, [])
+            while batch := claim_due(owner, limit=3):
+                mine.extend(job.pk for job in batch)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(f"w{i}",)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    everything = [pk for pks in claimed.values() for pk in pks]
+    assert sorted(everything) == sorted(jobs)
+
+
+@pytest.mark.django_db
+def test_dedupe_keys_keep_one_unfinished_job() -> None:
+    first = job_enqueue("test.record", {"name": "a"}, dedupe_key="post:1")
+    assert job_enqueue("test.record", {"name": "a"}, dedupe_key="post:1").pk == first.pk
+    run_due("w1")
+    assert job_enqueue("test.record", {"name": "a"}, dedupe_key="post:1").pk != first.pk
+
+
+@pytest.mark.django_db
+def test_operators_cancel_and_retry(bot: FakeTelegramServer) -> None:
+    waiting = job_enqueue("test.record", {"name": "w"}, run_at=timezone.now() + timedelta(hours=1))
+    assert job_cancel(job_id=waiting.pk)
+    assert run_due("w1") == 0
+    failures["bad"] = [ValueError("bug")]
+    failed = job_enqueue("test.record", {"name": "bad"}, max_retries=0)
+    run_due("w1")
+    failed.refresh_from_db()
+    assert failed.status == JobStatus.FAILED
+    assert job_retry_now(job_id=failed.pk)
+    run_due("w1")
+    failed.refresh_from_db()
+    assert failed.status == JobStatus.SUCCEEDED
+
+
+@pytest.mark.django_db
+def test_finished_jobs_are_deleted_after_the_retention() -> None:
+    old = job_enqueue("test.record", {"name": "old"})
+    run_due("w1")
+    Job.objects.filter(pk=old.pk).update(finished_at=timezone.now() - timedelta(days=30))
+    pending = job_enqueue("test.record", {"name": "p"}, run_at=timezone.now() + timedelta(days=1))
+    assert jobs_delete_finished() == 1
+    assert list(Job.objects.values_list("pk", flat=True)) == [pending.pk]
+
+
+@pytest.mark.django_db
+def test_the_jobs_admin_lists_and_retries(bot: FakeTelegramServer, admin_client: Any) -> None:
+    failures["bad"] = [ValueError("bug")]
+    job = job_enqueue("test.record", {"name": "bad"}, max_retries=0)
+    run_due("w1")
+    page = admin_client.get("/admin/telegram_bot/job/").content.decode()
+    assert "test.record" in page and "failed" in page
+    admin_client.post(
+        "/admin/telegram_bot/job/", {"action": "retry_now", "_selected_action": [job.pk]}
+    )
+    job.refresh_from_db()
+    assert job.status == JobStatus.QUEUED
