@@ -56,14 +56,12 @@ class RawParams:
 
 
 def find_spec_path() -> Path:
-    """`$BOTAPI_SPEC_PATH`, else `shared/botapi/api.json` beside the repository."""
+    """`$BOTAPI_SPEC_PATH`, else the copy vendored beside this file (tests/fakes/botapi/)."""
     if os.environ.get("BOTAPI_SPEC_PATH"):
         return Path(os.environ["BOTAPI_SPEC_PATH"])
-    repo = Path(__file__).resolve().parents[2]
-    for candidate in (repo.parent / "shared", repo / "shared"):
-        path = candidate / "botapi" / "api.json"
-        if path.is_file():
-            return path
+    vendored = Path(__file__).resolve().parent / "botapi" / "api.json"
+    if vendored.is_file():
+        return vendored
     raise FileNotFoundError("Bot API spec not found; set BOTAPI_SPEC_PATH to api.json")
 
 

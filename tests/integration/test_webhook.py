@@ -14,7 +14,7 @@ from tests.builders import make_callback_update, make_message_update
 from tests.conftest import WEBHOOK_SECRET
 from tests.fakes.telegram import FakeTelegramServer
 
-SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "botapi" / "updates"
+SAMPLES = Path(__file__).resolve().parents[1] / "fakes" / "botapi" / "updates"
 
 
 def sent_texts(bot: FakeTelegramServer, chat_id: int | None = None) -> list[str]:
