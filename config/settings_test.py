@@ -17,6 +17,6 @@ STORAGES["staticfiles"] = {  # noqa: F405
     "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
 }
 
-if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
+if str(DATABASES["default"]["ENGINE"]).endswith("sqlite3"):  # noqa: F405
     # One test database file per test run, so two runs on one machine never share one.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test_db_{os.getpid()}.sqlite3")}  # noqa: F405
