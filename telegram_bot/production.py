@@ -1,0 +1,170 @@
+"""The production gate (seed 003, section 29) as real checks: ``manage.py check_production``.
+
+Each check returns a problem (a short sentence) or None. Checks that need the network (asking
+Telegram about the bot and its webhook) can be skipped with ``offline=True``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.db.migrations.executor import MigrationExecutor
+
+from telegram_bot.admins import check_admin_configuration
+from telegram_bot.bot import get_client
+from telegram_bot.errors import BotError
+from telegram_bot.router import get_router
+from telegram_bot.scheduling import OWNED_PREFIX, declared_schedules
+from telegram_bot.state import get_store
+
+DEVELOPMENT_HOSTS = {"localhost", "127.0.0.1", "[::1]"}
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    run: Callable[[], str | None]
+    network: bool = False
+
+
+def run_checks(*, offline: bool = False) -> list[tuple[str, str | None]]:
+    """(name, problem or None) for every check, in order."""
+    results = []
+    for check in CHECKS:
+        if offline and check.network:
+            continue
+        try:
+            problem = check.run()
+        except Exception as exc:  # a check that crashes is a failed check, not a crash
+            problem = f"{type(exc).__name__}: {exc}"
+        results.append((check.name, problem))
+    return results
+
+
+def _debug_off() -> str | None:
+    return "DJANGO_DEBUG is on" if settings.DEBUG else None
+
+
+def _secret_key() -> str | None:
+    if getattr(settings, "DEVELOPMENT_SECRET_KEY", None) == settings.SECRET_KEY:
+        return "DJANGO_SECRET_KEY is the development key"
+    return (
+        "DJANGO_SECRET_KEY is shorter than 50 characters" if len(settings.SECRET_KEY) < 50 else None
+    )
+
+
+def _allowed_hosts() -> str | None:
+    hosts = set(settings.ALLOWED_HOSTS)
+    if "*" in hosts:
+        return "DJANGO_ALLOWED_HOSTS allows any host"
+    return "DJANGO_ALLOWED_HOSTS names no public host" if hosts <= DEVELOPMENT_HOSTS else None
+
+
+def _postgres() -> str | None:
+    if connection.vendor != "postgresql":
+        return f"the database is {connection.vendor}; production runs on PostgreSQL (DATABASE_URL)"
+    return None
+
+
+def _database_migrated() -> str | None:
+    try:
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError as exc:
+        return f"the database does not answer: {exc}"
+    return f"{len(pending)} migrations not applied (manage.py migrate)" if pending else None
+
+
+def _redis() -> str | None:
+    if not settings.REDIS_URL:
+        return "REDIS_URL is not set: KV state, cache and broker are on the database"
+    try:
+        get_store().ping()
+    except BotError as exc:
+        return f"the KV store does not answer: {exc}"
+    return None
+
+
+def _bot_configured() -> str | None:
+    missing = [
+        name
+        for name in ("TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET")
+        if not getattr(settings, name)
+    ]
+    return f"not set: {', '.join(missing)}" if missing else None
+
+
+def _admin_recovery() -> str | None:
+    problems = check_admin_configuration()
+    if not settings.OWNER_TELEGRAM_ID:
+        problems.append("OWNER_TELEGRAM_ID is not set: no recovery path for the admin list")
+    return "; ".join(problems) or None
+
+
+def _rate_limits() -> str | None:
+    limits = (
+        settings.RATE_LIMIT_USER_PER_MINUTE,
+        settings.RATE_LIMIT_CHAT_PER_MINUTE,
+        settings.RATE_LIMIT_EXPENSIVE_PER_MINUTE,
+    )
+    return "a rate limit is not positive" if min(limits) < 1 else None
+
+
+def _retry_policy() -> str | None:
+    if settings.JOB_RETRY_JITTER <= 0:
+        return "JOB_RETRY_JITTER is 0: retries of many jobs would fire in lockstep"
+    if settings.JOB_RETRY_JITTER > settings.JOB_RETRY_MAX_DELAY:
+        return "JOB_RETRY_JITTER is larger than JOB_RETRY_MAX_DELAY"
+    if settings.JOB_MAX_RETRIES < 1:
+        return "JOB_MAX_RETRIES is 0: transient Telegram errors would fail jobs at once"
+    return None
+
+
+def _schedules() -> str | None:
+    from django_q.models import Schedule
+
+    declared = {OWNED_PREFIX + spec.name for spec in declared_schedules()}
+    present = set(
+        Schedule.objects.filter(name__startswith=OWNED_PREFIX).values_list("name", flat=True)
+    )
+    if declared - present or present - declared:
+        return "django-q2 schedules differ from the declared ones (manage.py sync_schedules)"
+    return None
+
+
+def _telegram_accepts_token() -> str | None:
+    me = get_client().get_me()
+    return None if me.get("is_bot") else "getMe did not describe a bot"
+
+
+def _webhook_registered() -> str | None:
+    info = get_client().get_webhook_info()
+    if not info.get("url"):
+        return "no webhook registered (manage.py set_webhook URL), unless you run runbot"
+    wanted = set(get_router().allowed_updates)
+    allowed = set(info.get("allowed_updates") or [])
+    if allowed and not wanted <= allowed:
+        return f"the webhook does not receive {sorted(wanted - allowed)} (run set_webhook again)"
+    if info.get("last_error_message"):
+        return f"Telegram reports: {info['last_error_message']}"
+    return None
+
+
+CHECKS = [
+    Check("debug off", _debug_off),
+    Check("secret key", _secret_key),
+    Check("allowed hosts", _allowed_hosts),
+    Check("PostgreSQL", _postgres),
+    Check("migrations applied", _database_migrated),
+    Check("Redis reachable", _redis),
+    Check("bot token and webhook secret", _bot_configured),
+    Check("admin recovery path", _admin_recovery),
+    Check("rate limiting", _rate_limits),
+    Check("retry policy bounded", _retry_policy),
+    Check("schedules in sync", _schedules),
+    Check("Telegram accepts the token", _telegram_accepts_token, network=True),
+    Check("webhook registered", _webhook_registered, network=True),
+]
