@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from telegram_bot import idempotency, security
+from telegram_bot.admins import Role
 from telegram_bot.bot import bot_username, get_client
 from telegram_bot.context import Context
 from telegram_bot.errors import StateError, StateUnavailableError, TelegramApiError
@@ -132,8 +133,9 @@ def _addressed_to_us(update: Update) -> bool:
 
 
 def _workflow_name(store: KVStore, update: Update) -> str | None:
-    """The name of the sender's workflow in this chat, for a message that is not a command."""
-    if update.type != "message" or update.command() is not None:
+    """The sender's workflow, for a non-command message in a private chat (workflows are
+    conversations with the bot; group chatter never pays for this lookup)."""
+    if update.type != "message" or update.chat_type != "private" or update.command() is not None:
         return None
     if update.chat_id is None or update.user_id is None:
         return None
@@ -142,7 +144,7 @@ def _workflow_name(store: KVStore, update: Update) -> str | None:
 
 
 def _route_refusal(store: KVStore, route: Route, sender: security.Sender) -> tuple[str, str] | None:
-    if sender.role < route.role:
+    if route.role > Role.USER and sender.role < route.role:
         return ("role", "This is for admins only.")
     if route.expensive and security.over_expensive_limit(store, sender):
         return ("expensive", "Please wait a minute before using this again.")

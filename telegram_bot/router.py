@@ -3,8 +3,8 @@
 Each app's ``handlers.py`` exports ``ROUTES`` (and optionally ``PANEL_ENTRIES``); the router is
 the explicit, ordered concatenation of those lists for ``settings.BOT_HANDLER_MODULES``.
 Matching: a command goes to the route of that command (else the ``*`` catch-all); a callback
-to the route with the longest matching data prefix; a non-command message from a user with an
-active (or just expired) workflow to the route that owns that workflow; anything else to the
+to the route with the longest matching data prefix; a non-command private message from a user
+with an active (or just expired) workflow to the route that owns that workflow; anything else to the
 first route for its update type whose chat types match. The pipeline looks the workflow up and
 passes its name in: the router itself reads no state.
 """

@@ -9,7 +9,7 @@ A refused sender is told so at most once per window (no reply storms).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from functools import cached_property
 
 from django.conf import settings
 
@@ -20,10 +20,21 @@ from telegram_bot.updates import Update
 WINDOW_MS = 60_000
 
 
-@dataclass(frozen=True)
 class Sender:
-    user_id: int | None
-    role: Role
+    """Who sent the update. The role is looked up on first use: ordinary group messages, the
+    bulk of the traffic, never need it."""
+
+    def __init__(self, user_id: int | None, role: Role | None = None) -> None:
+        self.user_id = user_id
+        if role is not None:
+            self.__dict__["role"] = role
+
+    @cached_property
+    def role(self) -> Role:
+        return role_of(self.user_id)
+
+    def __repr__(self) -> str:
+        return f"Sender(user_id={self.user_id})"
 
     @property
     def is_admin(self) -> bool:
@@ -35,7 +46,7 @@ class Sender:
 
 
 def identify(update: Update) -> Sender:
-    return Sender(user_id=update.user_id, role=role_of(update.user_id))
+    return Sender(user_id=update.user_id)
 
 
 def chat_allowed(update: Update) -> bool:
@@ -57,7 +68,7 @@ def is_interaction(update: Update) -> bool:
 
 def over_rate_limit(store: KVStore, update: Update, sender: Sender) -> bool:
     """Count this interaction against the user's and the chat's window; True when over."""
-    if sender.is_admin or not is_interaction(update):
+    if not is_interaction(update) or sender.is_admin:
         return False
     window = _window()
     if sender.user_id is not None:
