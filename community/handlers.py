@@ -1,8 +1,93 @@
-"""Telegram handlers of the community app (routes are added with the feature)."""
+"""Telegram handlers of the community app: join requests, their buttons, the requester's
+answer to the question, and the panel page. Thin: parse, check, call the service, answer."""
 
 from __future__ import annotations
 
+import logging
+
+from community import selectors, services, texts
+from community.records import Decider
+from telegram_bot.admins import Role
+from telegram_bot.context import Context
+from telegram_bot.errors import TelegramApiError
 from telegram_bot.router import PanelEntry, Route
 
-ROUTES: list[Route] = []
-PANEL_ENTRIES: list[PanelEntry] = []
+log = logging.getLogger(__name__)
+
+
+def on_join_request(ctx: Context) -> None:
+    services.join_request_receive(request=services.JoinRequest.from_payload(ctx.update.payload))
+
+
+def on_decision_button(ctx: Context) -> None:
+    """Approve / Decline. The route is open to everyone so that every refusal, not only the
+    first one in a rate-limit window, is answered with an alert; the checks are here."""
+    parsed = texts.parse_callback(ctx.update.callback_data)
+    if parsed is None:
+        _answer(ctx, "This button is not valid.", alert=True)
+        return
+    # Checked before the token is looked up: a non-admin learns nothing about tokens.
+    if not ctx.sender.is_admin:
+        _answer(ctx, "Only admins can decide join requests.", alert=True)
+        return
+    action, token = parsed
+    decider = Decider(ctx.sender.user_id, texts.display_name(ctx.update.user))
+    result = services.join_request_decide(token=token, action=action, decider=decider)
+    _answer(ctx, result.message, alert=not result.ok)
+    if result.record is not None and _pressed_on_panel(ctx):
+        _show_pending(ctx)
+
+
+def on_panel_list(ctx: Context) -> None:
+    _answer(ctx, None)
+    _show_pending(ctx)
+
+
+def on_answer(ctx: Context) -> None:
+    if ctx.sender.user_id is None or ctx.chat_id is None:
+        return
+    reply = services.join_request_answer(
+        chat_id=ctx.chat_id, user_id=ctx.sender.user_id, text=ctx.update.text
+    )
+    if reply:
+        ctx.reply(reply)
+
+
+def _show_pending(ctx: Context) -> None:
+    pending = selectors.join_requests_pending()
+    text, markup = texts.pending_list(pending[: texts.PANEL_LIMIT], len(pending))
+    try:
+        ctx.edit_callback_message(text, reply_markup=markup)
+    except TelegramApiError as exc:  # "message is not modified" after a Refresh, for one
+        log.info("join requests page not updated: %s", exc)
+
+
+def _answer(ctx: Context, text: str | None, *, alert: bool = False) -> None:
+    # The decision is made (or refused) whatever happens to this answer: a query that got
+    # too old while Telegram was slow must not send the update to the dead letters.
+    try:
+        ctx.answer_callback(text, alert=alert)
+    except TelegramApiError as exc:
+        log.info("callback not answered: %s", exc)
+
+
+def _pressed_on_panel(ctx: Context) -> bool:
+    """True when the pressed message is the panel page (it has the Refresh button)."""
+    message = ctx.update.message or {}
+    markup = message.get("reply_markup") or {}
+    rows = markup.get("inline_keyboard") or [] if isinstance(markup, dict) else []
+    return any(
+        isinstance(button, dict) and button.get("callback_data") == texts.LIST_CALLBACK
+        for row in rows
+        if isinstance(row, list)
+        for button in row
+    )
+
+
+ROUTES: list[Route] = [
+    Route.on_update("chat_join_request", on_join_request),
+    Route.on_callback(texts.LIST_CALLBACK, on_panel_list, role=Role.ADMIN),
+    Route.on_callback(texts.CALLBACK_PREFIX, on_decision_button),
+    Route.on_workflow(services.WORKFLOW, on_answer),
+]
+PANEL_ENTRIES: list[PanelEntry] = [PanelEntry("Join requests", texts.LIST_CALLBACK, order=20)]

@@ -1,0 +1,179 @@
+"""The only state a join request leaves behind: one KV record per pending request, with a TTL.
+
+``lock:jr:<token>`` holds a ``JoinRequestRecord`` as JSON. The token is 12 URL-safe characters
+from ``secrets`` (72 random bits): it is what the Approve / Decline buttons carry, so a button
+cannot be forged from the chat and user ids. ``lock:jrq:<chat>:<user>`` points at the newest
+token of a (chat, user) pair so that a newer request replaces an older one.
+
+Every change is a compare-and-set on the whole record (``update``): whoever changes a record
+first wins, and a change computed from an outdated read is retried on the fresh value or
+refused. There is no table of requests; a record lives ``PENDING_TTL_MS`` while undecided and
+``DECIDED_TTL_MS`` after (long enough to answer a late press with "already decided by X").
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from telegram_bot.state import KVStore
+
+PENDING_TTL_MS = 7 * 24 * 3600 * 1000
+DECIDED_TTL_MS = 2 * 24 * 3600 * 1000
+TOKEN_BYTES = 9  # 12 characters of base64url
+TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{12}")
+RECORD_PREFIX = "lock:jr:"
+_CAS_ATTEMPTS = 20
+
+# status
+PENDING = "pending"  # undecided: the buttons work
+DECIDING = "deciding"  # a decision won; Telegram is being asked (maybe through a retry job)
+DONE = "done"  # Telegram accepted the decision
+CLOSED = "closed"  # Telegram had already handled it, or a newer request replaced it
+# stage of a pending request: who is expected to decide it. A request leaves "new" or
+# "question" for "admins" once, by compare-and-set, so the admins are notified once.
+STAGE_NEW = "new"
+STAGE_QUESTION = "question"
+STAGE_ADMINS = "admins"
+
+APPROVE = "approve"
+DECLINE = "decline"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class Decider:
+    """Who decided: an admin (``user_id``) or a policy (``user_id`` None)."""
+
+    user_id: int | None
+    name: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    by_id: int | None
+    by_name: str
+    at: int  # unix seconds
+
+
+@dataclass(frozen=True)
+class JoinRequestRecord:
+    token: str
+    chat_id: int
+    chat_title: str
+    chat_type: str
+    user_id: int
+    user_chat_id: int
+    user_name: str  # for admins: name and @username
+    member_name: str  # for the welcome: first and last name
+    summary: str
+    requested_at: int
+    expires_at_ms: int
+    status: str = PENDING
+    stage: str = STAGE_NEW
+    note: str = ""
+    copies: list[list[int]] = field(default_factory=list)  # [[admin chat id, message id]]
+    decision: Decision | None = None
+    closed_reason: str = ""
+
+    @property
+    def pending(self) -> bool:
+        return self.status == PENDING
+
+    def decided_by(self, action: str, decider: Decider, at: int) -> JoinRequestRecord:
+        decision = Decision(action=action, by_id=decider.user_id, by_name=decider.name, at=at)
+        return replace(self, status=DECIDING, decision=decision, note="")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: Any) -> JoinRequestRecord | None:
+        if not isinstance(raw, dict):
+            return None
+        data = dict(raw)
+        decision = data.get("decision")
+        try:
+            data["decision"] = Decision(**decision) if isinstance(decision, dict) else None
+            return cls(**data)
+        except TypeError:
+            return None
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+class JoinRequestStore:
+    """Typed access to the join-request records over the KV contract."""
+
+    def __init__(self, store: KVStore) -> None:
+        self.store = store
+
+    @staticmethod
+    def key(token: str) -> str:
+        return f"{RECORD_PREFIX}{token}"
+
+    @staticmethod
+    def index_key(chat_id: int, user_id: int) -> str:
+        return f"lock:jrq:{chat_id}:{user_id}"
+
+    def create(self, make: Callable[[str], JoinRequestRecord]) -> JoinRequestRecord:
+        """Store a new record under a fresh token (``make(token)`` builds it)."""
+        while True:
+            record = make(new_token())
+            if self.store.set_if_absent(self.key(record.token), record.to_json(), _ttl(record)):
+                return record
+
+    def get(self, token: str) -> JoinRequestRecord | None:
+        if not TOKEN_RE.fullmatch(token):
+            return None
+        return JoinRequestRecord.from_json(self.store.get(self.key(token)))
+
+    def update(
+        self, token: str, change: Callable[[JoinRequestRecord], JoinRequestRecord | None]
+    ) -> tuple[JoinRequestRecord | None, bool]:
+        """Apply ``change`` atomically (compare-and-set, retried on a concurrent write).
+
+        ``change`` returns the new record, or None to leave the record as it is. Returns the
+        record as it now stands (None if there is none) and whether this call changed it.
+        """
+        key = self.key(token)
+        for _ in range(_CAS_ATTEMPTS):
+            raw = self.store.get(key)
+            record = JoinRequestRecord.from_json(raw)
+            if record is None:
+                return None, False
+            changed = change(record)
+            if changed is None:
+                return record, False
+            if self.store.compare_and_set(key, raw, changed.to_json(), _ttl(changed)):
+                return changed, True
+        raise RuntimeError(f"join request {token}: too much contention")
+
+    def replace_newest(self, chat_id: int, user_id: int, token: str) -> str | None:
+        """Make ``token`` the newest request of (chat, user); return the one it replaces."""
+        key = self.index_key(chat_id, user_id)
+        previous = self.store.get(key)
+        self.store.set(key, token, PENDING_TTL_MS)
+        return previous if isinstance(previous, str) and previous != token else None
+
+    def all(self) -> Iterator[JoinRequestRecord]:
+        for key in self.store.scan_all(RECORD_PREFIX):
+            record = JoinRequestRecord.from_json(self.store.get(key))
+            if record is not None:
+                yield record
+
+
+def _ttl(record: JoinRequestRecord) -> int:
+    if record.status == PENDING:
+        return max(1, record.expires_at_ms - now_ms())
+    return DECIDED_TTL_MS

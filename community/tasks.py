@@ -1,0 +1,28 @@
+"""Job entry points of the community app. Thin: unpack the payload, call the service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from community import services
+from telegram_bot.jobs.runner import JobRun
+
+
+def decide_job(payload: dict[str, Any], run: JobRun) -> None:
+    """Ask Telegram again for a decision that met a 429, a 5xx or a network error."""
+    services.join_request_retry(
+        token=str(payload["token"]),
+        attempt=run.attempt,
+        max_retries=int(payload.get("max_retries", 0)),
+    )
+
+
+def question_timeout_job(payload: dict[str, Any], run: JobRun) -> None:
+    """The requester's time to answer is over."""
+    services.join_request_question_timeout(token=str(payload["token"]))
+
+
+JOB_HANDLERS = {
+    services.DECIDE_JOB: decide_job,
+    services.TIMEOUT_JOB: question_timeout_job,
+}
