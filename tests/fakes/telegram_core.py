@@ -103,6 +103,7 @@ class FakeTelegram:
         self.clock = clock
         self.lock = threading.Condition(threading.RLock())
         self.stopping = threading.Event()
+        self._local = threading.local()
         self.reset()
 
     # -- control API for tests ------------------------------------------------------------
@@ -110,6 +111,9 @@ class FakeTelegram:
     def reset(self) -> None:
         """Forget calls, updates, faults, blocked chats, the webhook and sent messages."""
         with self.lock:
+            # Requests still in flight from before the reset (a long poll of an earlier test)
+            # belong to that test: their calls are not recorded in the new generation.
+            self._generation = getattr(self, "_generation", 0) + 1
             self._calls: list[Call] = []
             self._faults: dict[str, list[_Fault]] = {}
             self._chat_errors: dict[int | str, tuple[int, str, dict[str, int]]] = {}
@@ -233,6 +237,7 @@ class FakeTelegram:
         self, path: str, content_type: str | None, body: bytes, query: str = ""
     ) -> FakeResponse:
         """Answer one Bot API request (`path` is `/bot<token>/<method>`)."""
+        self._local.generation = self._generation
         started = self.clock()
         match = _PATH.fullmatch(path)
         if match is None:
@@ -324,6 +329,8 @@ class FakeTelegram:
     ) -> None:
         call = Call(call.method, call.params, call.token, call.time, status, failed, description)
         with self.lock:
+            if getattr(self._local, "generation", self._generation) != self._generation:
+                return  # started before a reset: a leftover of an earlier test
             self._calls.append(call)
         if self.on_call is not None:
             self.on_call(call)

@@ -78,6 +78,20 @@ def test_a_long_poll_without_updates_waits_up_to_the_cap(bot: Any) -> None:
     assert 0.9 <= time.monotonic() - started < 2.0  # long_poll_cap=1.0
 
 
+def test_a_call_still_in_flight_at_a_reset_is_not_recorded_after_it(
+    fake: FakeTelegram, bot: Any
+) -> None:
+    """A long poll left running by an earlier test must not show up in the next one."""
+    poll = threading.Thread(target=bot, args=("getUpdates",), kwargs={"timeout": 10})
+    poll.start()
+    time.sleep(0.2)
+    fake.reset()
+    poll.join(timeout=3)
+    assert fake.calls == []
+    _result(bot("getMe"))
+    assert [call.method for call in fake.calls] == ["getMe"]
+
+
 def test_get_updates_conflicts_with_a_webhook(bot: Any) -> None:
     _result(bot("setWebhook", url="https://bot.example.org/hook"))
     answer = bot("getUpdates")
