@@ -4,4 +4,6 @@ from __future__ import annotations
 
 from telegram_bot.scheduling import ScheduleSpec
 
-SCHEDULES: list[ScheduleSpec] = []
+SCHEDULES: list[ScheduleSpec] = [
+    ScheduleSpec(name="content_reconcile", func="content.tasks.content_reconcile", minutes=10),
+]

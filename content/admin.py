@@ -1,0 +1,287 @@
+"""Posts in the admin site: list, forms (a photo uploaded here is sent with sendPhoto as an
+upload), and the actions publish now, back to draft, archive, mark published. Every write goes
+through ``content.services``; the publication jobs are listed with the other jobs."""
+
+from __future__ import annotations
+
+import mimetypes
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import FileResponse, Http404, HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from content import jobs, selectors, services
+from content.errors import PostError
+from content.forms import ButtonsField, PostAdminForm
+from content.models import UNPUBLISHED, Post, PostStatus
+from content.services import PostChanges, PostContent
+from telegram_bot.admin_site import register_view
+from telegram_bot.errors import TelegramApiError
+from telegram_bot.jobs.models import Job
+
+_FAILED_FLAG = "_content_admin_failed"
+
+
+def post_photo(request: HttpRequest, post_id: int) -> Any:
+    """The uploaded photo of a post (staff only: registered through the admin site)."""
+    post = selectors.post_find(post_id)
+    if post is None or not post.photo:
+        raise Http404("no photo")
+    content_type = mimetypes.guess_type(post.photo.name or "")[0] or "application/octet-stream"
+    return FileResponse(post.photo.open("rb"), content_type=content_type)
+
+
+register_view("content/posts/<int:post_id>/photo/", post_photo, name="content-post-photo", title="")
+
+
+@admin.register(Post)
+class PostAdmin(admin.ModelAdmin):
+    form = PostAdminForm
+    list_display = (
+        "id",
+        "summary",
+        "kind",
+        "channel",
+        "status_display",
+        "publish_at",
+        "channel_message_id",
+        "published_at",
+        "updated_at",
+    )
+    list_display_links = ("id", "summary")
+    list_filter = ("status", "outcome_unknown", "channel")
+    search_fields = ("text", "channel")
+    ordering = ("-created_at", "-id")
+    actions = ("publish_now", "unschedule", "archive", "archive_and_delete", "mark_published")
+    readonly_fields = (
+        "status_display",
+        "photo_preview",
+        "publication_job",
+        "channel_message_id",
+        "message_deleted",
+        "published_at",
+        "last_error",
+        "photo_file_id",
+        "created_by",
+        "created_at",
+        "updated_at",
+    )
+    fieldsets = (
+        (None, {"fields": ("channel", "text", "photo", "photo_preview", "buttons")}),
+        (
+            "Publication",
+            {
+                "fields": ("publish_at",),
+                "description": "Empty: a draft. A time ahead (UTC): published then. To publish "
+                "at once, save, then use the action 'Publish now' in the list.",
+            },
+        ),
+        (
+            "State",
+            {
+                "fields": (
+                    "status_display",
+                    "publication_job",
+                    "channel_message_id",
+                    "message_deleted",
+                    "published_at",
+                    "last_error",
+                    "photo_file_id",
+                    "created_by",
+                    "created_at",
+                    "updated_at",
+                )
+            },
+        ),
+    )
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "buttons":
+            return ButtonsField(label="Buttons")
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Post | None = None) -> Any:
+        fields = list(self.readonly_fields)
+        if obj is not None and obj.status not in UNPUBLISHED:
+            fields += ["channel", "photo", "publish_at"]  # in the channel (or on the way)
+            if obj.status != PostStatus.PUBLISHED:
+                fields += ["text", "buttons"]
+        return fields
+
+    def get_actions(self, request: HttpRequest) -> Any:
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def has_delete_permission(self, request: HttpRequest, obj: Post | None = None) -> bool:
+        if obj is not None and not (
+            obj.status == PostStatus.DRAFT
+            or (obj.status == PostStatus.ARCHIVED and obj.channel_message_id is None)
+        ):
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def delete_model(self, request: HttpRequest, obj: Post) -> None:
+        services.post_delete_draft(post_id=obj.pk)
+
+    # --- saving through the services ----------------------------------------------------------
+    def save_model(self, request: HttpRequest, obj: Post, form: Any, change: bool) -> None:
+        try:
+            if change:
+                self._save_change(obj, form)
+            else:
+                self._save_new(request, obj, form)
+        except (ValidationError, PostError, TelegramApiError) as exc:
+            setattr(request, _FAILED_FLAG, True)
+            messages.error(request, f"Not saved: {_describe(exc)}")
+
+    def _save_new(self, request: HttpRequest, obj: Post, form: Any) -> None:
+        data = form.cleaned_data
+        content = PostContent(
+            channel=data["channel"],
+            text=data.get("text") or "",
+            buttons=data.get("buttons") or [],
+            photo=data.get("photo") or None,
+        )
+        created_by = f"admin:{request.user.get_username()}"
+        try:
+            post = services.post_create(
+                content=content, created_by=created_by, publish_at=data.get("publish_at")
+            )
+        except ValidationError as exc:
+            if "publish_at" not in getattr(exc, "error_dict", {}):
+                raise
+            post = services.post_create(content=content, created_by=created_by)
+            messages.warning(request, f"Saved as a draft: {_describe(exc)}")
+        obj.pk, obj.status = post.pk, post.status
+
+    def _save_change(self, obj: Post, form: Any) -> None:
+        data, changed = form.cleaned_data, set(form.changed_data)
+        photo = data.get("photo") if "photo" in changed else None
+        changes = PostChanges(
+            text=data.get("text", "") if "text" in changed else None,
+            buttons=(data.get("buttons") or []) if "buttons" in changed else None,
+            channel=data["channel"] if "channel" in changed else None,
+            photo=photo or None,
+            remove_photo=photo is False,
+        )
+        if changes != PostChanges():
+            services.post_update(post_id=obj.pk, changes=changes)
+        if "publish_at" in changed:
+            if data.get("publish_at") is not None:
+                services.post_schedule(post_id=obj.pk, publish_at=data["publish_at"])
+            else:
+                services.post_unschedule(post_id=obj.pk)
+
+    def message_user(self, request: HttpRequest, message: Any, *args: Any, **kwargs: Any) -> None:
+        level = kwargs.get("level", args[0] if args else messages.INFO)
+        if getattr(request, _FAILED_FLAG, False) and level == messages.SUCCESS:
+            return  # the save failed: its error is shown instead of "changed successfully"
+        super().message_user(request, message, *args, **kwargs)
+
+    # --- list columns and read-only fields ----------------------------------------------------
+    @admin.display(description="kind")
+    def kind(self, obj: Post) -> str:
+        return "photo" if obj.has_photo else "text"
+
+    @admin.display(description="status", ordering="status")
+    def status_display(self, obj: Post) -> SafeString:
+        note = " (outcome unknown: check the channel)" if obj.needs_review else ""
+        return format_html(
+            '<span class="post-status" data-status="{}">{}{}</span>', obj.status, obj.status, note
+        )
+
+    @admin.display(description="photo")
+    def photo_preview(self, obj: Post) -> SafeString | str:
+        if not obj.pk or not obj.photo:
+            return "-"
+        url = reverse("admin:content-post-photo", args=[obj.pk])
+        return format_html('<img src="{}" alt="photo" style="max-height: 240px">', url)
+
+    @admin.display(description="publication job")
+    def publication_job(self, obj: Post) -> SafeString | str:
+        job = Job.objects.filter(dedupe_key=jobs.dedupe_key(obj.pk)).first() if obj.pk else None
+        if job is None:
+            return "-"
+        url = reverse("admin:telegram_bot_job_change", args=[job.pk])
+        return format_html(
+            '<a href="{}">{} #{}</a>: {}, attempts {}, next attempt {}',
+            url,
+            job.kind,
+            job.pk,
+            job.status,
+            job.attempts,
+            job.next_attempt,
+        )
+
+    # --- actions ------------------------------------------------------------------------------
+    @admin.action(description="Publish now")
+    def publish_now(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
+        for post_id in queryset.values_list("pk", flat=True):
+            try:
+                post = services.post_publish_now(post_id=post_id)
+            except TelegramApiError as exc:
+                if exc.retryable:
+                    messages.warning(
+                        request,
+                        f"Post #{post_id}: Telegram did not take it ({_describe(exc)}); it "
+                        "will be retried automatically.",
+                    )
+                else:
+                    messages.error(request, f"Post #{post_id} failed: {_describe(exc)}")
+            except (PostError, ValidationError) as exc:
+                messages.error(request, f"Post #{post_id}: {_describe(exc)}")
+            else:
+                messages.success(
+                    request,
+                    f"Post #{post_id} published in {post.channel} "
+                    f"(message {post.channel_message_id}).",
+                )
+
+    @admin.action(description="Back to draft (cancel the schedule)")
+    def unschedule(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
+        self._each(request, queryset, lambda pk: services.post_unschedule(post_id=pk), "is a draft")
+
+    @admin.action(description="Archive (keep the channel message)")
+    def archive(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
+        self._each(request, queryset, lambda pk: services.post_archive(post_id=pk), "archived")
+
+    @admin.action(description="Archive and delete the channel message")
+    def archive_and_delete(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
+        self._each(
+            request,
+            queryset,
+            lambda pk: services.post_archive(post_id=pk, delete_message=True),
+            "archived, its channel message deleted",
+        )
+
+    @admin.action(description="Mark published (outcome unknown, checked the channel)")
+    def mark_published(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
+        self._each(
+            request, queryset, lambda pk: services.post_mark_published(post_id=pk), "published"
+        )
+
+    @staticmethod
+    def _each(request: HttpRequest, queryset: QuerySet[Post], action: Any, done: str) -> None:
+        for post_id in queryset.values_list("pk", flat=True):
+            try:
+                action(post_id)
+            except (PostError, ValidationError, TelegramApiError) as exc:
+                messages.error(request, f"Post #{post_id}: {_describe(exc)}")
+            else:
+                messages.success(request, f"Post #{post_id} {done}.")
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return " ".join(exc.messages)
+    if isinstance(exc, PostError):
+        return exc.user_message
+    if isinstance(exc, TelegramApiError):
+        return exc.description or str(exc)
+    return str(exc)

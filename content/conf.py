@@ -1,0 +1,41 @@
+"""Content settings, with defaults: the lead may expose them as environment variables in
+``config/settings.py``; tests override them with pytest-django's ``settings`` fixture."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+# Telegram's limits (https://core.telegram.org/bots/api#sendmessage, #sendphoto).
+TEXT_LIMIT = 4096
+CAPTION_LIMIT = 1024
+PHOTO_MAX_BYTES = 10 * 1024 * 1024
+PHOTO_MAX_SIDES = 10_000  # width + height
+PHOTO_MAX_RATIO = 20
+# Our own limits on inline URL buttons (Telegram allows up to 8 per row).
+MAX_BUTTON_ROWS = 10
+MAX_BUTTONS_PER_ROW = 8
+BUTTON_LABEL_LIMIT = 64
+BUTTON_URL_LIMIT = 2048
+# How far ahead a post may be scheduled (catches typos such as 2062).
+MAX_SCHEDULE_DAYS = 366
+# A job that finds a post not yet due by more than this waits for publish_at again.
+DUE_TOLERANCE_SECONDS = 2.0
+# A send is not started with less lease left than this: it could not finish in time.
+MIN_SEND_SECONDS = 1.0
+# Added to the Telegram client's timeouts: how long after the start of a send its process may
+# still be recording the answer.
+SEND_MARGIN_SECONDS = 5.0
+PANEL_PAGE_SIZE = 5
+# A post this long past its time with no job queued or running is reconciled.
+RECONCILE_GRACE_SECONDS = 600
+
+
+def workflow_ttl_ms() -> int:
+    """How long a panel conversation (create, schedule, edit) waits for the next message."""
+    return int(getattr(settings, "CONTENT_WORKFLOW_TTL_SECONDS", 1800)) * 1000
+
+
+def publish_max_retries() -> int | None:
+    """Retries of a publication job (None: the job default, JOB_MAX_RETRIES)."""
+    value = getattr(settings, "CONTENT_PUBLISH_MAX_RETRIES", None)
+    return None if value is None else int(value)

@@ -1,0 +1,126 @@
+"""The Telegram side of posts: Bot API parameters built from a post, and the calls.
+
+Parameters are built (and an uploaded photo read from MEDIA_ROOT) before anything is locked or
+claimed, so that nothing but the HTTP call itself happens while a publication is in flight.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from content import conf, validation
+from content.models import Post
+from telegram_bot.bot import get_client
+from telegram_bot.client.core import DEFAULT_TIMEOUT
+from telegram_bot.errors import TelegramApiError
+
+# The longest a send can take with the client's timeouts (connect, write, read, pool), plus
+# the time to record its answer.
+SEND_WINDOW_SECONDS = (
+    sum(
+        part or 0.0
+        for part in (
+            DEFAULT_TIMEOUT.connect,
+            DEFAULT_TIMEOUT.write,
+            DEFAULT_TIMEOUT.read,
+            DEFAULT_TIMEOUT.pool,
+        )
+    )
+    + conf.SEND_MARGIN_SECONDS
+)
+NOT_MODIFIED = "message is not modified"
+ALREADY_DELETED = "message to delete not found"
+# httpx errors raised before the request could reach Telegram (see telegram_bot.client.core).
+# A proxy in front of the Bot API (a local server) gave up waiting: the request went through.
+_GATEWAY_TIMEOUTS = (504, 524)
+_NOT_SENT = ("ConnectError", "ConnectTimeout", "PoolTimeout", "UnsupportedProtocol", "InvalidURL")
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One sendMessage or sendPhoto, ready to go."""
+
+    method: str
+    params: dict[str, Any]
+
+
+def outgoing(post: Post, *, chat_id: int | str | None = None) -> Outgoing:
+    """The post as Bot API parameters, to its channel (or to ``chat_id``, for a preview)."""
+    target = validation.chat_id_param(post.channel) if chat_id is None else chat_id
+    markup = validation.reply_markup(post.buttons)
+    if not post.has_photo:
+        return Outgoing(
+            "sendMessage", {"chat_id": target, "text": post.text, "reply_markup": markup}
+        )
+    photo: Any = post.photo_file_id
+    if not photo:
+        data = validation.read_file(post.photo)
+        name = os.path.basename(post.photo.name or "") or "photo.jpg"
+        content_type = validation.photo_type(data) or mimetypes.guess_type(name)[0] or "image/jpeg"
+        photo = (name, data, content_type)
+    params = {"chat_id": target, "photo": photo, "caption": post.text or None}
+    return Outgoing("sendPhoto", {**params, "reply_markup": markup})
+
+
+def send(message: Outgoing) -> dict[str, Any]:
+    """Send it; returns Telegram's Message. Raises TelegramApiError."""
+    client = get_client()
+    if message.method == "sendPhoto":
+        return client.send_photo(**message.params)
+    return client.send_message(**message.params)
+
+
+def sent_photo_file_id(message: dict[str, Any]) -> str:
+    """The file_id of the largest size of a sent photo ('' for a text message)."""
+    sizes = message.get("photo") or []
+    return str(sizes[-1].get("file_id") or "") if sizes else ""
+
+
+def reached_telegram(exc: TelegramApiError) -> bool | None:
+    """Whether a failed call got an answer saying nothing was published (True), never left
+    this machine (False), or may have been processed without us hearing back (None: a read
+    timeout, a dropped connection, a proxy's gateway timeout)."""
+    if exc.error_code is None and exc.status in _GATEWAY_TIMEOUTS:
+        return None
+    if exc.status is not None or exc.error_code is not None:
+        return True
+    if any(name in exc.description for name in _NOT_SENT):
+        return False
+    return None
+
+
+def edit(post: Post, *, text: str, buttons: validation.Buttons) -> None:
+    """Edit the published message: its text, or its caption, and its buttons."""
+    client = get_client()
+    chat_id = validation.chat_id_param(post.channel)
+    markup = validation.reply_markup(buttons) or {"inline_keyboard": []}
+    try:
+        if post.has_photo:
+            client.edit_message_caption(
+                chat_id=chat_id,
+                message_id=post.channel_message_id,
+                caption=text,
+                reply_markup=markup,
+            )
+        else:
+            client.edit_message_text(
+                chat_id=chat_id, message_id=post.channel_message_id, text=text, reply_markup=markup
+            )
+    except TelegramApiError as exc:
+        if NOT_MODIFIED not in exc.description.lower():
+            raise
+
+
+def delete(post: Post) -> None:
+    """Delete the published message; a message that is already gone counts as deleted."""
+    try:
+        get_client().delete_message(
+            chat_id=validation.chat_id_param(post.channel),
+            message_id=int(post.channel_message_id or 0),
+        )
+    except TelegramApiError as exc:
+        if ALREADY_DELETED not in exc.description.lower():
+            raise

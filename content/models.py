@@ -1,0 +1,110 @@
+"""Channel posts: what to publish, where, when, and what happened.
+
+Status moves (``services`` and ``publishing`` are the only writers):
+
+- draft      -> scheduled (schedule, publish now), archived
+- scheduled  -> publishing (a publication claims it), draft (unschedule), archived
+- publishing -> published (Telegram answered with the message), scheduled (an error that the
+                job will retry), failed (a permanent error, the last retry, or an attempt that
+                ended without knowing whether Telegram published it: ``outcome_unknown``)
+- published  -> archived (optionally deleting the channel message); edits keep it published
+- failed     -> scheduled (publish now, schedule), draft (unschedule), archived, published (an
+                operator checked the channel; or the late answer of a slow attempt)
+- archived   -> final
+
+``attempt_token`` and ``attempt_deadline`` describe the Telegram call in flight for this post
+(a publication, an edit, a deletion): who may record its result, and until when its process
+can still be waiting for Telegram's answer.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.utils import timezone
+
+from content import validation
+
+
+class PostStatus(models.TextChoices):
+    DRAFT = "draft"
+    SCHEDULED = "scheduled"
+    PUBLISHING = "publishing"
+    PUBLISHED = "published"
+    FAILED = "failed"
+    ARCHIVED = "archived"
+
+
+# Statuses whose content can be edited in the database alone (nothing is in the channel).
+UNPUBLISHED = (PostStatus.DRAFT, PostStatus.SCHEDULED, PostStatus.FAILED)
+
+
+class Post(models.Model):
+    """One channel post: a text, or a photo with a caption; optional inline URL buttons."""
+
+    text = models.TextField(
+        blank=True,
+        help_text="The message (up to 4096 characters), or the photo's caption (up to 1024).",
+    )
+    photo = models.FileField(
+        upload_to="content/photos/%Y/%m/",
+        blank=True,
+        validators=[validation.check_photo_file],
+        help_text="JPEG, PNG or WebP, at most 10 MB. Sent with sendPhoto as an upload.",
+    )
+    # Telegram's id of the photo once it was sent (or when it came from the panel).
+    photo_file_id = models.CharField(max_length=255, blank=True)
+    buttons = models.JSONField(
+        default=list, blank=True, help_text='Rows of {"text": label, "url": link}.'
+    )
+    channel = models.CharField(
+        max_length=64, help_text="The target channel: @username or its id (-100…)."
+    )
+    publish_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    status = models.CharField(
+        max_length=20, choices=PostStatus.choices, default=PostStatus.DRAFT, db_index=True
+    )
+    channel_message_id = models.BigIntegerField(null=True, blank=True)
+    message_deleted = models.BooleanField(
+        default=False, help_text="The channel message was deleted when the post was archived."
+    )
+    # Failed because an attempt ended without knowing whether Telegram published the post:
+    # an operator checks the channel, then marks it published or publishes it again.
+    outcome_unknown = models.BooleanField(default=False)
+    last_error = models.TextField(blank=True)
+    attempt_token = models.CharField(max_length=32, blank=True)
+    attempt_deadline = models.DateTimeField(null=True, blank=True)
+    created_by = models.CharField(max_length=100, blank=True)
+    # The Telegram update that created the post (panel): a re-delivery creates nothing twice.
+    source_update_id = models.BigIntegerField(null=True, blank=True, unique=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(default=timezone.now, editable=False)
+    published_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "content_post"
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.summary}"
+
+    @property
+    def has_photo(self) -> bool:
+        return bool(self.photo) or bool(self.photo_file_id)
+
+    @property
+    def summary(self) -> str:
+        """A one-line label: the start of the text."""
+        text = " ".join(self.text.split())
+        if not text:
+            return "(photo)" if self.has_photo else "(empty)"
+        return text if len(text) <= 40 else text[:39] + "…"
+
+    @property
+    def needs_review(self) -> bool:
+        return self.status == PostStatus.FAILED and self.outcome_unknown
+
+    def clean(self) -> None:
+        """Telegram's limits, checked on every save through a form or a service."""
+        self.channel = validation.normalize_channel(self.channel)
+        validation.check_text(self.text, has_photo=self.has_photo)
+        self.buttons = validation.check_buttons(self.buttons)

@@ -1,0 +1,396 @@
+"""Publishing a post: the one ``post_publish()`` behind "publish now" and the scheduler."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from content import conf, delivery, jobs
+from content.errors import (
+    PostNotDueError,
+    PostNotFoundError,
+    PostStateError,
+    PublishInProgressError,
+    PublishOutcomeUnknownError,
+)
+from content.models import UNPUBLISHED, Post, PostStatus
+from content.notices import UNKNOWN_OUTCOME, notify, unknown_text
+from telegram_bot.errors import TelegramApiError
+from telegram_bot.jobs.models import Job
+from telegram_bot.jobs.retry import RetryPolicy, decide
+from telegram_bot.jobs.runner import JobRun
+from telegram_bot.redaction import redact
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Claim:
+    post_id: int
+    token: str
+    outgoing: delivery.Outgoing
+
+
+def post_publish(*, post_id: int, run: JobRun | None = None) -> Post:
+    """Publish post ``post_id`` in its channel, once; return the post as it ends up.
+
+    Used by "publish now" (``post_publish_now``, ``run`` None) and by the scheduler's
+    ``content.publish`` job (``run`` is the job attempt). A post that is not ``scheduled`` is
+    left alone (already published, archived, back to draft...), so any number of jobs, clusters
+    and buttons converge on one publication:
+
+    1. Claim: under the post's row lock (``SELECT ... FOR UPDATE``; SQLite's write lock), and
+       only if the post is ``scheduled`` and due, and the job's lease is still ours
+       (``run.still_owned()``), the status moves to ``publishing`` with a fresh
+       ``attempt_token`` and an ``attempt_deadline`` (the job's lease expiry, or for "publish
+       now" the client's longest possible call), and commits.
+    2. Send: one sendMessage/sendPhoto, no lock held. Its parameters (and an uploaded photo's
+       bytes) were prepared before the claim, so nothing else happens while it is in flight.
+    3. Record: in one short transaction, fenced on the token, the status becomes ``published``
+       with the channel's message id. An error Telegram answered moves the post back to
+       ``scheduled`` when the job policy will retry it (the client's error is re-raised and
+       the runner decides) or to ``failed`` (admins are told) when it will not.
+
+    The one unavoidable window: Telegram has published the message, but this process dies (or
+    loses the database) between Telegram's answer and the commit of step 3. The Bot API has no
+    idempotency key and no way to ask whether a message was sent, so no later attempt can tell
+    "sent" from "not sent". The window is as small as it can be (nothing but one UPDATE
+    between the answer and the commit), and it is never papered over by sending again: a
+    second channel message is worse than a late one. The post stays ``publishing``; an attempt
+    that finds it so after ``attempt_deadline`` (the job has run again after its lease expired)
+    does not send: it marks the post ``failed`` with ``outcome_unknown``, tells the admins to
+    check the channel, and raises ``PublishOutcomeUnknownError`` (never retried). The same
+    happens when a send ends without an answer (a read timeout, a dropped connection). If the
+    presumed-dead attempt was only slow and its answer arrives after all, step 3 still records
+    it (the token is kept) and the admins hear that it resolved itself.
+    """
+    prepared = _prepare(post_id)
+    claim = _claim(post_id, run, prepared)
+    if claim is None:
+        return _get(post_id)
+    try:
+        message = delivery.send(claim.outgoing)
+    except TelegramApiError as exc:
+        _send_failed(claim, exc, run)
+        raise
+    except Exception as exc:  # after the request left, anything may have happened
+        _mark_unknown(claim.post_id, claim.token, f"{type(exc).__name__}: {exc}")
+        raise PublishOutcomeUnknownError(unknown_text(claim.post_id)) from exc
+    return _record(claim, message)
+
+
+def post_publish_now(*, post_id: int) -> Post:
+    """Publish a draft, scheduled or failed post right away, in this process.
+
+    The same ``post_publish()`` as the scheduler does the work. The post's job is moved to just
+    after the call's deadline as a safety net: should this process die mid-call, the job finds
+    the post ``publishing`` and handles it as ``post_publish`` describes. An error the policy
+    retries hands the post to that job, due after the policy's delay; the error is re-raised
+    for the caller to show.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        post = _locked(post_id)
+        in_flight = post.status == PostStatus.PUBLISHING
+        if post.status not in UNPUBLISHED and not in_flight:
+            raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be published now.")
+    if in_flight:
+        # Being published right now (PublishInProgressError), or left behind by an attempt
+        # that died: that one is judged (outcome unknown), never sent again from here.
+        return post_publish(post_id=post_id)
+    with transaction.atomic():
+        post = _locked(post_id)
+        if post.status not in UNPUBLISHED:
+            raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be published now.")
+        post.clean()
+        Post.objects.filter(pk=post.pk).update(
+            status=PostStatus.SCHEDULED,
+            publish_at=now,
+            channel=post.channel,
+            outcome_unknown=False,
+            last_error="",
+            updated_at=now,
+        )
+        jobs.publish_job_set(
+            post.pk, run_at=now + timedelta(seconds=delivery.SEND_WINDOW_SECONDS + 1)
+        )
+    try:
+        post = post_publish(post_id=post_id)
+    except TelegramApiError as exc:
+        if exc.retryable:
+            _retry_later(post_id, exc)
+        else:
+            _drop_safety_job(post_id)
+        raise
+    except Exception:
+        _drop_safety_job(post_id)
+        raise
+    _drop_safety_job(post_id)
+    return post
+
+
+def post_mark_published(*, post_id: int, message_id: int | None = None) -> Post:
+    """An operator checked the channel: the post whose outcome was unknown is there."""
+    now = timezone.now()
+    with transaction.atomic():
+        post = _locked(post_id)
+        if not post.needs_review:
+            raise PostStateError(
+                f"Post #{post.pk} is {post.status}: only a post whose outcome is unknown can be "
+                "marked published."
+            )
+        # The attempt token is kept: should the slow attempt's answer still arrive, it
+        # records the message id.
+        post.status, post.outcome_unknown, post.last_error = PostStatus.PUBLISHED, False, ""
+        post.channel_message_id = message_id
+        post.published_at = post.updated_at = now
+        post.save(
+            update_fields=[
+                "status",
+                "outcome_unknown",
+                "last_error",
+                "channel_message_id",
+                "published_at",
+                "updated_at",
+            ]
+        )
+    return post
+
+
+# --- the steps --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Prepared:
+    fingerprint: tuple[Any, ...]
+    outgoing: delivery.Outgoing
+
+
+def _prepare(post_id: int) -> _Prepared | None:
+    """The message to send, built before the claim (reads an uploaded photo's bytes)."""
+    post = Post.objects.filter(pk=post_id, status=PostStatus.SCHEDULED).first()
+    if post is None:
+        return None
+    return _Prepared(_fingerprint(post), delivery.outgoing(post))
+
+
+def _fingerprint(post: Post) -> tuple[Any, ...]:
+    return (post.channel, post.text, post.buttons, post.photo.name, post.photo_file_id)
+
+
+def _claim(post_id: int, run: JobRun | None, prepared: _Prepared | None) -> _Claim | None:
+    """Step 1: scheduled -> publishing under the row lock; None when there is nothing to do."""
+    now = timezone.now()
+    with transaction.atomic():
+        post = Post.objects.select_for_update().filter(pk=post_id).first()
+        if post is None or post.status not in (PostStatus.SCHEDULED, PostStatus.PUBLISHING):
+            log.info("post %s is %s: nothing to publish", post_id, post and post.status)
+            return None
+        if post.status == PostStatus.SCHEDULED:
+            return _take(post, run, prepared, now)
+        _judge_unfinished_attempt(post, now)
+    # A post found publishing after its deadline: told and raised once "failed" is committed.
+    notify(post_id, unknown_text(post_id))
+    raise PublishOutcomeUnknownError(unknown_text(post_id))
+
+
+def _take(
+    post: Post, run: JobRun | None, prepared: _Prepared | None, now: datetime
+) -> _Claim | None:
+    """The claim proper; call under the post's lock."""
+    _check_due(post, now)
+    deadline = _deadline(run, now)
+    if deadline is None:
+        log.warning("post %s: the job's lease was lost before sending", post.pk)
+        return None
+    if prepared is None or prepared.fingerprint != _fingerprint(post):
+        prepared = _Prepared(_fingerprint(post), delivery.outgoing(post))  # edited meanwhile
+    token = uuid.uuid4().hex
+    claimed = Post.objects.filter(pk=post.pk, status=PostStatus.SCHEDULED).update(
+        status=PostStatus.PUBLISHING,
+        attempt_token=token,
+        attempt_deadline=deadline,
+        last_error="",
+        outcome_unknown=False,
+        updated_at=now,
+    )
+    if not claimed:
+        return None
+    return _Claim(post_id=post.pk, token=token, outgoing=prepared.outgoing)
+
+
+def _judge_unfinished_attempt(post: Post, now: datetime) -> None:
+    """A post found ``publishing``: another attempt is still in flight (raise: come back after
+    its deadline), or it died in the window (mark the outcome unknown). Call under the lock."""
+    deadline = post.attempt_deadline
+    if deadline is not None and deadline > now:
+        wait = (deadline - now).total_seconds() + 1
+        raise PublishInProgressError(
+            f"Post #{post.pk} is being published right now.", retry_after=wait
+        )
+    # The attempt token is kept: a slow attempt whose answer still arrives records it.
+    Post.objects.filter(pk=post.pk, status=PostStatus.PUBLISHING).update(
+        status=PostStatus.FAILED, outcome_unknown=True, last_error=UNKNOWN_OUTCOME, updated_at=now
+    )
+
+
+def _check_due(post: Post, now: datetime) -> None:
+    """A job may start just before an operator moved publish_at later: it waits again."""
+    if post.publish_at is None:
+        return
+    wait = (post.publish_at - now).total_seconds()
+    if wait > conf.DUE_TOLERANCE_SECONDS:
+        raise PostNotDueError(f"post #{post.pk} is due in {wait:.0f} s", retry_after=wait)
+
+
+def _deadline(run: JobRun | None, now: datetime) -> datetime | None:
+    """Until when this attempt may still be waiting for Telegram; None if the lease is lost."""
+    window = now + timedelta(seconds=delivery.SEND_WINDOW_SECONDS)
+    if run is None:
+        return window
+    if not run.still_owned():
+        return None
+    expires = (
+        Job.objects.filter(pk=run.job_id, lease_owner=run.owner)
+        .values_list("lease_expires_at", flat=True)
+        .first()
+    )
+    # Once its lease expires the runner hands the job to another worker: from then on this
+    # attempt is presumed dead.
+    return min(window, expires) if expires is not None else window
+
+
+def _send_failed(claim: _Claim, exc: TelegramApiError, run: JobRun | None) -> None:
+    """Step 3 after an error: back to scheduled (retried), failed, or outcome unknown."""
+    error = f"{type(exc).__name__}: {redact(str(exc))}"[:2000]
+    reached = delivery.reached_telegram(exc)
+    if reached is None:
+        _mark_unknown(claim.post_id, claim.token, error)
+        raise PublishOutcomeUnknownError(unknown_text(claim.post_id)) from exc
+    retry = _will_retry(exc, run)
+    updated = Post.objects.filter(
+        pk=claim.post_id, attempt_token=claim.token, status=PostStatus.PUBLISHING
+    ).update(
+        status=PostStatus.SCHEDULED if retry else PostStatus.FAILED,
+        last_error=error,
+        attempt_token="",
+        attempt_deadline=None,
+        updated_at=timezone.now(),
+    )
+    if updated and not retry:
+        notify(
+            claim.post_id,
+            f"Post #{claim.post_id} could not be published and is marked failed: {error[:500]}\n"
+            "Fix it in the admin site or the panel, then publish it again.",
+        )
+
+
+def _mark_unknown(post_id: int, token: str, error: str) -> None:
+    updated = Post.objects.filter(
+        pk=post_id, attempt_token=token, status=PostStatus.PUBLISHING
+    ).update(
+        status=PostStatus.FAILED,
+        outcome_unknown=True,
+        last_error=f"{UNKNOWN_OUTCOME} ({error[:500]})",
+        updated_at=timezone.now(),
+    )
+    if updated:
+        notify(post_id, unknown_text(post_id))
+
+
+def _record(claim: _Claim, message: dict[str, Any]) -> Post:
+    """Step 3 after success: published, with the message id, fenced on the attempt token."""
+    now = timezone.now()
+    message_id = message.get("message_id")
+    with transaction.atomic():
+        post = (
+            Post.objects.select_for_update()
+            .filter(pk=claim.post_id, attempt_token=claim.token)
+            .first()
+        )
+        if post is not None:
+            was_unknown = post.outcome_unknown
+            post.status, post.channel_message_id = PostStatus.PUBLISHED, message_id
+            post.photo_file_id = delivery.sent_photo_file_id(message) or post.photo_file_id
+            post.published_at = post.updated_at = now
+            post.attempt_token, post.attempt_deadline = "", None
+            post.outcome_unknown, post.last_error = False, ""
+            post.save(
+                update_fields=[
+                    "status",
+                    "channel_message_id",
+                    "photo_file_id",
+                    "published_at",
+                    "updated_at",
+                    "attempt_token",
+                    "attempt_deadline",
+                    "outcome_unknown",
+                    "last_error",
+                ]
+            )
+    if post is None:
+        log.error(
+            "post %s: published as message %s after another attempt took over",
+            claim.post_id,
+            message_id,
+        )
+        notify(
+            claim.post_id,
+            f"Post #{claim.post_id} was published as message {message_id}, but another attempt "
+            "had taken it over meanwhile: check the channel for a duplicate.",
+        )
+        return _get(claim.post_id)
+    if was_unknown:
+        notify(
+            claim.post_id,
+            f"Post #{claim.post_id}: the slow attempt got Telegram's answer after all. It is "
+            f"published (message {message_id}); nothing to check.",
+        )
+    return post
+
+
+def _will_retry(exc: TelegramApiError, run: JobRun | None) -> bool:
+    """What the job runner will decide for this error (it uses the same policy)."""
+    if run is None:
+        return exc.retryable  # "publish now" hands a retryable error to the job
+    max_retries = Job.objects.filter(pk=run.job_id).values_list("max_retries", flat=True).first()
+    policy = RetryPolicy.from_settings()
+    if max_retries is not None:
+        policy = replace(policy, max_retries=max_retries)
+    return decide(exc, attempt=run.attempt, policy=policy).retry
+
+
+def _retry_later(post_id: int, exc: TelegramApiError) -> None:
+    """After a retryable error of "publish now": the job tries again after the policy's delay."""
+    delay = decide(exc, attempt=1, policy=RetryPolicy.from_settings()).delay
+    with transaction.atomic():
+        post = _locked(post_id)
+        if post.status == PostStatus.SCHEDULED:
+            jobs.publish_job_set(post_id, run_at=timezone.now() + timedelta(seconds=delay))
+
+
+def _drop_safety_job(post_id: int) -> None:
+    """Cancel the post's job unless the post still needs it (scheduled, or in flight)."""
+    with transaction.atomic():
+        post = Post.objects.select_for_update().filter(pk=post_id).first()
+        if post is not None and post.status not in (PostStatus.SCHEDULED, PostStatus.PUBLISHING):
+            jobs.publish_job_cancel(post_id)
+
+
+# --- helpers ----------------------------------------------------------------------------------
+def _locked(post_id: int) -> Post:
+    post = Post.objects.select_for_update().filter(pk=post_id).first()
+    if post is None:
+        raise PostNotFoundError(f"Post #{post_id} does not exist.")
+    return post
+
+
+def _get(post_id: int) -> Post:
+    post = Post.objects.filter(pk=post_id).first()
+    if post is None:
+        raise PostNotFoundError(f"Post #{post_id} does not exist.")
+    return post

@@ -1,0 +1,282 @@
+"""Writes on posts: create, edit (in the channel too once published), schedule, archive.
+
+Publishing itself is ``content.publishing.post_publish``. Every write takes the post's row
+lock; a Telegram call on a published message (edit, delete) runs outside any transaction,
+claimed beforehand with the post's attempt token so that two of them never overlap.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.core.files import File
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from content import delivery, jobs, validation
+from content.errors import PostNotFoundError, PostStateError
+from content.models import UNPUBLISHED, Post, PostStatus
+from content.publishing import post_mark_published, post_publish, post_publish_now
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "PostChanges",
+    "PostContent",
+    "post_archive",
+    "post_create",
+    "post_delete_draft",
+    "post_mark_published",
+    "post_photo_remember",
+    "post_publish",
+    "post_publish_now",
+    "post_schedule",
+    "post_unschedule",
+    "post_update",
+]
+
+
+@dataclass(frozen=True)
+class PostContent:
+    """What a new post says and where it goes."""
+
+    channel: str
+    text: str = ""
+    buttons: validation.Buttons = field(default_factory=list)
+    photo: File | None = None  # an upload (admin site), stored under MEDIA_ROOT
+    photo_file_id: str = ""  # a photo already on Telegram (panel)
+
+
+@dataclass(frozen=True)
+class PostChanges:
+    """An edit: None leaves a field as it is."""
+
+    text: str | None = None
+    buttons: validation.Buttons | None = None
+    channel: str | None = None
+    photo: File | None = None
+    remove_photo: bool = False
+
+    @property
+    def touches_media_or_channel(self) -> bool:
+        return self.channel is not None or self.photo is not None or self.remove_photo
+
+
+@transaction.atomic
+def post_create(
+    *,
+    content: PostContent,
+    created_by: str,
+    publish_at: datetime | None = None,
+    source_update_id: int | None = None,
+) -> Post:
+    """Create a draft (or, with ``publish_at``, a scheduled post). Input outside Telegram's
+    limits raises ValidationError and creates nothing. With ``source_update_id`` (the panel),
+    a re-delivered update returns the post it created the first time."""
+    if source_update_id is not None:
+        existing = Post.objects.filter(source_update_id=source_update_id).first()
+        if existing is not None:
+            return existing
+    post = Post(
+        channel=content.channel,
+        text=content.text,
+        buttons=content.buttons,
+        photo_file_id=content.photo_file_id,
+        created_by=created_by[:100],
+        source_update_id=source_update_id,
+    )
+    if content.photo is not None:
+        post.photo = content.photo
+    post.full_clean(exclude=["status"])
+    if publish_at is not None:
+        validation.check_publish_at(publish_at)
+    try:
+        with transaction.atomic():
+            post.save()
+    except IntegrityError:
+        if source_update_id is None:
+            raise
+        return Post.objects.get(source_update_id=source_update_id)  # a concurrent re-delivery
+    if publish_at is not None:
+        _schedule(post, publish_at)
+    return post
+
+
+def post_update(*, post_id: int, changes: PostChanges) -> Post:
+    """Edit a post. Before publication only the database changes. Once published, the text
+    (or caption) and the buttons can change: the channel message is edited first
+    (editMessageText or editMessageCaption), then the post; its channel and photo cannot."""
+    with transaction.atomic():
+        post = _locked(post_id)
+        if post.status in UNPUBLISHED:
+            _apply(post, changes)
+            return post
+        if post.status != PostStatus.PUBLISHED:
+            raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be edited.")
+        if changes.touches_media_or_channel:
+            raise PostStateError(
+                f"Post #{post.pk} is published: only its text and buttons can still change."
+            )
+        text = post.text if changes.text is None else changes.text
+        buttons = post.buttons if changes.buttons is None else changes.buttons
+        validation.check_text(text, has_photo=post.has_photo)
+        buttons = validation.check_buttons(buttons)
+        if (text, buttons) == (post.text, post.buttons):
+            return post
+        if post.channel_message_id is None:
+            raise PostStateError(
+                f"Post #{post.pk}: the channel message's id is unknown, it cannot be edited."
+            )
+        token = _claim_channel_message(post)
+    try:
+        delivery.edit(post, text=text, buttons=buttons)
+    except Exception:
+        _release(post.pk, token)
+        raise
+    Post.objects.filter(pk=post.pk, attempt_token=token).update(
+        text=text,
+        buttons=buttons,
+        attempt_token="",
+        attempt_deadline=None,
+        updated_at=timezone.now(),
+    )
+    post.refresh_from_db()
+    return post
+
+
+@transaction.atomic
+def post_schedule(*, post_id: int, publish_at: datetime) -> Post:
+    """Publish at ``publish_at`` (aware, in the future): the post's job is set to that time."""
+    post = _locked(post_id)
+    if post.status not in UNPUBLISHED:
+        raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be scheduled.")
+    post.clean()
+    validation.check_publish_at(publish_at)
+    _schedule(post, publish_at)
+    return post
+
+
+@transaction.atomic
+def post_unschedule(*, post_id: int) -> Post:
+    """Back to draft: the job is cancelled."""
+    post = _locked(post_id)
+    if post.status not in UNPUBLISHED:
+        raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot go back to draft.")
+    jobs.publish_job_cancel(post.pk)
+    post.status, post.publish_at, post.outcome_unknown = PostStatus.DRAFT, None, False
+    post.updated_at = timezone.now()
+    post.save(update_fields=["status", "publish_at", "outcome_unknown", "updated_at"])
+    return post
+
+
+def post_archive(*, post_id: int, delete_message: bool = False) -> Post:
+    """Archive a post: an unpublished one is never sent (its job is cancelled); a published
+    one stays in the channel unless ``delete_message`` (deleteMessage first; a message that is
+    already gone counts as deleted). Archiving an archived post changes nothing."""
+    with transaction.atomic():
+        post = _locked(post_id)
+        if post.status == PostStatus.ARCHIVED:
+            return post
+        if post.status == PostStatus.PUBLISHING:
+            raise PostStateError(f"Post #{post.pk} is being published: archive it afterwards.")
+        if (
+            post.status != PostStatus.PUBLISHED
+            or not delete_message
+            or post.channel_message_id is None
+        ):
+            jobs.publish_job_cancel(post.pk)
+            post.status, post.updated_at = PostStatus.ARCHIVED, timezone.now()
+            post.save(update_fields=["status", "updated_at"])
+            return post
+        token = _claim_channel_message(post)
+    try:
+        delivery.delete(post)
+    except Exception:
+        _release(post.pk, token)
+        raise
+    Post.objects.filter(pk=post.pk, attempt_token=token).update(
+        status=PostStatus.ARCHIVED,
+        message_deleted=True,
+        attempt_token="",
+        attempt_deadline=None,
+        updated_at=timezone.now(),
+    )
+    post.refresh_from_db()
+    return post
+
+
+@transaction.atomic
+def post_delete_draft(*, post_id: int) -> None:
+    """Delete a post that never reached the channel (draft, or archived before publication)."""
+    post = _locked(post_id)
+    if post.status != PostStatus.DRAFT and not (
+        post.status == PostStatus.ARCHIVED and post.channel_message_id is None
+    ):
+        raise PostStateError(f"Post #{post.pk} is {post.status}: archive it instead.")
+    jobs.publish_job_cancel(post.pk)
+    post.delete()
+
+
+def post_photo_remember(*, post_id: int, file_id: str) -> None:
+    """Keep Telegram's file_id of an uploaded photo (from a preview) so that later sends
+    need no upload. Only fills an empty field: never replaces a photo that changed since."""
+    if file_id:
+        Post.objects.filter(pk=post_id, photo_file_id="").exclude(photo="").update(
+            photo_file_id=file_id
+        )
+
+
+# --- helpers ----------------------------------------------------------------------------------
+def _locked(post_id: int) -> Post:
+    post = Post.objects.select_for_update().filter(pk=post_id).first()
+    if post is None:
+        raise PostNotFoundError(f"Post #{post_id} does not exist.")
+    return post
+
+
+def _apply(post: Post, changes: PostChanges) -> None:
+    """Change an unpublished post in place (validated); call under its lock."""
+    if changes.text is not None:
+        post.text = changes.text
+    if changes.buttons is not None:
+        post.buttons = changes.buttons
+    if changes.channel is not None:
+        post.channel = changes.channel
+    if changes.remove_photo:
+        post.photo, post.photo_file_id = None, ""
+    if changes.photo is not None:
+        post.photo, post.photo_file_id = changes.photo, ""
+    post.full_clean(exclude=["status", "source_update_id"])
+    post.updated_at = timezone.now()
+    post.save()
+
+
+def _schedule(post: Post, publish_at: datetime) -> None:
+    """Status scheduled at ``publish_at`` and the job set to it; call under the post's lock."""
+    post.status, post.publish_at = PostStatus.SCHEDULED, publish_at
+    post.outcome_unknown, post.last_error = False, ""
+    post.updated_at = timezone.now()
+    post.save(update_fields=["status", "publish_at", "outcome_unknown", "last_error", "updated_at"])
+    jobs.publish_job_set(post.pk, run_at=publish_at)
+
+
+def _claim_channel_message(post: Post) -> str:
+    """Take the post's attempt token for one call on its channel message; call under its lock.
+    A call in flight (or one whose process died before its deadline) blocks others."""
+    now = timezone.now()
+    if post.attempt_token and post.attempt_deadline is not None and post.attempt_deadline > now:
+        raise PostStateError(f"Post #{post.pk} is being changed right now: try again shortly.")
+    token = uuid.uuid4().hex
+    post.attempt_token = token
+    post.attempt_deadline = now + timedelta(seconds=delivery.SEND_WINDOW_SECONDS)
+    post.save(update_fields=["attempt_token", "attempt_deadline"])
+    return token
+
+
+def _release(post_id: int, token: str) -> None:
+    Post.objects.filter(pk=post_id, attempt_token=token).update(
+        attempt_token="", attempt_deadline=None
+    )

@@ -1,0 +1,282 @@
+"""What a post may contain: Telegram's limits, checked when a post is saved (model ``clean``,
+services, admin forms), never first discovered when it is sent.
+
+``check_*`` functions raise Django's ``ValidationError`` (forms show it next to the field);
+``parse_*`` functions turn operator input (a buttons text, a time) into values.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.files import File
+from django.core.validators import URLValidator
+from django.utils import timezone
+
+from content import conf
+
+Buttons = list[list[dict[str, str]]]
+
+_USERNAME = re.compile(r"@[A-Za-z][A-Za-z0-9_]{3,30}[A-Za-z0-9]")
+_CHANNEL_ID = re.compile(r"-100\d{6,13}")
+_TME_LINK = re.compile(r"(?:https?://)?t\.me/([A-Za-z0-9_]+)/?", re.IGNORECASE)
+_TG_URL = re.compile(r"tg://[A-Za-z0-9_]+(\?\S*)?")
+_HTTP_URL = URLValidator(schemes=["http", "https"])
+ROW_SEPARATOR = "&&"
+LABEL_SEPARATOR = "|"
+
+
+# --- text -------------------------------------------------------------------------------------
+def check_text(text: str, *, has_photo: bool) -> None:
+    """A text post needs 1-4096 characters; a photo's caption may be empty, at most 1024."""
+    limit = conf.CAPTION_LIMIT if has_photo else conf.TEXT_LIMIT
+    if not has_photo and not text.strip():
+        raise ValidationError({"text": "A text post needs a text (or add a photo)."})
+    if len(text) > limit:
+        what = "A photo's caption" if has_photo else "A message"
+        raise ValidationError(
+            {"text": f"{what} is at most {limit} characters; this one has {len(text)}."}
+        )
+
+
+# --- channel ----------------------------------------------------------------------------------
+def normalize_channel(value: str) -> str:
+    """``@name``, a ``t.me/name`` link or a ``-100…`` id, as Telegram's ``chat_id`` takes it."""
+    value = (value or "").strip()
+    link = _TME_LINK.fullmatch(value)
+    if link:
+        value = "@" + link.group(1)
+    if _USERNAME.fullmatch(value) or _CHANNEL_ID.fullmatch(value):
+        return value
+    raise ValidationError(
+        {
+            "channel": "Give the channel as @username (5-32 letters, digits or _) or as its "
+            "id, which starts with -100."
+        }
+    )
+
+
+def chat_id_param(channel: str) -> int | str:
+    """The ``chat_id`` parameter for a stored channel: an int id, or the @username."""
+    return int(channel) if _CHANNEL_ID.fullmatch(channel) else channel
+
+
+# --- buttons ----------------------------------------------------------------------------------
+def check_buttons(rows: Any) -> Buttons:
+    """Rows of ``{"text", "url"}``: at most 10 rows of at most 8, short labels, http(s)/tg
+    URLs. Returns the rows cleaned (labels and URLs stripped)."""
+    if rows in (None, ""):
+        return []
+    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+        raise ValidationError({"buttons": "Buttons are a list of rows."})
+    if len(rows) > conf.MAX_BUTTON_ROWS:
+        raise ValidationError({"buttons": f"At most {conf.MAX_BUTTON_ROWS} rows of buttons."})
+    cleaned: Buttons = []
+    for number, row in enumerate(rows, start=1):
+        if not row:
+            raise ValidationError({"buttons": f"Row {number} has no button."})
+        if len(row) > conf.MAX_BUTTONS_PER_ROW:
+            raise ValidationError(
+                {"buttons": f"Row {number}: at most {conf.MAX_BUTTONS_PER_ROW} buttons in a row."}
+            )
+        cleaned.append([_check_button(button, number) for button in row])
+    return cleaned
+
+
+def _check_button(button: Any, row: int) -> dict[str, str]:
+    if not isinstance(button, dict) or set(button) != {"text", "url"}:
+        raise ValidationError({"buttons": f"Row {row}: a button has a text and a URL."})
+    label, url = str(button["text"]).strip(), str(button["url"]).strip()
+    if not label:
+        raise ValidationError({"buttons": f"Row {row}: a button has an empty label."})
+    if len(label) > conf.BUTTON_LABEL_LIMIT:
+        limit = conf.BUTTON_LABEL_LIMIT
+        raise ValidationError(
+            {"buttons": f"Row {row}: the label {label[:20]!r}… is over {limit} characters."}
+        )
+    check_button_url(url, row=row)
+    return {"text": label, "url": url}
+
+
+def check_button_url(url: str, *, row: int) -> None:
+    problem = f"Row {row}: {url[:60]!r} is not an http://, https:// or tg:// link."
+    if len(url) > conf.BUTTON_URL_LIMIT:
+        raise ValidationError({"buttons": f"Row {row}: the URL is too long."})
+    if url.lower().startswith("tg://"):
+        if not _TG_URL.fullmatch(url):
+            raise ValidationError({"buttons": problem})
+        return
+    try:
+        _HTTP_URL(url)
+    except ValidationError:
+        raise ValidationError({"buttons": problem}) from None
+
+
+def parse_buttons(text: str) -> Buttons:
+    """Operator input: one row per line, buttons in a row separated by ``&&``, each button
+    ``Label | URL``. Raises ValidationError on anything malformed."""
+    rows: Buttons = []
+    for number, line in enumerate((text or "").splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = []
+        for part in line.split(ROW_SEPARATOR):
+            label, separator, url = part.partition(LABEL_SEPARATOR)  # a URL may hold a |
+            if not separator:
+                raise ValidationError(
+                    {"buttons": f"Line {number}: write each button as 'Label | https://…'."}
+                )
+            row.append({"text": label.strip(), "url": url.strip()})
+        rows.append(row)
+    return check_buttons(rows)
+
+
+def format_buttons(rows: Buttons) -> str:
+    """The inverse of ``parse_buttons``."""
+    return "\n".join(
+        f" {ROW_SEPARATOR} ".join(f"{b['text']} {LABEL_SEPARATOR} {b['url']}" for b in row)
+        for row in rows or []
+    )
+
+
+def reply_markup(rows: Buttons) -> dict[str, Any] | None:
+    """The Bot API ``reply_markup`` for the rows, or None without buttons."""
+    if not rows:
+        return None
+    return {
+        "inline_keyboard": [[{"text": b["text"], "url": b["url"]} for b in row] for row in rows]
+    }
+
+
+# --- photo ------------------------------------------------------------------------------------
+def check_photo_file(photo: File) -> None:
+    """A JPEG, PNG or WebP of at most 10 MB whose sides fit Telegram's sendPhoto limits."""
+    if getattr(photo, "_committed", False):
+        return  # already stored: it was checked when it was uploaded
+    size = getattr(photo, "size", None)
+    if size is not None and size > conf.PHOTO_MAX_BYTES:
+        raise ValidationError("A photo is at most 10 MB.")
+    data = read_file(photo)
+    if len(data) > conf.PHOTO_MAX_BYTES:
+        raise ValidationError("A photo is at most 10 MB.")
+    kind = photo_type(data)
+    if kind is None:
+        raise ValidationError("The photo must be a JPEG, PNG or WebP image.")
+    sides = _dimensions(data, kind)
+    if sides is not None:
+        width, height = sides
+        if width <= 0 or height <= 0:
+            raise ValidationError("The photo has no width or height.")
+        if width + height > conf.PHOTO_MAX_SIDES:
+            raise ValidationError("The photo's width and height must add up to at most 10000.")
+        if max(width, height) / min(width, height) > conf.PHOTO_MAX_RATIO:
+            raise ValidationError("The photo's sides must be at most 20 times each other.")
+
+
+def read_file(photo: File) -> bytes:
+    """The whole content of an uploaded or stored file: a stored file is opened and closed
+    again, an upload is left open and rewound (Django still saves it)."""
+    opened_here = bool(getattr(photo, "closed", False))
+    if opened_here:
+        photo.open("rb")
+    try:
+        photo.seek(0)
+        data = photo.read()
+        photo.seek(0)
+    finally:
+        if opened_here:
+            photo.close()
+    return bytes(data)
+
+
+def photo_type(data: bytes) -> str | None:
+    """``image/jpeg``, ``image/png`` or ``image/webp`` from the file's first bytes."""
+    if data.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def _dimensions(data: bytes, kind: str) -> tuple[int, int] | None:
+    """(width, height) from a PNG or JPEG header; None when not found (WebP: not checked)."""
+    if kind == "image/png" and data[12:16] == b"IHDR":
+        width, height = struct.unpack(">II", data[16:24])
+        return int(width), int(height)
+    if kind == "image/jpeg":
+        return _jpeg_dimensions(data)
+    return None
+
+
+_SOF_MARKERS = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+
+
+def _jpeg_dimensions(data: bytes) -> tuple[int, int] | None:
+    index = 2
+    while index + 9 < len(data):
+        if data[index] != 0xFF:
+            return None
+        marker = data[index + 1]
+        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
+            index += 2
+            continue
+        (length,) = struct.unpack(">H", data[index + 2 : index + 4])
+        if marker in _SOF_MARKERS:
+            height, width = struct.unpack(">HH", data[index + 5 : index + 9])
+            return int(width), int(height)
+        index += 2 + length
+    return None
+
+
+# --- time -------------------------------------------------------------------------------------
+_RELATIVE = re.compile(
+    r"\+\s*(?:(?P<d>\d+)\s*d)?\s*(?:(?P<h>\d+)\s*h)?\s*(?:(?P<m>\d+)\s*m(?:in)?)?", re.IGNORECASE
+)
+_ABSOLUTE_FORMATS = ("%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S")
+
+
+def parse_publish_time(text: str, *, now: datetime | None = None) -> datetime:
+    """``2026-12-01 18:00`` (UTC) or ``+2h`` / ``+30m`` / ``+1d`` / ``+1h30m``: an aware
+    datetime in the future, at most a year ahead. Raises ValidationError otherwise."""
+    now = now or timezone.now()
+    value = (text or "").strip()
+    relative = _RELATIVE.fullmatch(value)
+    if relative and any(relative.groupdict().values()):
+        parts = {key: int(amount or 0) for key, amount in relative.groupdict().items()}
+        when = now + timedelta(days=parts["d"], hours=parts["h"], minutes=parts["m"])
+    else:
+        when = _parse_absolute(value)
+    check_publish_at(when, now=now)
+    return when
+
+
+def _parse_absolute(value: str) -> datetime:
+    cleaned = re.sub(r"\s*(UTC|Z)$", "", value, flags=re.IGNORECASE)
+    for fmt in _ABSOLUTE_FORMATS:
+        try:
+            return datetime.strptime(cleaned, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise ValidationError(
+        {"publish_at": "Send a time like 2026-12-01 18:00 (UTC), or +2h, +30m, +1d."}
+    )
+
+
+def check_publish_at(when: datetime, *, now: datetime | None = None) -> None:
+    """A publication time must be timezone-aware, in the future, and at most a year ahead."""
+    now = now or timezone.now()
+    if timezone.is_naive(when):
+        raise ValidationError({"publish_at": "The time must carry a time zone."})
+    if when <= now:
+        moment = f"{when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+        raise ValidationError(
+            {"publish_at": f"{moment} is in the past: choose a later time or publish now."}
+        )
+    if when > now + timedelta(days=conf.MAX_SCHEDULE_DAYS):
+        raise ValidationError({"publish_at": "That is more than a year ahead."})

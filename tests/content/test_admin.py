@@ -1,0 +1,174 @@
+"""The posts admin (Django test client): forms refuse what Telegram would, actions publish,
+archive and resolve, a published post is edited in the channel."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.utils import timezone
+
+from content.models import Post, PostStatus
+from content.publishing import post_publish_now
+from telegram_bot.jobs.models import JobStatus
+from tests.content.conftest import (
+    CHANNEL,
+    channel_sends,
+    make_post,
+    png_bytes,
+    png_upload,
+    publish_job,
+)
+from tests.fakes.telegram import FakeTelegramServer
+
+pytestmark = pytest.mark.django_db
+ADD = "/admin/content/post/add/"
+LIST = "/admin/content/post/"
+
+
+def form(**fields: Any) -> dict[str, Any]:
+    data = {
+        "channel": CHANNEL,
+        "text": "Hello from the admin",
+        "buttons": "",
+        "publish_at_0": "",
+        "publish_at_1": "",
+        "_save": "Save",
+    }
+    data.update(fields)
+    return data
+
+
+def errors_of(response: Any) -> str:
+    return " ".join(str(e) for e in response.context["adminform"].form.errors.values())
+
+
+def test_it_creates_a_photo_post_with_buttons(
+    bot: FakeTelegramServer, admin_client: Client
+) -> None:
+    response = admin_client.post(
+        ADD, form(text="Caption", photo=png_upload(), buttons="Site | https://example.org")
+    )
+    assert response.status_code == 302, errors_of(response)
+    post = Post.objects.get()
+    assert (post.status, post.text, post.created_by) == (PostStatus.DRAFT, "Caption", "admin:admin")
+    assert post.buttons == [[{"text": "Site", "url": "https://example.org"}]]
+    assert post.photo.read() == png_bytes()
+    page = admin_client.get(f"{LIST}{post.pk}/change/").content.decode()
+    assert "Site | https://example.org" in page
+    photo = admin_client.get(f"/admin/content/posts/{post.pk}/photo/")
+    assert b"".join(photo.streaming_content) == png_bytes()
+    assert bot.calls == []
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"text": "x" * 4097}, "at most 4096"),
+        ({"text": "x" * 1025, "photo": "PHOTO"}, "at most 1024"),
+        ({"channel": "news"}, "@username"),
+        ({"buttons": "Site | ftp://example.org"}, "not an http"),
+        ({"buttons": "\n".join(["A | https://a.io"] * 11)}, "At most 10 rows"),
+        ({"publish_at_0": "2020-01-01", "publish_at_1": "10:00:00"}, "in the past"),
+    ],
+)
+def test_the_form_refuses_what_telegram_would_refuse(
+    admin_client: Client, fields: dict[str, Any], problem: str
+) -> None:
+    if fields.get("photo") == "PHOTO":
+        fields["photo"] = png_upload()
+    response = admin_client.post(ADD, form(**fields))
+    assert response.status_code == 200
+    assert problem in errors_of(response)
+    assert Post.objects.count() == 0
+
+
+def test_a_time_ahead_schedules_the_post_and_its_job(admin_client: Client) -> None:
+    when = timezone.now() + timedelta(days=2)
+    response = admin_client.post(
+        ADD, form(publish_at_0=f"{when:%Y-%m-%d}", publish_at_1=f"{when:%H:%M:00}")
+    )
+    assert response.status_code == 302
+    post = Post.objects.get()
+    assert post.status == PostStatus.SCHEDULED
+    assert publish_job(post).status == JobStatus.QUEUED
+    page = admin_client.get(f"{LIST}{post.pk}/change/").content.decode()
+    assert f"content.publish #{publish_job(post).pk}" in page
+
+
+def test_publish_now_sends_the_uploaded_photo_and_shows_the_status(
+    bot: FakeTelegramServer, admin_client: Client
+) -> None:
+    post = make_post("Admin photo", photo=png_upload())
+    response = admin_client.post(
+        LIST, {"action": "publish_now", "_selected_action": [post.pk]}, follow=True
+    )
+    assert f"Post #{post.pk} published in {CHANNEL}" in response.content.decode()
+    [sent] = channel_sends(bot, "sendPhoto")
+    assert sent.params["photo"].data == png_bytes()
+    page = admin_client.get(LIST).content.decode()
+    assert 'data-status="published"' in page
+
+
+def test_publish_now_reports_telegrams_refusal(
+    bot: FakeTelegramServer, admin_client: Client
+) -> None:
+    bot.fail_next("sendMessage", status=400, description="Bad Request: chat not found")
+    post = make_post()
+    response = admin_client.post(
+        LIST, {"action": "publish_now", "_selected_action": [post.pk]}, follow=True
+    )
+    assert "chat not found" in response.content.decode()
+    post.refresh_from_db()
+    assert post.status == PostStatus.FAILED
+
+
+def test_editing_a_published_post_edits_the_channel_message(
+    bot: FakeTelegramServer, admin_client: Client
+) -> None:
+    post = post_publish_now(post_id=make_post("Before").pk)
+    response = admin_client.post(f"{LIST}{post.pk}/change/", form(text="After"))
+    assert response.status_code == 302
+    [edit] = bot.calls_to("editMessageText")
+    assert edit.params["text"] == "After" and edit.params["message_id"] == post.channel_message_id
+    post.refresh_from_db()
+    assert post.text == "After"
+
+
+def test_a_refused_edit_is_reported_and_not_saved(
+    bot: FakeTelegramServer, admin_client: Client
+) -> None:
+    post = post_publish_now(post_id=make_post("Before").pk)
+    bot.fail_next(
+        "editMessageText", status=400, description="Bad Request: message to edit not found"
+    )
+    response = admin_client.post(f"{LIST}{post.pk}/change/", form(text="After"), follow=True)
+    page = response.content.decode()
+    assert "Not saved" in page and "message to edit not found" in page
+    assert "changed successfully" not in page
+    post.refresh_from_db()
+    assert post.text == "Before"
+
+
+def test_archive_and_mark_published_actions(bot: FakeTelegramServer, admin_client: Client) -> None:
+    published = post_publish_now(post_id=make_post("Out there").pk)
+    admin_client.post(LIST, {"action": "archive_and_delete", "_selected_action": [published.pk]})
+    published.refresh_from_db()
+    assert published.status == PostStatus.ARCHIVED and published.message_deleted
+    unknown = make_post("Maybe out there")
+    Post.objects.filter(pk=unknown.pk).update(status=PostStatus.FAILED, outcome_unknown=True)
+    page = admin_client.get(LIST).content.decode()
+    assert "outcome unknown: check the channel" in page
+    admin_client.post(LIST, {"action": "mark_published", "_selected_action": [unknown.pk]})
+    unknown.refresh_from_db()
+    assert unknown.status == PostStatus.PUBLISHED
+
+
+def test_a_published_post_cannot_be_deleted(bot: FakeTelegramServer, admin_client: Client) -> None:
+    post = post_publish_now(post_id=make_post().pk)
+    assert admin_client.get(f"{LIST}{post.pk}/delete/").status_code == 403
+    draft = make_post()
+    admin_client.post(f"{LIST}{draft.pk}/delete/", {"post": "yes"})
+    assert not Post.objects.filter(pk=draft.pk).exists()
