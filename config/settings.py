@@ -76,6 +76,12 @@ JOB_LEASE_SECONDS = env.number("JOB_LEASE_SECONDS", 120, minimum=1, maximum=24 *
 JOB_RETENTION_DAYS = env.number("JOB_RETENTION_DAYS", 14, minimum=1, maximum=3650)
 if JOB_RETRY_MAX_DELAY < JOB_RETRY_BASE_DELAY:
     raise ConfigError("JOB_RETRY_MAX_DELAY", "must be at least JOB_RETRY_BASE_DELAY")
+# Content: how long the panel's post conversation waits for the next step, and the retries of
+# a publication (default JOB_MAX_RETRIES).
+CONTENT_WORKFLOW_TTL_SECONDS = env.number("CONTENT_WORKFLOW_TTL_SECONDS", 1800, minimum=60)
+CONTENT_PUBLISH_MAX_RETRIES = env.optional_number(
+    "CONTENT_PUBLISH_MAX_RETRIES", minimum=0, maximum=100
+)
 for _admin_id in ADMIN_TELEGRAM_IDS:
     if _admin_id <= 0:
         raise ConfigError("ADMIN_TELEGRAM_IDS", f"user ids are positive, got {_admin_id}")
