@@ -1,8 +1,387 @@
-"""Telegram handlers of the support app (routes are added with the feature)."""
+"""Telegram handlers of the support desk (thin: read the update, call a flow, answer).
+
+Commands: ``/support [text]`` (private; without text it waits for one message, a workflow with
+a TTL) and ``/close [N]``. Plain private messages: follow-ups, replies that reopen, and admins'
+replies to ticket notifications. Buttons (``sup:`` callback data, see ``validation.py``):
+Reply, Resolve, the user's Close, and the panel's list and ticket views.
+"""
 
 from __future__ import annotations
 
-from telegram_bot.router import PanelEntry, Route
+import logging
+from typing import Any
 
-ROUTES: list[Route] = []
-PANEL_ENTRIES: list[PanelEntry] = []
+from support import conf, delivery, flows, panel, selectors
+from support.errors import TicketNotFoundError
+from support.flows import Answer, Incoming
+from support.models import Ticket, TicketMessage
+from support.services import Author, Origin
+from support.validation import Callback, Content, check_callback, check_message_content, check_text
+from telegram_bot.admins import Role
+from telegram_bot.context import Context
+from telegram_bot.errors import BotError, TelegramApiError, ValidationError
+from telegram_bot.router import PanelEntry, Route
+from telegram_bot.state.workflows import Workflow, WorkflowStore
+
+log = logging.getLogger(__name__)
+OPEN_WORKFLOW = "support_open"
+REPLY_WORKFLOW = "support_reply"
+
+
+# --- commands --------------------------------------------------------------------------------
+def support_command(ctx: Context) -> None:
+    if not ctx.in_private:
+        ctx.reply("To contact support, send /support to me in a private chat.")
+        return
+    if _resumed(ctx):
+        return
+    args = ctx.command.args if ctx.command else ""
+    workflows = WorkflowStore(ctx.store)
+    chat_id, user_id = _chat_and_user(ctx)
+    if not args:
+        workflows.start(
+            chat_id=chat_id,
+            user_id=user_id,
+            name=OPEN_WORKFLOW,
+            step="message",
+            ttl_ms=conf.open_workflow_ttl_ms(),
+        )
+        minutes = max(1, conf.open_workflow_ttl_ms() // 60_000)
+        ctx.reply(
+            "Send your request as one message: text, a photo, a document or a voice message. "
+            f"I'll wait {minutes} minutes."
+        )
+        return
+    try:
+        content = check_text(args)
+    except ValidationError as exc:
+        ctx.reply(exc.user_message)
+        return
+    _finish_workflow(workflows, chat_id, user_id, OPEN_WORKFLOW)
+    flows.open_ticket(_incoming(ctx), content)
+
+
+def close_command(ctx: Context) -> None:
+    if _resumed(ctx):
+        return
+    args = ctx.command.args if ctx.command else ""
+    _say(ctx, flows.close_request(_incoming(ctx), args))
+
+
+# --- plain private messages and workflows ----------------------------------------------------
+def private_message(ctx: Context) -> None:
+    """The handler of plain private messages: follow-ups, reopening, admins' replies."""
+    if _resumed(ctx):
+        return
+    incoming = _incoming(ctx)
+    if ctx.sender.is_admin and incoming.reply_to_message_id is not None:
+        ticket = selectors.ticket_for_admin_message(
+            chat_id=incoming.chat_id, message_id=incoming.reply_to_message_id
+        )
+        if ticket is not None:
+            _answer_ticket(ctx, incoming, ticket.pk)
+            return
+    _say(ctx, flows.user_message(incoming))
+
+
+def open_step(ctx: Context) -> None:
+    """The one message after ``/support``."""
+    workflows = WorkflowStore(ctx.store)
+    workflow = _workflow(ctx, workflows, OPEN_WORKFLOW)
+    if _resumed(ctx):
+        _finish(workflows, workflow)
+        return
+    if workflow is None:
+        private_message(ctx)
+        return
+    if workflow.expired:
+        _finish(workflows, workflow)
+        ctx.reply("Your /support request expired. Send /support again to open a ticket.")
+        return
+    incoming = _incoming(ctx)
+    if incoming.content is None:
+        ctx.reply(f"{incoming.content_error}\nSend it again, or /support to start over.")
+        return
+    flows.open_ticket(incoming, incoming.content)
+    _finish(workflows, workflow)
+
+
+def reply_step(ctx: Context) -> None:
+    """The one message after an admin pressed Reply."""
+    workflows = WorkflowStore(ctx.store)
+    workflow = _workflow(ctx, workflows, REPLY_WORKFLOW)
+    if _resumed(ctx):
+        _finish(workflows, workflow)
+        return
+    if workflow is None:
+        private_message(ctx)
+        return
+    number = workflow.data.get("number", "?")
+    if workflow.expired:
+        _finish(workflows, workflow)
+        ctx.reply(f"Your answer to ticket #{number} expired. Press Reply again.")
+        return
+    incoming = _incoming(ctx)
+    ticket_id = int(workflow.data.get("ticket_id", 0))
+    if incoming.reply_to_message_id is not None:
+        # Replying to another ticket's notification names that ticket explicitly.
+        pointed = selectors.ticket_for_admin_message(
+            chat_id=incoming.chat_id, message_id=incoming.reply_to_message_id
+        )
+        ticket_id = pointed.pk if pointed is not None else ticket_id
+    if incoming.content is None:
+        ctx.reply(f"{incoming.content_error}\nSend your answer to ticket #{number} again.")
+        return
+    _answer_ticket(ctx, incoming, ticket_id)
+    _finish(workflows, workflow)
+
+
+# --- buttons ---------------------------------------------------------------------------------
+def reply_button(ctx: Context) -> None:
+    button = _button(ctx)
+    ticket = _button_ticket(ctx, button)
+    if ticket is None:
+        return
+    if not ticket.is_open:
+        ctx.answer_callback(f"Ticket #{ticket.number} is closed; reopen it to answer.", alert=True)
+        return
+    chat_id, user_id = _chat_and_user(ctx)
+    WorkflowStore(ctx.store).start(
+        chat_id=chat_id,
+        user_id=user_id,
+        name=REPLY_WORKFLOW,
+        step="answer",
+        ttl_ms=conf.reply_workflow_ttl_ms(),
+        data={"ticket_id": ticket.pk, "number": ticket.number},
+    )
+    ctx.answer_callback()
+    sent = ctx.reply(
+        f"Send your answer to ticket #{ticket.number} as one message (text, a photo, a document "
+        "or a voice message). The user receives it marked with the ticket number."
+    )
+    delivery.link_admin_message(ticket, sent)
+
+
+def resolve_button(ctx: Context) -> None:
+    if _resumed(ctx):
+        ctx.answer_callback("Done.")
+        return
+    button = _button(ctx)
+    ticket = _button_ticket(ctx, button)
+    if ticket is None or button is None:
+        return
+    author = _author(ctx)
+    try:
+        _, result = flows.resolve(
+            ticket_id=ticket.pk, author=author, origin=Origin(update_id=ctx.update.update_id)
+        )
+    except BotError as exc:
+        ctx.answer_callback(exc.user_message, alert=True)
+        _remove_buttons(ctx)
+        return
+    told = (
+        "The user was told." if result.delivered else f"The user could not be told: {result.error}."
+    )
+    ctx.answer_callback(f"Ticket #{ticket.number} resolved. {told}", alert=not result.delivered)
+    if button.page is not None:  # pressed in the panel: back to its list
+        _edit(ctx, *panel.list_view(button.page))
+    else:
+        _remove_buttons(ctx)
+
+
+def close_button(ctx: Context) -> None:
+    if _resumed(ctx):
+        ctx.answer_callback("Done.")
+        return
+    ticket = _button_ticket(ctx, _button(ctx))
+    if ticket is None:
+        return
+    try:
+        answer = flows.close_by_user(
+            ticket=ticket, author=_author(ctx), origin=Origin(update_id=ctx.update.update_id)
+        )
+    except BotError as exc:
+        ctx.answer_callback(exc.user_message, alert=True)
+        return
+    ctx.answer_callback(answer.text if answer else f"Ticket #{ticket.number} closed.")
+    _remove_buttons(ctx)
+
+
+def list_button(ctx: Context) -> None:
+    button = _button(ctx)
+    if button is None:
+        return
+    ctx.answer_callback()
+    _edit(ctx, *panel.list_view(button.page or 1))
+
+
+def view_button(ctx: Context) -> None:
+    button = _button(ctx)
+    ticket = _button_ticket(ctx, button)
+    if ticket is None or button is None:
+        return
+    ctx.answer_callback()
+    _edit(ctx, *panel.ticket_view(ticket, button.page or 1))
+
+
+def invalid_button(ctx: Context) -> None:
+    ctx.answer_callback("This button is not valid.", alert=True)
+
+
+# --- helpers ---------------------------------------------------------------------------------
+def _incoming(ctx: Context) -> Incoming:
+    message = ctx.update.message or {}
+    user = ctx.update.user or {}
+    reply_to = message.get("reply_to_message")
+    content: Content | None = None
+    error = ""
+    if ctx.update.type == "message" and ctx.command is None:
+        try:
+            content = check_message_content(message)
+        except ValidationError as exc:
+            error = exc.user_message
+    chat_id, user_id = _chat_and_user(ctx)
+    return Incoming(
+        update_id=ctx.update.update_id,
+        chat_id=chat_id,
+        user_id=user_id,
+        user_name=_display_name(user),
+        message_id=int(message.get("message_id") or 0),
+        reply_to_message_id=reply_to.get("message_id") if isinstance(reply_to, dict) else None,
+        content=content,
+        content_error=error,
+        is_admin=ctx.sender.is_admin,
+    )
+
+
+def _answer_ticket(ctx: Context, incoming: Incoming, ticket_id: int) -> None:
+    """An admin's message is the answer to ``ticket_id``."""
+    if incoming.content is None:
+        ctx.reply(incoming.content_error)
+        return
+    try:
+        entry, result = flows.admin_reply(
+            ticket_id=ticket_id,
+            author=_author(ctx),
+            origin=incoming.origin,
+            content=incoming.content,
+        )
+    except BotError as exc:
+        ctx.reply(exc.user_message)
+        return
+    _report(ctx, entry.ticket, result)
+
+
+def _resumed(ctx: Context) -> bool:
+    """True if this update was handled before (a re-delivery): only pending deliveries ran."""
+    resumed = flows.resume(ctx.update.update_id)
+    if resumed is None:
+        return False
+    entry, result = resumed
+    log.info("update %s: resumed ticket entry %s", ctx.update.update_id, entry.pk)
+    answer = entry.sender == TicketMessage.Sender.ADMIN and entry.kind != TicketMessage.Kind.EVENT
+    if answer and result.delivered is not None and ctx.update.type == "message":
+        _report(ctx, entry.ticket, result)
+    return True
+
+
+def _report(ctx: Context, ticket: Ticket, result: flows.Delivery) -> None:
+    sent = ctx.reply(flows.delivery_report(ticket, result))
+    delivery.link_admin_message(ticket, sent)
+
+
+def _say(ctx: Context, answer: Answer | None) -> None:
+    if answer is None:
+        return
+    ctx.reply(answer.text, reply_markup=answer.markup)
+
+
+def _button(ctx: Context) -> Callback | None:
+    try:
+        return check_callback(ctx.update.callback_data)
+    except ValidationError as exc:
+        ctx.answer_callback(exc.user_message, alert=True)
+        return None
+
+
+def _button_ticket(ctx: Context, button: Callback | None) -> Ticket | None:
+    if button is None:
+        return None
+    ticket = selectors.ticket_get(button.ticket_id)
+    if ticket is None:
+        ctx.answer_callback(TicketNotFoundError.user_message, alert=True)
+    return ticket
+
+
+def _author(ctx: Context) -> Author:
+    return Author(name=_display_name(ctx.update.user or {}), telegram_id=ctx.sender.user_id)
+
+
+def _chat_and_user(ctx: Context) -> tuple[int, int]:
+    return int(ctx.chat_id or 0), int(ctx.sender.user_id or 0)
+
+
+def _display_name(user: dict[str, Any]) -> str:
+    name = " ".join(str(user.get(key) or "") for key in ("first_name", "last_name")).strip()
+    if user.get("username"):
+        name = f"{name} (@{user['username']})".strip()
+    return name[:200]
+
+
+def _workflow(ctx: Context, workflows: WorkflowStore, name: str) -> Workflow | None:
+    chat_id, user_id = _chat_and_user(ctx)
+    workflow = workflows.get(chat_id=chat_id, user_id=user_id)
+    return workflow if workflow is not None and workflow.name == name else None
+
+
+def _finish(workflows: WorkflowStore, workflow: Workflow | None) -> None:
+    if workflow is not None:
+        workflows.finish(workflow)
+
+
+def _finish_workflow(workflows: WorkflowStore, chat_id: int, user_id: int, name: str) -> None:
+    workflow = workflows.get(chat_id=chat_id, user_id=user_id)
+    if workflow is not None and workflow.name == name:
+        workflows.finish(workflow)
+
+
+def _edit(ctx: Context, text: str, markup: dict[str, Any]) -> None:
+    try:
+        ctx.edit_callback_message(text, reply_markup=markup)
+    except TelegramApiError as exc:  # "message is not modified", a deleted message
+        log.info("panel edit failed: %s", exc)
+
+
+def _remove_buttons(ctx: Context) -> None:
+    message = ctx.update.message
+    if message is None:
+        return
+    try:
+        ctx.client.edit_message_reply_markup(
+            chat_id=message["chat"]["id"], message_id=message["message_id"]
+        )
+    except TelegramApiError as exc:
+        log.info("removing buttons failed: %s", exc)
+
+
+ROUTES: list[Route] = [
+    Route.on_command(
+        "support",
+        support_command,
+        help="contact support (/support <your question>)",
+        expensive=True,
+    ),
+    Route.on_command(
+        "close", close_command, help="close your support ticket", chat_types=("private",)
+    ),
+    Route.on_workflow(OPEN_WORKFLOW, open_step),
+    Route.on_workflow(REPLY_WORKFLOW, reply_step, role=Role.ADMIN),
+    Route.on_callback("sup:reply:", reply_button, role=Role.ADMIN),
+    Route.on_callback("sup:resolve:", resolve_button, role=Role.ADMIN),
+    Route.on_callback("sup:list:", list_button, role=Role.ADMIN),
+    Route.on_callback("sup:view:", view_button, role=Role.ADMIN),
+    Route.on_callback("sup:close:", close_button),
+    Route.on_callback("sup:", invalid_button),
+    Route.on_update("message", private_message, chat_types=("private",)),
+]
+PANEL_ENTRIES: list[PanelEntry] = [PanelEntry("Support tickets", "sup:list:1", order=10)]

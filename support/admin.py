@@ -1,0 +1,189 @@
+"""Tickets in the admin site: a filtered, searchable list with average response and resolution
+times, and a detail page with the conversation, the reply form, resolve and reopen."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import admin
+from django.db.models import Count, Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import URLPattern, path
+from django.utils import timezone
+
+from support import selectors, views
+from support.models import Ticket
+from support.validation import parse_ticket_number
+
+
+class AgeFilter(admin.SimpleListFilter):
+    title = "age"
+    parameter_name = "age"
+    BANDS = {
+        "day": (None, timedelta(days=1)),
+        "week": (timedelta(days=1), timedelta(days=7)),
+        "older": (timedelta(days=7), None),
+    }
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("day", "under a day"), ("week", "1 to 7 days"), ("older", "over 7 days")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Ticket]) -> QuerySet[Ticket]:
+        band = self.BANDS.get(self.value() or "")
+        if band is None:
+            return queryset
+        now = timezone.now()
+        younger_than, older_than = band[1], band[0]
+        if younger_than is not None:
+            queryset = queryset.filter(created_at__gt=now - younger_than)
+        if older_than is not None:
+            queryset = queryset.filter(created_at__lte=now - older_than)
+        return queryset
+
+
+class AssigneeFilter(admin.SimpleListFilter):
+    title = "assignee"
+    parameter_name = "assignee"
+    UNASSIGNED = "-"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        names = Ticket.objects.exclude(assignee="").values_list("assignee", flat=True)
+        return [(self.UNASSIGNED, "unassigned")] + [(name, name) for name in sorted(set(names))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Ticket]) -> QuerySet[Ticket]:
+        value = self.value()
+        if value is None:
+            return queryset
+        return queryset.filter(assignee="" if value == self.UNASSIGNED else value)
+
+
+@admin.register(Ticket)
+class TicketAdmin(admin.ModelAdmin):
+    list_display = (
+        "ticket_number",
+        "user",
+        "subject",
+        "status",
+        "created_at",
+        "assignee",
+        "message_total",
+        "first_response",
+        "resolution",
+    )
+    list_display_links = ("ticket_number", "subject")
+    list_filter = ("status", AgeFilter, AssigneeFilter)
+    search_fields = ("user_name", "subject", "=user_id", "messages__text")
+    search_help_text = "Ticket number (#12), user name or id, or text of the conversation."
+    ordering = ("-created_at", "-number")
+    list_per_page = 50
+    change_list_template = "support/ticket_change_list.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Ticket]:
+        return super().get_queryset(request).annotate(message_count=Count("messages"))
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Ticket], search_term: str
+    ) -> tuple[QuerySet[Ticket], bool]:
+        number = parse_ticket_number(search_term)
+        if number is not None and search_term.strip().startswith("#"):
+            return queryset.filter(number=number), False
+        found, duplicates = super().get_search_results(request, queryset, search_term)
+        if number is not None:
+            found = queryset.filter(Q(pk__in=found.values("pk")) | Q(number=number))
+        return found, duplicates
+
+    @admin.display(description="ticket", ordering="number")
+    def ticket_number(self, obj: Ticket) -> str:
+        return f"#{obj.number}"
+
+    @admin.display(description="user")
+    def user(self, obj: Ticket) -> str:
+        return f"{obj.user_name} ({obj.user_id})" if obj.user_name else str(obj.user_id)
+
+    @admin.display(description="messages", ordering="message_count")
+    def message_total(self, obj: Ticket) -> int:
+        return int(getattr(obj, "message_count", 0))
+
+    @admin.display(description="first response")
+    def first_response(self, obj: Ticket) -> str:
+        return views.format_duration(obj.first_response_time)
+
+    @admin.display(description="resolution")
+    def resolution(self, obj: Ticket) -> str:
+        return views.format_duration(obj.resolution_time)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # tickets are opened by users in Telegram
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        response = super().changelist_view(request, extra_context)
+        if isinstance(response, TemplateResponse) and response.context_data:
+            changelist = response.context_data.get("cl")
+            if changelist is not None:
+                timings = selectors.average_timings(changelist.queryset)
+                response.context_data["support_timings"] = {
+                    "first_response": views.format_duration(timings.first_response),
+                    "resolution": views.format_duration(timings.resolution),
+                    "answered": timings.answered,
+                    "resolved": timings.resolved,
+                }
+        return response
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        ticket = self._ticket(request, object_id)
+        admin_context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "can_change": self.has_change_permission(request, ticket),
+        }
+        return views.ticket_detail(request, ticket, admin_context)
+
+    def get_urls(self) -> list[URLPattern]:
+        own = [
+            path(
+                "<path:object_id>/reply/",
+                self._action(views.ticket_reply_view),
+                name="support_ticket_reply",
+            ),
+            path(
+                "<path:object_id>/resolve/",
+                self._action(views.ticket_resolve_view),
+                name="support_ticket_resolve",
+            ),
+            path(
+                "<path:object_id>/reopen/",
+                self._action(views.ticket_reopen_view),
+                name="support_ticket_reopen",
+            ),
+            path(
+                "<path:object_id>/entries/<int:entry_id>/retry/",
+                self._action(views.entry_retry_view),
+                name="support_ticket_retry",
+            ),
+        ]
+        return own + super().get_urls()
+
+    def _action(self, view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        def wrapped(request: HttpRequest, object_id: str, **kwargs: Any) -> HttpResponse:
+            ticket = self._ticket(request, object_id)
+            views.require_change(request, self.has_change_permission(request, ticket))
+            return view(request, ticket, **kwargs)
+
+        return self.admin_site.admin_view(wrapped)
+
+    def _ticket(self, request: HttpRequest, object_id: str) -> Ticket:
+        ticket = self.get_object(request, object_id)
+        if ticket is None or not self.has_view_permission(request, ticket):
+            raise Http404("no such ticket")
+        return ticket

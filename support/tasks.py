@@ -1,0 +1,23 @@
+"""Job handlers of the support app (thin: load, call the service)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from support import delivery
+from support.models import TicketMessage
+from telegram_bot.jobs.runner import JobRun
+
+
+def deliver_job(payload: dict[str, Any], run: JobRun) -> None:
+    """Send the user a ticket message whose delivery failed transiently (429, 5xx, network)."""
+    entry_id = int(payload.get("entry_id") or 0)
+    entry = TicketMessage.objects.select_related("ticket").filter(pk=entry_id).first()
+    if entry is None:
+        return  # the ticket was deleted meanwhile
+    delivery.redeliver(entry, final=run.attempt > settings.JOB_MAX_RETRIES)
+
+
+JOB_HANDLERS = {delivery.RETRY_JOB: deliver_job}

@@ -1,0 +1,133 @@
+"""Checks on what users, admins and buttons send, before anything is written.
+
+``check_*`` functions raise ``telegram_bot.errors.ValidationError`` whose ``user_message`` is the
+short reason shown in Telegram; the services trust what passed them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from support.conf import MAX_TEXT_LENGTH
+from telegram_bot.errors import ValidationError
+
+KINDS_ACCEPTED = "text, a photo, a document or a voice message"
+
+
+@dataclass(frozen=True)
+class Content:
+    """What a message carries for a ticket: text, or a file id with an optional caption."""
+
+    kind: str  # TicketMessage.Kind: text, photo, document or voice
+    text: str = ""
+    file_id: str = ""
+    file_name: str = ""
+
+    @property
+    def summary(self) -> str:
+        """One line for lists and notifications: the text, or ``[photo] caption``."""
+        if self.kind == "text":
+            return self.text
+        label = f"[{self.kind}{': ' + self.file_name if self.file_name else ''}]"
+        return f"{label} {self.text}".strip()
+
+
+def check_text(text: str) -> Content:
+    """Text typed by a user or an operator: not blank, at most 4,000 characters."""
+    if not text.strip():
+        raise ValidationError(
+            "empty ticket text", user_message="The message is empty. Please describe your request."
+        )
+    if len(text) > MAX_TEXT_LENGTH:
+        raise ValidationError(
+            f"text of {len(text)} characters",
+            user_message=(
+                f"The message is too long ({len(text)} characters; at most {MAX_TEXT_LENGTH}). "
+                "Please shorten it or split it."
+            ),
+        )
+    return Content(kind="text", text=text.strip())
+
+
+def check_message_content(message: dict[str, Any]) -> Content:
+    """The ticket content of a Telegram Message: text, photo, document or voice.
+
+    A photo keeps the file id of its largest size. A file may come without caption; text may
+    not be blank; either is at most 4,000 characters. Anything else (stickers, locations,
+    polls, ...) is refused.
+    """
+    caption = message.get("caption")
+    caption = caption if isinstance(caption, str) else ""
+    if len(caption) > MAX_TEXT_LENGTH:
+        check_text(caption)  # raises the "too long" error
+    if isinstance(message.get("text"), str):
+        return check_text(message["text"])
+    photo = message.get("photo")
+    if isinstance(photo, list) and photo:
+        sizes = [size for size in photo if isinstance(size, dict) and size.get("file_id")]
+        if sizes:
+            largest = max(sizes, key=lambda size: size.get("width", 0) * size.get("height", 0))
+            return Content(kind="photo", text=caption.strip(), file_id=_file_id(largest))
+    for kind in ("document", "voice"):
+        media = message.get(kind)
+        if isinstance(media, dict) and media.get("file_id"):
+            name = str(media.get("file_name") or "")[:255]
+            return Content(kind=kind, text=caption.strip(), file_id=_file_id(media), file_name=name)
+    raise ValidationError(
+        "unsupported message type",
+        user_message=f"Support accepts {KINDS_ACCEPTED}. Please send one of those.",
+    )
+
+
+def _file_id(media: dict[str, Any]) -> str:
+    file_id = str(media["file_id"])
+    if len(file_id) > 255:
+        raise ValidationError("file id too long", user_message="This file cannot be used.")
+    return file_id
+
+
+# --- callback data ---------------------------------------------------------------------------
+# sup:reply:<ticket id>             admin: answer with the next message
+# sup:resolve:<ticket id>[:<page>]  admin: close; from the panel the page to go back to
+# sup:view:<ticket id>:<page>       admin: the panel's view of one ticket
+# sup:list:<page>                   admin: the panel's list of open tickets
+# sup:close:<ticket id>             user: close one of their own tickets
+CALLBACK_PREFIX = "sup:"
+_CALLBACK = re.compile(
+    r"^sup:(?P<action>reply|resolve|view|close|list):(?P<first>[1-9][0-9]{0,17})"
+    r"(?::(?P<page>[1-9][0-9]{0,5}))?$"
+)
+_PAGE_ACTIONS = {"reply": False, "resolve": None, "view": True, "close": False, "list": False}
+
+
+@dataclass(frozen=True)
+class Callback:
+    action: str
+    ticket_id: int = 0
+    page: int | None = None  # the panel page (None: not pressed in the panel)
+
+
+def check_callback(data: str) -> Callback:
+    """Parse ``sup:...`` button data; refuse anything malformed or forged."""
+    match = _CALLBACK.match(data)
+    if match is None:
+        raise ValidationError(
+            f"bad callback {data[:64]!r}", user_message="This button is not valid."
+        )
+    action, first, page = match["action"], int(match["first"]), match["page"]
+    needs_page = _PAGE_ACTIONS[action]
+    if (needs_page is True and page is None) or (needs_page is False and page is not None):
+        raise ValidationError(
+            f"bad callback {data[:64]!r}", user_message="This button is not valid."
+        )
+    if action == "list":
+        return Callback(action=action, page=first)
+    return Callback(action=action, ticket_id=first, page=int(page) if page else None)
+
+
+def parse_ticket_number(text: str) -> int | None:
+    """``5`` or ``#5`` as a ticket number; None for anything else."""
+    match = re.fullmatch(r"#?([1-9][0-9]{0,9})", text.strip())
+    return int(match[1]) if match else None

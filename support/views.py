@@ -1,0 +1,157 @@
+"""Admin-site pages of a ticket: the whole conversation, the reply form, resolve and reopen.
+
+Replies are sent through the Telegram client from here (no update, so no ``Context``); a form
+token under a unique constraint makes a double submission send one answer.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from support import flows, selectors
+from support.conf import MAX_TEXT_LENGTH, reopen_window
+from support.delivery import Delivery
+from support.models import Ticket, TicketMessage
+from support.services import Author, Origin
+from support.validation import check_text
+from telegram_bot.errors import BotError
+
+
+def ticket_detail(
+    request: HttpRequest, ticket: Ticket, admin_context: dict[str, Any]
+) -> HttpResponse:
+    entries = selectors.conversation(ticket)
+    context = {
+        **admin_context,
+        "title": f"Ticket #{ticket.number}",
+        "ticket": ticket,
+        "entries": entries,
+        "first_response": format_duration(ticket.first_response_time),
+        "resolution": format_duration(ticket.resolution_time),
+        "form_tokens": [uuid.uuid4() for _ in range(3)],  # reply, resolve, reopen
+        "max_length": MAX_TEXT_LENGTH,
+        "reopen_days": reopen_window().days,
+    }
+    return render(request, "support/ticket_detail.html", context)
+
+
+@require_POST
+def ticket_reply_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
+    token = _form_token(request)
+    try:
+        content = check_text(request.POST.get("text", ""))
+        _, result = flows.admin_reply(
+            ticket_id=ticket.pk,
+            author=_author(request),
+            origin=Origin(form_token=token),
+            content=content,
+        )
+    except BotError as exc:
+        messages.error(request, exc.user_message)
+        return _back(ticket)
+    _report(request, result, f"Reply sent to the user of ticket #{ticket.number}.")
+    return _back(ticket)
+
+
+@require_POST
+def ticket_resolve_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
+    try:
+        _, result = flows.resolve(
+            ticket_id=ticket.pk,
+            author=_author(request),
+            origin=Origin(form_token=_form_token(request)),
+        )
+    except BotError as exc:
+        messages.error(request, exc.user_message)
+        return _back(ticket)
+    _report(request, result, f"Ticket #{ticket.number} resolved; the user was told.")
+    return _back(ticket)
+
+
+@require_POST
+def ticket_reopen_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
+    try:
+        _, result = flows.reopen(
+            ticket_id=ticket.pk,
+            author=_author(request),
+            origin=Origin(form_token=_form_token(request)),
+        )
+    except BotError as exc:
+        messages.error(request, exc.user_message)
+        return _back(ticket)
+    _report(request, result, f"Ticket #{ticket.number} reopened; the user was told.")
+    return _back(ticket)
+
+
+@require_POST
+def entry_retry_view(request: HttpRequest, ticket: Ticket, entry_id: int) -> HttpResponse:
+    entry = (
+        TicketMessage.objects.filter(pk=entry_id, ticket=ticket).select_related("ticket").first()
+    )
+    if entry is None:
+        raise Http404("no such entry")
+    if entry.user_notified_at is not None:
+        messages.info(request, "This message was delivered already.")
+        return _back(ticket)
+    _report(request, flows.retry_delivery(entry), "Delivered to the user.")
+    return _back(ticket)
+
+
+def format_duration(value: timedelta | None) -> str:
+    """``2d 3h``, ``3h 5m``, ``5m 10s``; a dash for none."""
+    if value is None:
+        return "—"
+    seconds = max(0, int(value.total_seconds()))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m {seconds}s"
+    return f"{seconds}s"
+
+
+def require_change(request: HttpRequest, allowed: bool) -> None:
+    if not allowed:
+        raise PermissionDenied
+
+
+def _report(request: HttpRequest, result: Delivery, success: str) -> None:
+    if result.delivered is False and result.retrying:
+        messages.warning(
+            request, f"Not delivered to the user yet: {result.error}. It is retried automatically."
+        )
+    elif result.delivered is False:
+        messages.error(
+            request, f"Not delivered to the user: {result.error}. It is saved in the ticket."
+        )
+    else:
+        messages.success(request, success)
+
+
+def _author(request: HttpRequest) -> Author:
+    return Author(name=request.user.get_username())
+
+
+def _form_token(request: HttpRequest) -> uuid.UUID:
+    try:
+        return uuid.UUID(request.POST.get("form_token", ""))
+    except ValueError:
+        # No (valid) token, e.g. a hand-made request: still unique, just not deduplicated.
+        return uuid.uuid4()
+
+
+def _back(ticket: Ticket) -> HttpResponse:
+    return HttpResponseRedirect(reverse("admin:support_ticket_change", args=[ticket.pk]))
