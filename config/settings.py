@@ -82,6 +82,11 @@ CONTENT_WORKFLOW_TTL_SECONDS = env.number("CONTENT_WORKFLOW_TTL_SECONDS", 1800, 
 CONTENT_PUBLISH_MAX_RETRIES = env.optional_number(
     "CONTENT_PUBLISH_MAX_RETRIES", minimum=0, maximum=100
 )
+# Support: how long /support waits for the message, how long Reply waits for the answer, and
+# how long after closing a user may reopen a ticket by replying.
+SUPPORT_OPEN_TTL_SECONDS = env.number("SUPPORT_OPEN_TTL_SECONDS", 600, minimum=30)
+SUPPORT_REPLY_TTL_SECONDS = env.number("SUPPORT_REPLY_TTL_SECONDS", 900, minimum=30)
+SUPPORT_REOPEN_DAYS = env.number("SUPPORT_REOPEN_DAYS", 7, minimum=0, maximum=365)
 for _admin_id in ADMIN_TELEGRAM_IDS:
     if _admin_id <= 0:
         raise ConfigError("ADMIN_TELEGRAM_IDS", f"user ids are positive, got {_admin_id}")
