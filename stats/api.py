@@ -1,7 +1,211 @@
-"""JSON endpoints of the stats app under /api/v1/stats/ (added with the dashboard)."""
+"""JSON endpoints of the stats app under /api/v1/stats/ (staff only, see config/api.py).
+
+Every endpoint takes a chat and an inclusive UTC date range and reads through
+``stats.selectors.stats_report``: closed days verified complete come from the database, today
+and unverified days from the live KV counters; each day says which (``source``).
+"""
 
 from __future__ import annotations
 
-from ninja import Router
+from datetime import date
+
+from ninja import Field, Query, Router, Schema
+from ninja.errors import HttpError
+
+from stats.selectors import (
+    SOURCE_LABELS,
+    DayView,
+    MemberTotals,
+    Report,
+    known_chats,
+    member_names,
+    stats_report,
+)
+from telegram_bot.state import get_store
 
 router = Router(tags=["stats"])
+
+
+class RangeQuery(Schema):
+    chat_id: int = Field(description="Telegram chat id (negative for groups)")
+    start: date = Field(description="first day, UTC, inclusive")
+    end: date = Field(description="last day, UTC, inclusive")
+
+
+class MembersQuery(RangeQuery):
+    limit: int = Field(50, ge=1, le=1000, description="how many members, most messages first")
+
+
+class ChatOut(Schema):
+    chat_id: int
+    title: str
+
+
+class DayOut(Schema):
+    day: date
+    messages: int
+    words: int
+    members: int = Field(description="members who wrote that day")
+    source: str = Field(description="database | live | database_unverified | none")
+    source_label: str
+    status: str = Field(description="coverage status of the day's message counts")
+    reason: str = Field(description="finalize's verdict when the day is not complete")
+    poisoned: list[str] = Field(description="categories whose live database write failed")
+
+
+class MemberOut(Schema):
+    user_id: int
+    name: str
+    username: str
+    messages: int
+    words: int
+    voice_count: int
+    voice_seconds: int
+    voice_minutes: float
+    video_notes: int
+    video_note_seconds: int
+    profanity: int
+    violations_low: int
+    violations_medium: int
+    violations_high: int
+
+
+class HourRowOut(Schema):
+    day: date
+    hours: list[int] = Field(description="messages per UTC hour 0-23")
+
+
+class HoursOut(Schema):
+    days: list[HourRowOut]
+    totals: list[int] = Field(description="messages per UTC hour over the range")
+
+
+class CoverageOut(Schema):
+    day: date
+    source: str
+    status: str
+    reason: str
+    poisoned: list[str]
+    categories: dict[str, str] = Field(description="coverage status per category")
+
+
+class ReportOut(Schema):
+    chat_id: int
+    start: date
+    end: date
+    today: date
+    days: list[DayOut]
+    members: list[MemberOut]
+    hours: HoursOut
+    coverage: list[CoverageOut]
+
+
+@router.get(
+    "/chats", response=list[ChatOut], summary="Chats with statistics", url_name="stats-chats"
+)
+def chats(request: object) -> list[ChatOut]:
+    return [ChatOut(chat_id=chat_id, title=title) for chat_id, title in known_chats(get_store())]
+
+
+@router.get(
+    "/report",
+    response=ReportOut,
+    summary="Everything the dashboard shows, at once",
+    url_name="stats-report",
+)
+def report(request: object, query: Query[MembersQuery]) -> ReportOut:
+    built = _report(query)
+    return ReportOut(
+        chat_id=built.chat_id,
+        start=built.start,
+        end=built.end,
+        today=built.today,
+        days=[day_out(day) for day in built.days],
+        members=_members(built, query.limit),
+        hours=hours_out(built),
+        coverage=[coverage_out(day) for day in built.days],
+    )
+
+
+@router.get("/daily", response=list[DayOut], summary="Messages and words per day")
+def daily(request: object, query: Query[RangeQuery]) -> list[DayOut]:
+    return [day_out(day) for day in _report(query).days]
+
+
+@router.get("/members", response=list[MemberOut], summary="Top members over the range")
+def members(request: object, query: Query[MembersQuery]) -> list[MemberOut]:
+    return _members(_report(query), query.limit)
+
+
+@router.get("/hours", response=HoursOut, summary="Hour-of-day heat map (UTC)")
+def hours(request: object, query: Query[RangeQuery]) -> HoursOut:
+    return hours_out(_report(query))
+
+
+@router.get("/coverage", response=list[CoverageOut], summary="Coverage status per day")
+def coverage(request: object, query: Query[RangeQuery]) -> list[CoverageOut]:
+    return [coverage_out(day) for day in _report(query).days]
+
+
+def day_out(day: DayView) -> DayOut:
+    return DayOut(
+        day=day.day,
+        messages=day.messages,
+        words=day.words,
+        members=len(day.members),
+        source=day.source,
+        source_label=SOURCE_LABELS[day.source],
+        status=day.status,
+        reason=day.reason,
+        poisoned=day.poisoned,
+    )
+
+
+def member_out(member: MemberTotals) -> MemberOut:
+    return MemberOut(
+        user_id=member.user_id,
+        name=member.name,
+        username=member.username,
+        messages=member.messages,
+        words=member.words,
+        voice_count=member.voice_count,
+        voice_seconds=member.voice_seconds,
+        voice_minutes=member.voice_minutes,
+        video_notes=member.video_notes,
+        video_note_seconds=member.video_note_seconds,
+        profanity=member.profanity,
+        violations_low=member.violations_low,
+        violations_medium=member.violations_medium,
+        violations_high=member.violations_high,
+    )
+
+
+def hours_out(built: Report) -> HoursOut:
+    rows = [HourRowOut(day=day.day, hours=day.hours) for day in built.days]
+    totals = [sum(row.hours[hour] for row in rows) for hour in range(24)]
+    return HoursOut(days=rows, totals=totals)
+
+
+def coverage_out(day: DayView) -> CoverageOut:
+    return CoverageOut(
+        day=day.day,
+        source=day.source,
+        status=day.status,
+        reason=day.reason,
+        poisoned=day.poisoned,
+        categories=day.categories,
+    )
+
+
+def _report(query: RangeQuery) -> Report:
+    try:
+        return stats_report(
+            chat_id=query.chat_id, start=query.start, end=query.end, store=get_store()
+        )
+    except ValueError as exc:
+        raise HttpError(422, str(exc)) from None
+
+
+def _members(built: Report, limit: int) -> list[MemberOut]:
+    ranked = member_names(built.chat_id, built.members(limit), get_store())
+    return [member_out(member) for member in ranked]

@@ -1,8 +1,57 @@
-"""Telegram handlers of the stats app (routes are added with the feature)."""
+"""Telegram handlers of the stats app: count group messages, answer /stats.
+
+Group and supergroup messages that are not commands come to ``count_message`` (edited messages
+are not routed here, so an edit never counts as a new message). The KV ops of a counted message
+are committed with the update's done-marker in one atomic step (``ctx.commit_once``); only when
+that step applied them does the live writer add the same increments to the database.
+``/stats`` is an expensive command (the pipeline's stricter rate limit) with a per-chat
+cooldown on top.
+"""
 
 from __future__ import annotations
 
+from stats.services import (
+    joins_to_record,
+    message_to_count,
+    stats_command_cooldown_take,
+    stats_live_write,
+)
+from stats.summary import group_summary_text
+from telegram_bot.context import Context
 from telegram_bot.router import PanelEntry, Route
 
-ROUTES: list[Route] = []
+GROUPS = ("group", "supergroup")
+
+
+def count_message(ctx: Context) -> None:
+    message = ctx.update.message
+    if message is None:
+        return
+    if message.get("new_chat_members"):
+        ctx.commit_once(joins_to_record(message))
+        return
+    counted = message_to_count(message, store=ctx.store)
+    if counted is not None and ctx.commit_once(counted.ops):
+        # Never raises: once the commit is done, a dead letter (and its replay, which starts
+        # the update over) would count the message twice.
+        stats_live_write(store=ctx.store, facts=counted.facts)
+
+
+def stats_command(ctx: Context) -> None:
+    chat_id = ctx.chat_id
+    if chat_id is None or not stats_command_cooldown_take(store=ctx.store, chat_id=chat_id):
+        return
+    ctx.reply(group_summary_text(chat_id=chat_id, store=ctx.store))
+
+
+ROUTES: list[Route] = [
+    Route.on_update("message", count_message, chat_types=GROUPS),
+    Route.on_command(
+        "stats",
+        stats_command,
+        chat_types=GROUPS,
+        expensive=True,
+        help="today's and this week's most active members (in a group)",
+    ),
+]
 PANEL_ENTRIES: list[PanelEntry] = []

@@ -1,7 +1,13 @@
-"""Schedules of the stats app, reconciled by `manage.py sync_schedules`."""
+"""Schedules of the stats app, reconciled by `manage.py sync_schedules`.
+
+The schedule is only a trigger: the backfill takes its own lease on ``stats_backfill_state``,
+so two clusters firing at once do not run it twice.
+"""
 
 from __future__ import annotations
 
 from telegram_bot.scheduling import ScheduleSpec
 
-SCHEDULES: list[ScheduleSpec] = []
+SCHEDULES: list[ScheduleSpec] = [
+    ScheduleSpec(name="stats_backfill", func="stats.tasks.backfill_tick", minutes=1),
+]

@@ -1,0 +1,108 @@
+"""Admin site: the statistics dashboard, the operators' settings and rules, and read-only views
+of the aggregates, their coverage and the backfill job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from stats.config import counting_config_clear
+from stats.models import (
+    BackfillState,
+    DailyCoverage,
+    DailyUserStat,
+    StatsSettings,
+    ViolationRule,
+)
+from stats.views import stats_dashboard, stats_export_csv
+from telegram_bot.admin_site import register_view
+
+register_view("stats/", stats_dashboard, name="stats-dashboard", title="Statistics")
+register_view("stats/export.csv", stats_export_csv, name="stats-export", title="")
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(StatsSettings)
+class StatsSettingsAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "store_message_text", "profanity_enabled", "new_member_days")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not StatsSettings.objects.exists()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: StatsSettings, form: Any, change: bool) -> None:
+        obj.pk = 1  # one row
+        super().save_model(request, obj, form, change)
+        counting_config_clear()
+
+
+@admin.register(ViolationRule)
+class ViolationRuleAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "severity", "enabled")
+    list_filter = ("kind", "severity", "enabled")
+
+    def save_model(self, request: HttpRequest, obj: ViolationRule, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        counting_config_clear()
+
+    def delete_model(self, request: HttpRequest, obj: ViolationRule) -> None:
+        super().delete_model(request, obj)
+        counting_config_clear()
+
+
+@admin.register(DailyUserStat)
+class DailyUserStatAdmin(ReadOnlyAdmin):
+    list_display = (
+        "chat_id",
+        "day",
+        "user_id",
+        "message_count",
+        "word_count",
+        "voice_count",
+        "video_note_count",
+        "profanity_count",
+    )
+    list_filter = ("day",)
+    search_fields = ("chat_id", "user_id")
+    date_hierarchy = "day"
+
+
+@admin.register(DailyCoverage)
+class DailyCoverageAdmin(ReadOnlyAdmin):
+    list_display = ("chat_id", "day", "category", "status", "source", "reason", "poisoned")
+    list_filter = ("status", "category", "source", "reason")
+    search_fields = ("chat_id",)
+    date_hierarchy = "day"
+
+    @admin.display(boolean=True)
+    def poisoned(self, obj: DailyCoverage) -> bool:
+        return obj.poisoned
+
+
+@admin.register(BackfillState)
+class BackfillStateAdmin(ReadOnlyAdmin):
+    list_display = (
+        "job_name",
+        "status",
+        "phase",
+        "cutoff_day",
+        "keys_done",
+        "lease_owner",
+        "lease_expires_at",
+        "revision",
+        "updated_at",
+    )

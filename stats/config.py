@@ -1,0 +1,107 @@
+"""What counting needs from the operators' settings, cached briefly per process.
+
+The settings row and the violation rules are read at most every ``STATS_CONFIG_CACHE_SECONDS``
+(default 5) per process, so counting a message costs no query; saving them in the admin site
+clears this process's cache, other processes see the change within that time.
+Tunables read from ``django.conf.settings`` with defaults (none of them is required):
+``STATS_COUNTER_TTL_DAYS`` (60: how long daily counters stay in the KV store; the backfill must
+run within that), ``STATS_BUFFER_TTL_DAYS`` (7: the raw-message buffer).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from stats.models import StatsSettings, ViolationKind, ViolationRule
+from stats.wordmatch import WordMatcher, lines_of, shipped_allowed, shipped_patterns
+
+DAY_MS = 24 * 3600 * 1000
+
+
+@dataclass(frozen=True)
+class BannedWordsRule:
+    name: str
+    severity: str
+    matcher: WordMatcher
+
+
+@dataclass(frozen=True)
+class CountingConfig:
+    store_text: bool
+    new_member_days: int
+    profanity: WordMatcher | None
+    banned: tuple[BannedWordsRule, ...]
+    link_severities: tuple[str, ...]  # one entry per enabled "links from new members" rule
+    counter_ttl_ms: int
+    buffer_ttl_ms: int
+
+    @property
+    def new_member_ms(self) -> int:
+        return self.new_member_days * DAY_MS
+
+
+_lock = threading.Lock()
+_cached: tuple[float, CountingConfig] | None = None
+
+
+def counting_config() -> CountingConfig:
+    """The current config, rebuilt from the database when the cached copy is too old."""
+    global _cached
+    now = time.monotonic()
+    cached = _cached
+    if cached is not None and now - cached[0] < _cache_seconds():
+        return cached[1]
+    config = _load()
+    with _lock:
+        _cached = (now, config)
+    return config
+
+
+def counting_config_clear() -> None:
+    global _cached
+    with _lock:
+        _cached = None
+
+
+def counter_ttl_ms() -> int:
+    return int(getattr(settings, "STATS_COUNTER_TTL_DAYS", 60)) * DAY_MS
+
+
+def buffer_ttl_ms() -> int:
+    return int(getattr(settings, "STATS_BUFFER_TTL_DAYS", 7)) * DAY_MS
+
+
+def _cache_seconds() -> float:
+    return float(getattr(settings, "STATS_CONFIG_CACHE_SECONDS", 5))
+
+
+def _load() -> CountingConfig:
+    row = StatsSettings.objects.filter(pk=1).first() or StatsSettings()
+    allowed = [*shipped_allowed(), *lines_of(row.allowed_words)]
+    profanity = (
+        WordMatcher([*shipped_patterns(), *lines_of(row.extra_profanity)], allowed=allowed)
+        if row.profanity_enabled
+        else None
+    )
+    banned: list[BannedWordsRule] = []
+    links: list[str] = []
+    for rule in ViolationRule.objects.filter(enabled=True).order_by("pk"):
+        if rule.kind == ViolationKind.BANNED_WORDS:
+            matcher = WordMatcher(lines_of(rule.words))
+            if matcher:
+                banned.append(BannedWordsRule(rule.name, rule.severity, matcher))
+        elif rule.kind == ViolationKind.NEW_MEMBER_LINK:
+            links.append(rule.severity)
+    return CountingConfig(
+        store_text=row.store_message_text,
+        new_member_days=row.new_member_days,
+        profanity=profanity,
+        banned=tuple(banned),
+        link_severities=tuple(links),
+        counter_ttl_ms=counter_ttl_ms(),
+        buffer_ttl_ms=buffer_ttl_ms(),
+    )

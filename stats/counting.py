@@ -1,0 +1,258 @@
+"""What one message counts for, and the KV ops that count it.
+
+``message_facts`` reads a Telegram message into ``MessageFacts`` (pure, apart from the
+new-member lookup it is given); ``counting_ops`` turns the facts into the KV ops that the
+handler commits together with the update's done-marker (``ctx.commit_once``): one round trip,
+atomic, and a re-delivered update counts nothing twice.
+
+Counted: messages from people (not bots, not messages sent on behalf of a chat) in groups and
+supergroups that are not service messages (joins, pins, title changes...). Commands are routed
+to their own handlers and are not counted. Days and hours are UTC, from the message's ``date``.
+A word is a whitespace-separated token with at least one letter or digit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from stats import keys
+from stats.config import CountingConfig
+from telegram_bot.state import Increment, Put
+from telegram_bot.state.base import Op
+
+SERVICE_FIELDS = frozenset(
+    {
+        "new_chat_members",
+        "left_chat_member",
+        "new_chat_title",
+        "new_chat_photo",
+        "delete_chat_photo",
+        "group_chat_created",
+        "supergroup_chat_created",
+        "channel_chat_created",
+        "migrate_to_chat_id",
+        "migrate_from_chat_id",
+        "pinned_message",
+        "message_auto_delete_timer_changed",
+        "forum_topic_created",
+        "forum_topic_edited",
+        "forum_topic_closed",
+        "forum_topic_reopened",
+        "general_forum_topic_hidden",
+        "general_forum_topic_unhidden",
+        "video_chat_scheduled",
+        "video_chat_started",
+        "video_chat_ended",
+        "video_chat_participants_invited",
+        "write_access_allowed",
+        "proximity_alert_triggered",
+        "boost_added",
+        "chat_background_set",
+        "users_shared",
+        "chat_shared",
+    }
+)
+LINK_ENTITIES = frozenset({"url", "text_link"})
+_LINK_RE = re.compile(r"(?:https?://|www\.|\bt\.me/|\btelegram\.me/)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class MessageFacts:
+    chat_id: int
+    user_id: int
+    message_id: int
+    ts: int
+    kind: str  # "text", "voice", "video_note" or "other"
+    words: int = 0
+    voice_seconds: int = 0
+    video_note_seconds: int = 0
+    profanity: int = 0
+    violations: Mapping[str, int] = field(default_factory=dict)
+    text: str = ""
+    user_name: str = ""
+    username: str = ""
+    chat_title: str = ""
+    chat_type: str = ""
+
+    @property
+    def day(self) -> date:
+        return datetime.fromtimestamp(self.ts, tz=UTC).date()
+
+    @property
+    def hour(self) -> int:
+        return datetime.fromtimestamp(self.ts, tz=UTC).hour
+
+    def deltas(self) -> dict[str, int]:
+        """The ``stats_daily_user`` columns this message adds to (only non-zero ones)."""
+        deltas = {"message_count": 1, f"hour_{self.hour:02d}": 1}
+        if self.words:
+            deltas["word_count"] = self.words
+        if self.kind == "voice":
+            deltas["voice_count"] = 1
+            if self.voice_seconds:
+                deltas["voice_seconds"] = self.voice_seconds
+        if self.kind == "video_note":
+            deltas["video_note_count"] = 1
+            if self.video_note_seconds:
+                deltas["video_note_seconds"] = self.video_note_seconds
+        if self.profanity:
+            deltas["profanity_count"] = self.profanity
+        for severity, count in self.violations.items():
+            if count:
+                deltas[f"violations_{severity}"] = count
+        return deltas
+
+
+def message_facts(
+    message: Mapping[str, Any], config: CountingConfig, *, is_new_member: Callable[[], bool]
+) -> MessageFacts | None:
+    """The facts of a countable message, or None for one that does not count."""
+    sender = message.get("from")
+    chat = message.get("chat") or {}
+    if not isinstance(sender, dict) or sender.get("is_bot") or message.get("sender_chat"):
+        return None
+    if chat.get("type") not in ("group", "supergroup") or SERVICE_FIELDS & message.keys():
+        return None
+    text = str(message.get("text") or message.get("caption") or "")
+    kind = _kind(message)
+    return MessageFacts(
+        chat_id=int(chat["id"]),
+        user_id=int(sender["id"]),
+        message_id=int(message["message_id"]),
+        ts=int(message["date"]),
+        kind=kind,
+        words=count_words(text),
+        voice_seconds=_duration(message, "voice"),
+        video_note_seconds=_duration(message, "video_note"),
+        profanity=config.profanity.count(text) if config.profanity else 0,
+        violations=_violations(text, message, config, is_new_member),
+        text=text if config.store_text else "",
+        user_name=" ".join(
+            part for part in (sender.get("first_name"), sender.get("last_name")) if part
+        ),
+        username=str(sender.get("username") or ""),
+        chat_title=str(chat.get("title") or ""),
+        chat_type=str(chat.get("type") or ""),
+    )
+
+
+def counting_ops(facts: MessageFacts, config: CountingConfig) -> list[Op]:
+    """Every KV write of one counted message, sorted by key (no lock-order deadlocks)."""
+    ttl, day, chat, user = config.counter_ttl_ms, facts.day, facts.chat_id, facts.user_id
+    ops: list[Op] = [
+        Increment(keys.activity_key(chat, day), 1, ttl),
+        Put(
+            keys.last_message_key(chat, user),
+            {
+                "at": facts.ts,
+                "id": facts.message_id,
+                "name": facts.user_name,
+                "username": facts.username,
+            },
+            ttl,
+        ),
+        Put(keys.chat_key(chat), {"title": facts.chat_title, "type": facts.chat_type}, ttl),
+        Put(
+            keys.buffer_key(chat, facts.ts, facts.message_id),
+            _buffer_entry(facts),
+            config.buffer_ttl_ms,
+        ),
+    ]
+    for column, delta in facts.deltas().items():
+        ops.append(Increment(_column_key(column, chat, day, user), delta, ttl))
+    return sorted(ops, key=lambda op: op.key)
+
+
+def join_ops(message: Mapping[str, Any], config: CountingConfig, *, now_ms: int) -> list[Op]:
+    """Record who joined (``new_chat_members``): a new member until ``new_member_days`` after
+    the join (the record expires then)."""
+    chat_id = int((message.get("chat") or {})["id"])
+    members = message.get("new_chat_members") or []
+    ts = int(message["date"])
+    remaining = ts * 1000 + config.new_member_ms - now_ms
+    if remaining <= 0:
+        return []
+    return sorted(
+        (
+            Put(keys.joined_key(chat_id, int(member["id"])), ts, remaining)
+            for member in members
+            if isinstance(member, dict) and not member.get("is_bot") and "id" in member
+        ),
+        key=lambda op: op.key,
+    )
+
+
+def count_words(text: str) -> int:
+    return sum(1 for token in text.split() if any(ch.isalnum() for ch in token))
+
+
+def has_link(message: Mapping[str, Any]) -> bool:
+    for name in ("entities", "caption_entities"):
+        for entity in message.get(name) or []:
+            if isinstance(entity, dict) and entity.get("type") in LINK_ENTITIES:
+                return True
+    return bool(_LINK_RE.search(str(message.get("text") or message.get("caption") or "")))
+
+
+def _column_key(column: str, chat: int, day: date, user: int) -> str:
+    if column == "message_count":
+        return keys.counter_key(keys.MESSAGES, chat, day, user)
+    if column == "word_count":
+        return keys.counter_key(keys.WORDS, chat, day, user)
+    if column in keys.MEDIA_FIELDS:
+        return keys.counter_key(keys.MEDIA, chat, day, user, column)
+    if column == "profanity_count":
+        return keys.counter_key(keys.CATEGORY, chat, day, user, "profanity")
+    if column in keys.CATEGORY_FIELDS:
+        return keys.counter_key(keys.CATEGORY, chat, day, user, column)
+    return keys.counter_key(keys.HOURS, chat, day, user, column.removeprefix("hour_"))
+
+
+def _kind(message: Mapping[str, Any]) -> str:
+    if isinstance(message.get("voice"), dict):
+        return "voice"
+    if isinstance(message.get("video_note"), dict):
+        return "video_note"
+    return "text" if message.get("text") is not None else "other"
+
+
+def _duration(message: Mapping[str, Any], name: str) -> int:
+    media = message.get(name)
+    if not isinstance(media, dict):
+        return 0
+    duration = media.get("duration")
+    return duration if isinstance(duration, int) and duration > 0 else 0
+
+
+def _violations(
+    text: str,
+    message: Mapping[str, Any],
+    config: CountingConfig,
+    is_new_member: Callable[[], bool],
+) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    tokens = text.split()
+    for rule in config.banned:
+        if any(rule.matcher.matches(token) for token in tokens):
+            counts[rule.severity] = counts.get(rule.severity, 0) + 1
+    # The KV lookup only for messages with a link, and only when a link rule is on.
+    if config.link_severities and has_link(message) and is_new_member():
+        for severity in config.link_severities:
+            counts[severity] = counts.get(severity, 0) + 1
+    return counts
+
+
+def _buffer_entry(facts: MessageFacts) -> dict[str, Any]:
+    entry: dict[str, Any] = {"u": facts.user_id, "k": facts.kind, "w": facts.words}
+    seconds = facts.voice_seconds or facts.video_note_seconds
+    if seconds:
+        entry["d"] = seconds
+    if facts.profanity:
+        entry["p"] = facts.profanity
+    if facts.text:
+        entry["t"] = facts.text
+    return entry

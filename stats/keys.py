@@ -1,0 +1,163 @@
+"""The stats app's KV key layout, in one place.
+
+Counters are grouped by backfill phase, so that each phase walks one prefix:
+
+| key | holds | phase |
+|---|---|---|
+| ``stats:messages:{chat}:{day}:{user}`` | messages | base |
+| ``stats:words:{chat}:{day}:{user}`` | words | words |
+| ``stats:media:{chat}:{day}:{user}:{field}`` | voice/video-note count, seconds | media |
+| ``stats:cat:{chat}:{day}:{user}:{field}`` | profanity, violations_low/medium/high | categories |
+| ``stats:hour:{chat}:{day}:{user}:{HH}`` | messages in that UTC hour | activity_hours |
+| ``activity:{chat}:{day}`` | the chat's daily message total | finalize (parity gate) |
+| ``stats:poison:{chat}:{day}:{category}`` | ``{"at": ms}``: a live DB write failed | finalize |
+| ``stats:chat:{chat}`` | ``{"title", "type"}`` of the chat | base (hydration) |
+| ``stats:joined:{chat}:{user}`` | join time; expires after the new-member window | (rules) |
+| ``last_message:{chat}:{user}`` | ``{"at", "id", "name", "username"}`` | base (profiles) |
+| ``msg:{chat}:{ts}:{message_id}`` | the raw-message buffer entry, 7 days | (none) |
+
+``day`` is the UTC date ``YYYY-MM-DD``; chat ids are negative for groups. Keys never contain
+spaces (the state layer refuses them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+MESSAGES = "stats:messages:"
+WORDS = "stats:words:"
+MEDIA = "stats:media:"
+CATEGORY = "stats:cat:"
+HOURS = "stats:hour:"
+POISON = "stats:poison:"
+ACTIVITY = "activity:"
+COUNTER_FAMILIES = (MESSAGES, WORDS, MEDIA, CATEGORY, HOURS)
+
+MEDIA_FIELDS = ("voice_count", "voice_seconds", "video_note_count", "video_note_seconds")
+CATEGORY_FIELDS = ("profanity", "violations_low", "violations_medium", "violations_high")
+_DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_INT_RE = re.compile(r"^-?\d{1,20}$")
+
+
+@dataclass(frozen=True)
+class CounterKey:
+    """A parsed counter key: which DB column of which (chat, day, user) row it feeds."""
+
+    family: str
+    chat_id: int
+    day: date
+    user_id: int
+    column: str
+    category: str
+
+
+def counter_key(family: str, chat_id: int, day: date, user_id: int, field: str = "") -> str:
+    base = f"{family}{chat_id}:{day.isoformat()}:{user_id}"
+    return f"{base}:{field}" if field else base
+
+
+def activity_key(chat_id: int, day: date) -> str:
+    return f"{ACTIVITY}{chat_id}:{day.isoformat()}"
+
+
+def poison_key(chat_id: int, day: date, category: str) -> str:
+    return f"{POISON}{chat_id}:{day.isoformat()}:{category}"
+
+
+def chat_key(chat_id: int) -> str:
+    return f"stats:chat:{chat_id}"
+
+
+def joined_key(chat_id: int, user_id: int) -> str:
+    return f"stats:joined:{chat_id}:{user_id}"
+
+
+def last_message_key(chat_id: int, user_id: int) -> str:
+    return f"last_message:{chat_id}:{user_id}"
+
+
+def buffer_key(chat_id: int, ts: int, message_id: int) -> str:
+    return f"msg:{chat_id}:{ts}:{message_id}"
+
+
+def day_prefix(family: str, chat_id: int, day: date) -> str:
+    """The scan prefix of one family's keys for one chat and day."""
+    return f"{family}{chat_id}:{day.isoformat()}:"
+
+
+def parse_counter_key(key: str) -> CounterKey | None:
+    """The column a counter key feeds, or None for a key that is not a well-formed counter."""
+    for family in COUNTER_FAMILIES:
+        if key.startswith(family):
+            parts = key[len(family) :].split(":")
+            break
+    else:
+        return None
+    with_field = family in (MEDIA, CATEGORY, HOURS)
+    if len(parts) != (4 if with_field else 3):
+        return None
+    head = _chat_day_user(parts[0], parts[1], parts[2])
+    if head is None:
+        return None
+    column_category = _column(family, parts[3] if with_field else "")
+    if column_category is None:
+        return None
+    return CounterKey(family, *head, *column_category)
+
+
+def parse_activity_key(key: str) -> tuple[int, date] | None:
+    parts = key.removeprefix(ACTIVITY).split(":")
+    if not key.startswith(ACTIVITY) or len(parts) != 2:
+        return None
+    chat_day = _chat_day(parts[0], parts[1])
+    return chat_day
+
+
+def parse_chat_day(text: str) -> tuple[int, date] | None:
+    """``"{chat}:{day}"`` (the finalize walk's items and cursor)."""
+    parts = text.split(":")
+    return _chat_day(parts[0], parts[1]) if len(parts) == 2 else None
+
+
+def parse_poison_key(key: str) -> tuple[int, date, str] | None:
+    from stats.models import CATEGORIES
+
+    parts = key.removeprefix(POISON).split(":")
+    if not key.startswith(POISON) or len(parts) != 3 or parts[2] not in CATEGORIES:
+        return None
+    chat_day = _chat_day(parts[0], parts[1])
+    return None if chat_day is None else (*chat_day, parts[2])
+
+
+def _chat_day(chat: str, day: str) -> tuple[int, date] | None:
+    if not _INT_RE.match(chat) or not _DAY_RE.match(day):
+        return None
+    try:
+        return int(chat), date.fromisoformat(day)
+    except ValueError:
+        return None
+
+
+def _chat_day_user(chat: str, day: str, user: str) -> tuple[int, date, int] | None:
+    chat_day = _chat_day(chat, day)
+    if chat_day is None or not _INT_RE.match(user):
+        return None
+    return (*chat_day, int(user))
+
+
+def _column(family: str, field: str) -> tuple[str, str] | None:
+    if family == MESSAGES:
+        return "message_count", "messages"
+    if family == WORDS:
+        return "word_count", "words"
+    if family == MEDIA:
+        return (field, "media") if field in MEDIA_FIELDS else None
+    if family == CATEGORY:
+        if field == "profanity":
+            return "profanity_count", "profanity"
+        return (field, "violations") if field in CATEGORY_FIELDS else None
+    if len(field) == 2 and field.isdigit() and int(field) < 24:
+        return f"hour_{field}", "hours"
+    return None

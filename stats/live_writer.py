@@ -1,0 +1,213 @@
+"""The live writer: the increments of counted messages, added to ``stats_daily_user``.
+
+Batching: a batch is a list of ``RowDelta`` (the webhook writes one per counted message, right
+after the KV commit; a caller with several messages at hand passes them together). Rows are
+merged per (chat, day, user), sorted, and written with ONE additive upsert
+(``col = col + excluded.col``), followed, in the same transaction, by one upsert of the coverage
+rows (also sorted) that this process does not already know to be live. Every writer (this one
+and the backfill) takes rows in the same order, table by table, so concurrent batches cannot
+deadlock.
+
+A failed write loses nothing: the KV counters already hold the fact (they were committed
+first), and every (chat, day, category) of the batch is marked poisoned, in the KV store
+(``stats:poison:...``, reachable when the database is not) and, if the database answers, on its
+coverage row. The dashboard does not present poisoned numbers as final; finalize clears the
+mark once a backfill phase that started after the failure has rebuilt the category.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone
+
+from stats.models import CATEGORIES
+from stats.poison import poison_mark
+from telegram_bot.errors import StateError
+from telegram_bot.state import KVStore
+
+log = logging.getLogger(__name__)
+
+COLUMN_CATEGORY = {
+    "message_count": "messages",
+    "word_count": "words",
+    "voice_count": "media",
+    "voice_seconds": "media",
+    "video_note_count": "media",
+    "video_note_seconds": "media",
+    "profanity_count": "profanity",
+    "violations_low": "violations",
+    "violations_medium": "violations",
+    "violations_high": "violations",
+    **{f"hour_{hour:02d}": "hours" for hour in range(24)},
+}
+MEMO_SECONDS = 300.0
+MEMO_MAX = 50_000
+
+
+@dataclass(frozen=True)
+class RowDelta:
+    chat_id: int
+    day: date
+    user_id: int
+    deltas: dict[str, int]
+
+    @property
+    def categories(self) -> set[str]:
+        return {COLUMN_CATEGORY[column] for column in self.deltas}
+
+
+def live_write(*, store: KVStore, rows: Sequence[RowDelta]) -> bool:
+    """Add ``rows`` to the aggregates; if that fails, mark them poisoned and return False.
+
+    Never raises: it runs after the KV commit, and the caller must not fail the update then.
+    """
+    merged = merge_rows(rows)
+    if not merged:
+        return True
+    touched = sorted(
+        {(row.chat_id, row.day, category) for row in merged for category in row.categories}
+    )
+    try:
+        with transaction.atomic():
+            upsert_additive(merged)
+            _coverage_live(touched)
+    except DatabaseError as exc:
+        log.warning(
+            "live stats write failed, marking %d categories poisoned: %s", len(touched), exc
+        )
+        _memo_forget(touched)
+        poison(store=store, triples=touched)
+        return False
+    _memo_remember(touched)
+    return True
+
+
+def merge_rows(rows: Iterable[RowDelta]) -> list[RowDelta]:
+    """One row per (chat, day, user), deltas summed, sorted by that key."""
+    merged: dict[tuple[int, date, int], dict[str, int]] = {}
+    for row in rows:
+        target = merged.setdefault((row.chat_id, row.day, row.user_id), {})
+        for column, delta in row.deltas.items():
+            if column not in COLUMN_CATEGORY:
+                raise ValueError(f"unknown stats column {column!r}")
+            target[column] = target.get(column, 0) + delta
+    return [RowDelta(*key, deltas) for key, deltas in sorted(merged.items()) if deltas]
+
+
+def upsert_additive(rows: Sequence[RowDelta]) -> None:
+    """``INSERT ... ON CONFLICT (chat_id, day, user_id) DO UPDATE SET c = c + excluded.c``."""
+    columns = sorted({column for row in rows for column in row.deltas})
+    now = timezone.now()
+    placeholders = ", ".join(["(" + ", ".join(["%s"] * (len(columns) + 4)) + ")"] * len(rows))
+    params: list[Any] = []
+    for row in rows:
+        params.extend([row.chat_id, row.day, row.user_id])
+        params.extend(row.deltas.get(column, 0) for column in columns)
+        params.append(now)
+    updates = ", ".join(f"{c} = stats_daily_user.{c} + excluded.{c}" for c in columns)
+    sql = (
+        f"INSERT INTO stats_daily_user (chat_id, day, user_id, {', '.join(columns)}, updated_at) "  # noqa: S608 - column names from COLUMN_CATEGORY
+        f"VALUES {placeholders} ON CONFLICT (chat_id, day, user_id) DO UPDATE SET {updates}, "
+        "updated_at = excluded.updated_at"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def poison(*, store: KVStore, triples: Sequence[tuple[int, date, str]]) -> None:
+    """Mark (chat, day, category) poisoned: in the KV store first, then the coverage row."""
+    at = int(time.time() * 1000)
+    for chat_id, day, category in triples:
+        try:
+            poison_mark(store, chat_id, day, category, at)
+        except StateError as exc:
+            log.error("cannot record poisoned stats %s %s %s: %s", chat_id, day, category, exc)
+    try:
+        with transaction.atomic():
+            _coverage_poisoned(triples, at)
+    except DatabaseError as exc:
+        log.warning("coverage not marked poisoned (the KV mark stays): %s", exc)
+
+
+def coverage_memo_clear() -> None:
+    with _memo_lock:
+        _memo.clear()
+
+
+# --- coverage ------------------------------------------------------------------------------
+_COVERAGE_LIVE = (
+    "INSERT INTO stats_daily_coverage "
+    "(chat_id, day, category, status, source, reason, updated_at) VALUES {values} "
+    "ON CONFLICT (chat_id, day, category) DO UPDATE SET "
+    "status = CASE WHEN stats_daily_coverage.status IN ('none', 'pending') THEN 'live' "
+    "ELSE stats_daily_coverage.status END, source = 'live', updated_at = excluded.updated_at "
+    "WHERE excluded.status = 'live' AND (stats_daily_coverage.status IN ('none', 'pending') "
+    "OR stats_daily_coverage.source <> 'live')"
+)
+_COVERAGE_POISONED = (
+    "INSERT INTO stats_daily_coverage "
+    "(chat_id, day, category, status, source, reason, poisoned_at, updated_at) VALUES {values} "
+    "ON CONFLICT (chat_id, day, category) DO UPDATE SET "
+    "poisoned_at = excluded.poisoned_at, updated_at = excluded.updated_at"
+)
+
+
+def _coverage_live(touched: Sequence[tuple[int, date, str]]) -> None:
+    """Mark touched categories live (monotonic), and the day's other categories ``none``."""
+    if all(_memo_known(triple) for triple in touched):
+        return
+    touched_set = set(touched)
+    days = sorted({(chat_id, day) for chat_id, day, _ in touched})
+    now = timezone.now()
+    params: list[Any] = []
+    for chat_id, day in days:
+        for category in sorted(CATEGORIES):
+            status = "live" if (chat_id, day, category) in touched_set else "none"
+            params.extend([chat_id, day, category, status, "live", "", now])
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * (len(params) // 7))
+    with connection.cursor() as cursor:
+        cursor.execute(_COVERAGE_LIVE.format(values=values), params)
+
+
+def _coverage_poisoned(triples: Sequence[tuple[int, date, str]], at: int) -> None:
+    now = timezone.now()
+    params: list[Any] = []
+    for chat_id, day, category in sorted(triples):
+        params.extend([chat_id, day, category, "none", "live", "", at, now])
+    values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s)"] * len(triples))
+    with connection.cursor() as cursor:
+        cursor.execute(_COVERAGE_POISONED.format(values=values), params)
+
+
+# A process-local memo of (chat, day, category) known to be live already, so that a busy day
+# costs one statement per message, not two. Entries age out; losing one costs one statement.
+_memo: dict[tuple[int, date, str], float] = {}
+_memo_lock = threading.Lock()
+
+
+def _memo_known(triple: tuple[int, date, str]) -> bool:
+    seen = _memo.get(triple)
+    return seen is not None and time.monotonic() - seen < MEMO_SECONDS
+
+
+def _memo_remember(triples: Iterable[tuple[int, date, str]]) -> None:
+    now = time.monotonic()
+    with _memo_lock:
+        if len(_memo) > MEMO_MAX:
+            _memo.clear()
+        for triple in triples:
+            _memo[triple] = now
+
+
+def _memo_forget(triples: Iterable[tuple[int, date, str]]) -> None:
+    with _memo_lock:
+        for triple in triples:
+            _memo.pop(triple, None)

@@ -1,0 +1,60 @@
+"""Writes of the stats app on the update path (the backfill lives in ``stats.backfill``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from stats import keys
+from stats.config import counting_config
+from stats.counting import MessageFacts, counting_ops, join_ops, message_facts
+from stats.live_writer import RowDelta, live_write
+from telegram_bot.state import KVStore
+from telegram_bot.state.base import Op
+
+
+@dataclass(frozen=True)
+class CountedMessage:
+    facts: MessageFacts
+    ops: list[Op]
+
+
+def message_to_count(message: Mapping[str, Any], *, store: KVStore) -> CountedMessage | None:
+    """The facts and KV ops of a message that counts, or None for one that does not.
+
+    Reads the KV store only for a message with a link while a "links from new members" rule is
+    on (is the sender a new member?); everything else is written by the caller's one commit.
+    """
+    config = counting_config()
+    chat_id = (message.get("chat") or {}).get("id")
+    user_id = (message.get("from") or {}).get("id")
+
+    def is_new_member() -> bool:
+        if not isinstance(chat_id, int) or not isinstance(user_id, int):
+            return False
+        return store.get(keys.joined_key(chat_id, user_id)) is not None
+
+    facts = message_facts(message, config, is_new_member=is_new_member)
+    if facts is None:
+        return None
+    return CountedMessage(facts, counting_ops(facts, config))
+
+
+def joins_to_record(message: Mapping[str, Any]) -> list[Op]:
+    return join_ops(message, counting_config(), now_ms=int(time.time() * 1000))
+
+
+def stats_live_write(*, store: KVStore, facts: MessageFacts) -> bool:
+    """Add a counted message to ``stats_daily_user`` (call after its KV commit applied)."""
+    row = RowDelta(facts.chat_id, facts.day, facts.user_id, facts.deltas())
+    return live_write(store=store, rows=[row])
+
+
+def stats_command_cooldown_take(*, store: KVStore, chat_id: int) -> bool:
+    """True at most once per ``STATS_COMMAND_COOLDOWN_SECONDS`` (default 30) and chat."""
+    seconds = int(getattr(settings, "STATS_COMMAND_COOLDOWN_SECONDS", 30))
+    return store.set_if_absent(f"lock:stats_cmd:{chat_id}", 1, ttl_ms=max(1, seconds) * 1000)

@@ -1,0 +1,38 @@
+"""The text of ``/stats`` in a group: today's and this week's most active members."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from django.conf import settings
+
+from stats.selectors import MemberTotals, Report, member_names, stats_report, utc_today
+from telegram_bot.state import KVStore
+
+
+def group_summary_text(*, chat_id: int, store: KVStore, today: date | None = None) -> str:
+    """Top members today and since Monday (UTC weeks), from the same sources as the dashboard."""
+    today = today or utc_today()
+    week_start = today - timedelta(days=today.weekday())
+    week = stats_report(chat_id=chat_id, start=week_start, end=today, store=store, today=today)
+    top = int(getattr(settings, "STATS_COMMAND_TOP", 5))
+    today_only = Report(chat_id, today, today, today, week.days[-1:])
+    lines = [f"Most active today ({today.isoformat()} UTC):"]
+    lines += _ranking(chat_id, today_only.members(top), store)
+    lines += ["", f"This week (since Monday {week_start.isoformat()}):"]
+    lines += _ranking(chat_id, week.members(top), store)
+    return "\n".join(lines)
+
+
+def _ranking(chat_id: int, members: list[MemberTotals], store: KVStore) -> list[str]:
+    if not members:
+        return ["no messages yet"]
+    return [
+        f"{place}. {member.name} - {_plural(member.messages, 'message')}, "
+        f"{_plural(member.words, 'word')}"
+        for place, member in enumerate(member_names(chat_id, members, store), start=1)
+    ]
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

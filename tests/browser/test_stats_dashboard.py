@@ -1,0 +1,119 @@
+"""The statistics dashboard in a real Chromium: a conversation goes through the webhook, the
+backfill closes the past days, and the page shows the numbers the test counted itself."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections import Counter
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from stats.backfill import backfill_run
+from stats.config import counting_config_clear
+from stats.live_writer import coverage_memo_clear
+from tests.conftest import OWNER_ID, WEBHOOK_SECRET
+from tests.fakes.telegram import FakeTelegramServer
+from tests.stats.conversation import Conversation, configure_rules
+
+CHAT = -100424242
+
+
+@pytest.fixture
+def wired(
+    fake_telegram: FakeTelegramServer, settings: Any, memory_store: Any
+) -> FakeTelegramServer:
+    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
+    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
+    settings.OWNER_TELEGRAM_ID = OWNER_ID
+    settings.ALLOWED_CHAT_IDS = []
+    counting_config_clear()
+    coverage_memo_clear()
+    return fake_telegram
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_dashboard_shows_the_counted_numbers(
+    admin_page: Any, live_server: Any, wired: FakeTelegramServer
+) -> None:
+    import httpx
+
+    today = datetime.now(UTC).date()
+    days = [today - timedelta(days=2), today - timedelta(days=1), today]
+    configure_rules()
+    conversation = Conversation(
+        seed=42, days=days, now=int(time.time()), chats=(CHAT,), users=(21, 22, 23, 24),
+        messages=70,
+    )  # fmt: skip
+    with httpx.Client(base_url=live_server.url) as http:
+        for update in conversation.updates:
+            response = http.post(
+                "/telegram/webhook",
+                json=update,
+                headers={"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET},
+            )
+            assert response.status_code == 200
+    assert backfill_run(owner="test", force=True).outcome == "done"
+    truth = conversation.truth
+
+    page = admin_page
+    page.goto(f"{live_server.url}/admin/")
+    page.click("text=Statistics")
+    page.select_option("#stats-chat", str(CHAT))
+    page.fill("#stats-start", days[0].isoformat())
+    page.fill("#stats-end", days[-1].isoformat())
+    page.click("#stats-form button[type=submit]")
+    page.wait_for_selector("#stats-dashboard[data-loaded=true]")
+
+    assert "read from the database" in page.inner_text("#source-note")
+    for day in days:
+        row = page.locator(f'#days tr[data-day="{day.isoformat()}"]')
+        expected = sum(c["messages"] for c in truth.day_of(CHAT, day).values())
+        assert row.locator("td.messages").inner_text() == str(expected)
+        source = "live counters" if day == today else "database (verified complete)"
+        assert row.locator("td.source").inner_text() == source
+    chart = page.evaluate("window.statsDashboard.chart.data.datasets[0].data")
+    assert chart == [sum(c["messages"] for c in truth.day_of(CHAT, d).values()) for d in days]
+
+    members = _members(truth, days)
+    rows = page.locator("#top-members tbody tr")
+    assert rows.count() == len(members)
+    for user_id, counts in members.items():
+        row = page.locator(f'#top-members tr[data-user-id="{user_id}"]')
+        assert _cells(row) == {
+            "messages": str(counts["messages"]),
+            "words": str(counts["words"]),
+            "voice-minutes": f"{counts['voice_seconds'] / 60:.1f}",
+            "video-notes": str(counts["video_notes"]),
+            "profanity": str(counts["profanity"]),
+        }
+    for day in days:
+        cells = page.locator(f'#hour-heatmap tr[data-day="{day.isoformat()}"] td[data-hour]')
+        shown = [int(count) for count in cells.evaluate_all("cs => cs.map(c => c.dataset.count)")]
+        day_truth = truth.day_of(CHAT, day).values()
+        assert shown == [sum(c[f"hour_{h:02d}"] for c in day_truth) for h in range(24)]
+    coverage = page.locator(f'#coverage tr[data-day="{days[0].isoformat()}"] td.status')
+    assert coverage.inner_text() == "complete"
+
+    href = page.get_attribute("#csv-export", "href")
+    exported = page.request.get(f"{live_server.url}{href}")
+    table = list(csv.DictReader(io.StringIO(exported.text())))
+    assert {int(r["user_id"]): (int(r["messages"]), int(r["words"])) for r in table} == {
+        user_id: (counts["messages"], counts["words"]) for user_id, counts in members.items()
+    }
+
+
+def _members(truth: Any, days: list[date]) -> dict[int, Counter[str]]:
+    members: dict[int, Counter[str]] = {}
+    for day in days:
+        for user_id, counts in truth.day_of(CHAT, day).items():
+            members.setdefault(user_id, Counter()).update(counts)
+    return members
+
+
+def _cells(row: Any) -> dict[str, str]:
+    names = ("messages", "words", "voice-minutes", "video-notes", "profanity")
+    return {name: row.locator(f"td.{name}").inner_text() for name in names}
