@@ -17,6 +17,9 @@ from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op
 
 DONE: dict[str, Any] = {"s": "done"}
+# A dead-lettered update: final for re-deliveries (answered as duplicates), but unlike DONE it
+# does not stop commit_once, so a replay whose handler had not committed yet can commit.
+DEAD: dict[str, Any] = {"s": "dead"}
 
 
 def marker_key(update_id: int) -> str:
@@ -35,8 +38,20 @@ def is_done(value: Any) -> bool:
     return isinstance(value, dict) and value.get("s") == "done"
 
 
+def is_final(value: Any) -> bool:
+    """Done or dead-lettered: a re-delivery of this update is not processed again."""
+    return isinstance(value, dict) and value.get("s") in ("done", "dead")
+
+
 def mark_done(store: KVStore, update_id: int) -> None:
     store.set(marker_key(update_id), DONE, done_ttl_ms())
+
+
+def mark_dead(store: KVStore, update_id: int, claim: dict[str, Any] | None) -> None:
+    """Mark a dead-lettered update, unless its handler already committed (the marker is then
+    DONE and stays DONE, so a replay cannot apply those effects a second time)."""
+    if claim is not None:
+        store.compare_and_set(marker_key(update_id), claim, DEAD, done_ttl_ms())
 
 
 def commit_once(store: KVStore, update_id: int, ops: Sequence[Op]) -> bool:

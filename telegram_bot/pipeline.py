@@ -86,7 +86,11 @@ def process_update(data: dict[str, Any], *, replay: bool = False) -> Outcome:
         except UNAVAILABLE_ERRORS:
             _release(store, update.update_id, claim)
             return Outcome.UNAVAILABLE
-        outcome = Outcome.DEAD_LETTER
+        try:
+            idempotency.mark_dead(store, update.update_id, claim)
+        except UNAVAILABLE_ERRORS:
+            return Outcome.UNAVAILABLE  # the letter is kept; the claim expires on its own
+        return Outcome.DEAD_LETTER
     try:
         idempotency.mark_done(store, update.update_id)
     except UNAVAILABLE_ERRORS:
@@ -169,25 +173,32 @@ def _refuse(
         log.info("refusal notice to %s not delivered: %s", sender.user_id, exc)
 
 
-def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | Outcome:
+def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | Outcome | None:
+    """Our claim on the update; None for a replay of an update whose handler had committed
+    (its DONE marker stays, so commit_once will not apply its effects again); or the Outcome
+    that ends processing here."""
     key = idempotency.marker_key(update_id)
     claim = idempotency.new_claim()
     ttl = settings.UPDATE_CLAIM_TTL_SECONDS * 1000
     if replay:
+        if idempotency.is_done(store.get(key)):
+            return None
         store.set(key, claim, ttl)
         return claim
     if store.set_if_absent(key, claim, ttl):
         return claim
     current = store.get(key)
-    if idempotency.is_done(current):
+    if idempotency.is_final(current):
         return Outcome.DUPLICATE
     if current is None and store.set_if_absent(key, claim, ttl):  # expired meanwhile
         return claim
     return Outcome.IN_PROGRESS
 
 
-def _release(store: KVStore, update_id: int, claim: dict[str, Any]) -> None:
+def _release(store: KVStore, update_id: int, claim: dict[str, Any] | None) -> None:
     """Give the claim up (if still ours) so the re-delivery is not answered IN_PROGRESS."""
+    if claim is None:
+        return
     try:
         store.compare_and_set(idempotency.marker_key(update_id), claim, {"s": "released"}, 1)
     except (StateError, *UNAVAILABLE_ERRORS):
