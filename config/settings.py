@@ -87,6 +87,20 @@ CONTENT_PUBLISH_MAX_RETRIES = env.optional_number(
 SUPPORT_OPEN_TTL_SECONDS = env.number("SUPPORT_OPEN_TTL_SECONDS", 600, minimum=30)
 SUPPORT_REPLY_TTL_SECONDS = env.number("SUPPORT_REPLY_TTL_SECONDS", 900, minimum=30)
 SUPPORT_REOPEN_DAYS = env.number("SUPPORT_REOPEN_DAYS", 7, minimum=0, maximum=365)
+# Statistics: the raw-message buffer and counter lifetimes (the backfill must run within the
+# counters' lifetime), backfill lease and slice bounds, /stats.
+STATS_BUFFER_TTL_DAYS = env.number("STATS_BUFFER_TTL_DAYS", 7, minimum=1, maximum=60)
+STATS_COUNTER_TTL_DAYS = env.number("STATS_COUNTER_TTL_DAYS", 60, minimum=2, maximum=3650)
+STATS_BACKFILL_LEASE_SECONDS = env.number("STATS_BACKFILL_LEASE_SECONDS", 600, minimum=30)
+STATS_BACKFILL_MAX_KEYS = env.number("STATS_BACKFILL_MAX_KEYS", 50, minimum=1, maximum=10_000)
+STATS_BACKFILL_MAX_KV_READS = env.number(
+    "STATS_BACKFILL_MAX_KV_READS", 300, minimum=1, maximum=100_000
+)
+STATS_BACKFILL_MAX_STATEMENTS = env.number(
+    "STATS_BACKFILL_MAX_STATEMENTS", 90, minimum=5, maximum=100_000
+)
+STATS_COMMAND_TOP = env.number("STATS_COMMAND_TOP", 5, minimum=1, maximum=50)
+STATS_COMMAND_COOLDOWN_SECONDS = env.number("STATS_COMMAND_COOLDOWN_SECONDS", 30, minimum=0)
 for _admin_id in ADMIN_TELEGRAM_IDS:
     if _admin_id <= 0:
         raise ConfigError("ADMIN_TELEGRAM_IDS", f"user ids are positive, got {_admin_id}")
