@@ -22,7 +22,7 @@ from tests.builders import user as make_user
 
 SAMPLES = Path(
     os.environ.get("BOTAPI_UPDATES_DIR")
-    or Path(__file__).resolve().parents[3] / "shared" / "botapi" / "updates"
+    or Path(__file__).resolve().parents[1] / "fakes" / "botapi" / "updates"
 )
 EPOCH = date(1970, 1, 1)
 
