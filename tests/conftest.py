@@ -119,6 +119,16 @@ OWNER_ID = 1000
 WEBHOOK_SECRET = "test-webhook-secret"
 
 
+def wire_bot(settings: Any, fake: FakeTelegramServer) -> FakeTelegramServer:
+    """Point the product at the fake Bot API with the test owner and webhook secret."""
+    settings.TELEGRAM_API_BASE_URL = fake.base_url
+    settings.OWNER_TELEGRAM_ID = OWNER_ID
+    settings.ADMIN_TELEGRAM_IDS = []
+    settings.ALLOWED_CHAT_IDS = []
+    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
+    return fake
+
+
 @pytest.fixture
 def bot(
     fake_telegram: FakeTelegramServer, settings: Any, db: None, memory_store: KVStore
@@ -127,12 +137,16 @@ def bot(
 
     ``bot`` is the fake server: inspect ``bot.calls_to("sendMessage")``, inject faults.
     """
-    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
-    settings.OWNER_TELEGRAM_ID = OWNER_ID
-    settings.ADMIN_TELEGRAM_IDS = []
-    settings.ALLOWED_CHAT_IDS = []
-    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
-    return fake_telegram
+    return wire_bot(settings, fake_telegram)
+
+
+@pytest.fixture
+def live_bot(
+    fake_telegram: FakeTelegramServer, settings: Any, memory_store: KVStore
+) -> FakeTelegramServer:
+    """As ``bot``, for tests against pytest-django's ``live_server`` (which mark themselves
+    ``django_db(transaction=True)``)."""
+    return wire_bot(settings, fake_telegram)
 
 
 @pytest.fixture

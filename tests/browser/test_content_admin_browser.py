@@ -11,20 +11,14 @@ import pytest
 from django.utils import timezone
 
 from content.models import Post, PostStatus
-from tests.conftest import OWNER_ID, WEBHOOK_SECRET
 from tests.content.conftest import CHANNEL, png_bytes
 from tests.fakes.telegram import FakeTelegramServer
 
 
 @pytest.fixture
-def wired(
-    fake_telegram: FakeTelegramServer, settings: Any, memory_store: Any, tmp_path: Path
-) -> FakeTelegramServer:
-    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
-    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
-    settings.OWNER_TELEGRAM_ID = OWNER_ID
+def wired(live_bot: FakeTelegramServer, settings: Any, tmp_path: Path) -> FakeTelegramServer:
     settings.MEDIA_ROOT = str(tmp_path / "media")
-    return fake_telegram
+    return live_bot
 
 
 @pytest.mark.django_db(transaction=True)

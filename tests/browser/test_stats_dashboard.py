@@ -15,7 +15,7 @@ import pytest
 from stats.backfill import backfill_run
 from stats.config import counting_config_clear
 from stats.live_writer import coverage_memo_clear
-from tests.conftest import OWNER_ID, WEBHOOK_SECRET
+from tests.conftest import WEBHOOK_SECRET
 from tests.fakes.telegram import FakeTelegramServer
 from tests.stats.conversation import Conversation, configure_rules
 
@@ -23,16 +23,10 @@ CHAT = -100424242
 
 
 @pytest.fixture
-def wired(
-    fake_telegram: FakeTelegramServer, settings: Any, memory_store: Any
-) -> FakeTelegramServer:
-    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
-    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
-    settings.OWNER_TELEGRAM_ID = OWNER_ID
-    settings.ALLOWED_CHAT_IDS = []
+def wired(live_bot: FakeTelegramServer) -> FakeTelegramServer:
     counting_config_clear()
     coverage_memo_clear()
-    return fake_telegram
+    return live_bot
 
 
 @pytest.mark.django_db(transaction=True)

@@ -8,21 +8,15 @@ from typing import Any
 import pytest
 
 from tests.builders import make_message_update
-from tests.conftest import OWNER_ID, WEBHOOK_SECRET
+from tests.conftest import WEBHOOK_SECRET
 from tests.fakes.telegram import FakeTelegramServer
 
 USER = 4242
 
 
 @pytest.fixture
-def wired(
-    fake_telegram: FakeTelegramServer, settings: Any, memory_store: Any
-) -> FakeTelegramServer:
-    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
-    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
-    settings.OWNER_TELEGRAM_ID = OWNER_ID
-    settings.ADMIN_TELEGRAM_IDS = []
-    return fake_telegram
+def wired(live_bot: FakeTelegramServer) -> FakeTelegramServer:
+    return live_bot
 
 
 def texts_to(fake: FakeTelegramServer, chat_id: int) -> list[str]:
