@@ -113,8 +113,9 @@ class PostAdmin(admin.ModelAdmin):
                 fields += ["text", "buttons"]
         return fields
 
-    def get_actions(self, request: HttpRequest) -> Any:
-        actions = super().get_actions(request)
+    def get_actions(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        # Django 6.1 passes action_location; 5.2 does not.
+        actions = super().get_actions(request, *args, **kwargs)
         actions.pop("delete_selected", None)
         return actions
 
