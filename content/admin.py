@@ -113,9 +113,12 @@ class PostAdmin(admin.ModelAdmin):
                 fields += ["text", "buttons"]
         return fields
 
-    def get_actions(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
-        # Django 6.1 passes action_location; 5.2 does not.
-        actions = super().get_actions(request, *args, **kwargs)
+    def get_actions(self, request: HttpRequest, action_location: Any = None) -> Any:
+        # Django 6.1 passes action_location; 5.2 has no such parameter.
+        if action_location is None:
+            actions = super().get_actions(request)
+        else:
+            actions = super().get_actions(request, action_location)  # type: ignore[call-arg]
         actions.pop("delete_selected", None)
         return actions
 
