@@ -87,6 +87,8 @@ def claim_due(owner: str, *, limit: int = 10, lease_seconds: int | None = None) 
 def run_job(job: Job, owner: str, *, policy: RetryPolicy | None = None) -> str:
     """Run one claimed job and record the result (fenced on ``owner``); return the status."""
     policy = policy or RetryPolicy.from_settings()
+    if not _fenced(job, owner).filter(lease_expires_at__gt=timezone.now()).exists():
+        return _lost(job, owner)  # the lease ran out before the job started: leave it
     handler = job_handlers().get(job.kind)
     if handler is None:
         return _finish(job, owner, JobStatus.FAILED, f"no handler for job kind {job.kind!r}")
@@ -122,11 +124,19 @@ def run_job(job: Job, owner: str, *, policy: RetryPolicy | None = None) -> str:
 
 
 def run_due(owner: str, *, limit: int = 10, lease_seconds: int | None = None) -> int:
-    """Claim and run what is due now; return how many jobs ran."""
-    jobs = claim_due(owner, limit=limit, lease_seconds=lease_seconds)
-    for job in jobs:
-        run_job(job, owner)
-    return len(jobs)
+    """Claim and run up to ``limit`` due jobs, one at a time; return how many ran.
+
+    Each job is claimed just before it runs, so it starts with its whole lease: claiming a
+    batch up front would let the later jobs' leases run out while the first ones run.
+    """
+    ran = 0
+    while ran < limit:
+        claimed = claim_due(owner, limit=1, lease_seconds=lease_seconds)
+        if not claimed:
+            break
+        run_job(claimed[0], owner)
+        ran += 1
+    return ran
 
 
 def run_for(

@@ -231,3 +231,32 @@ def test_the_jobs_admin_lists_and_retries(bot: FakeTelegramServer, admin_client:
     )
     job.refresh_from_db()
     assert job.status == JobStatus.QUEUED
+
+
+@pytest.mark.django_db
+def test_each_job_starts_with_its_whole_lease() -> None:
+    import time
+
+    job_enqueue("test.record", {"name": "slow"})
+    second = job_enqueue("test.record", {"name": "next"})
+    left_at_start: dict[int, float] = {}
+
+    def timed(payload: dict[str, Any], run: JobRun) -> None:
+        expires = Job.objects.get(pk=run.job_id).lease_expires_at
+        left_at_start[run.job_id] = (expires - timezone.now()).total_seconds()
+        if payload["name"] == "slow":
+            time.sleep(0.6)
+
+    registry.job_handlers()["test.record"] = timed
+    assert run_due("w1", lease_seconds=1) == 2
+    # Claimed together, the second job would have started with 0.4 s of its lease left.
+    assert left_at_start[second.pk] > 0.8
+
+
+@pytest.mark.django_db
+def test_a_claimed_job_whose_lease_ran_out_is_not_started() -> None:
+    job_enqueue("test.record", {"name": "late"})
+    [job] = claim_due("w1", lease_seconds=60)
+    Job.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    assert run_job(job, "w1") == "lost"
+    assert calls == []
