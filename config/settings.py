@@ -285,7 +285,13 @@ if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"redact_tokens": {"()": "telegram_bot.redaction.TokenRedactingFilter"}},
+    "filters": {
+        "redact_tokens": {
+            "()": "telegram_bot.redaction.TokenRedactingFilter",
+            # Besides anything shaped like a token: the configured secrets themselves.
+            "secrets": [TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET],
+        }
+    },
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "handlers": {
         "console": {

@@ -4,6 +4,7 @@ Django). Keyed on token and base URL, so a test that overrides the settings gets
 from __future__ import annotations
 
 import threading
+import time
 
 from django.conf import settings
 
@@ -36,16 +37,25 @@ def bot_id() -> int | None:
 
 
 _username: dict[str, str] = {}
+_username_unknown_until: dict[str, float] = {}
+USERNAME_RETRY_SECONDS = 60.0
 
 
 def bot_username() -> str | None:
-    """The bot's @username (from getMe, asked once per process); None if Telegram won't say."""
+    """The bot's @username (from getMe, asked once per process); None if Telegram won't say.
+
+    After a failed getMe the answer is None for a minute: while Telegram is down, group
+    commands with a mention must not each wait for another getMe.
+    """
     token = settings.TELEGRAM_BOT_TOKEN
     if token in _username:
         return _username[token]
+    if time.monotonic() < _username_unknown_until.get(token, 0.0):
+        return None
     try:
         username = str(get_client().get_me().get("username") or "")
     except TelegramApiError:
+        _username_unknown_until[token] = time.monotonic() + USERNAME_RETRY_SECONDS
         return None
     _username[token] = username
     return username

@@ -22,6 +22,8 @@ class Context:
     router: Router
     store: KVStore
     client: TelegramClient
+    # Set once commit_once has written (or found) this update's done-marker.
+    done_marked: bool = False
 
     @property
     def command(self) -> Command | None:
@@ -41,7 +43,9 @@ class Context:
         Use it for effects that live in the KV store (counters): a re-delivered update then
         counts nothing twice.
         """
-        return idempotency.commit_once(self.store, self.update.update_id, ops)
+        applied = idempotency.commit_once(self.store, self.update.update_id, ops)
+        self.done_marked = True
+        return applied
 
     def reply(self, text: str, **params: Any) -> dict[str, Any]:
         """Send ``text`` to the chat the update came from."""

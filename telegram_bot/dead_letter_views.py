@@ -3,24 +3,48 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import wraps
+from typing import Any
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from telegram_bot.errors import StateError
 from telegram_bot.pipeline import Outcome, dead_letters, process_update
 from telegram_bot.redaction import redact
+from telegram_bot.state import InvalidValueError
 
 PAGE_SIZE = 50
+PERMISSION = "telegram_bot.manage_dead_letters"
 
 
+def _allowed(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Staff is checked by the admin site; this asks for the dead-letter permission too."""
+
+    @wraps(view)
+    def check(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.has_perm(PERMISSION):
+            raise PermissionDenied
+        return view(request, *args, **kwargs)
+
+    return check
+
+
+@_allowed
 @require_http_methods(["GET"])
 def dead_letter_list(request: HttpRequest) -> HttpResponse:
     cursor = request.GET.get("cursor") or None
-    letters, next_cursor = dead_letters().page(cursor, PAGE_SIZE)
+    try:
+        letters, next_cursor = dead_letters().page(cursor, PAGE_SIZE)
+    except (StateError, InvalidValueError):
+        messages.error(request, "That page link is not valid any more; showing the first page.")
+        letters, next_cursor = dead_letters().page(None, PAGE_SIZE)
     rows = [
         {
             "update_id": letter.update_id,
@@ -42,6 +66,7 @@ def dead_letter_list(request: HttpRequest) -> HttpResponse:
     return render(request, "admin/dead_letters.html", context)
 
 
+@_allowed
 @require_POST
 def dead_letter_replay(request: HttpRequest, update_id: int) -> HttpResponse:
     letter = dead_letters().get(update_id)
@@ -49,18 +74,23 @@ def dead_letter_replay(request: HttpRequest, update_id: int) -> HttpResponse:
         messages.error(request, f"Dead letter {update_id} is gone (replayed, dropped or expired).")
         return _back()
     outcome = process_update(letter.update, replay=True)
-    if outcome == Outcome.DEAD_LETTER:
+    if outcome == Outcome.PROCESSED:
+        dead_letters().drop(update_id)
+        messages.success(request, f"Update {update_id} replayed: {outcome.value}.")
+    elif outcome == Outcome.DEAD_LETTER:
         again = dead_letters().get(update_id)
         error = again.error_class if again else "an error"
         messages.error(request, f"Update {update_id} failed again with {error}; it stays here.")
-    elif outcome.final:
-        dead_letters().drop(update_id)
-        messages.success(request, f"Update {update_id} replayed: {outcome.value}.")
     else:
-        messages.error(request, f"Update {update_id} not replayed: {outcome.value}. Try later.")
+        # Ignored (chat no longer allowed, no route), refused, in progress, unavailable: the
+        # update was not handled, so the letter stays for the operator to decide.
+        messages.error(
+            request, f"Update {update_id} was not handled ({outcome.value}); it stays here."
+        )
     return _back()
 
 
+@_allowed
 @require_POST
 def dead_letter_drop(request: HttpRequest, update_id: int) -> HttpResponse:
     dead_letters().drop(update_id)

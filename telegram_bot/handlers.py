@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from telegram_bot import admins
@@ -10,6 +11,8 @@ from telegram_bot.context import Context
 from telegram_bot.errors import BotError
 from telegram_bot.router import ANY_COMMAND, PanelEntry, Route
 
+# ASCII digits only: str.isdigit() also accepts characters such as "²" that int() refuses.
+_USER_ID = re.compile(r"[0-9]{1,18}")
 START_TEXT = (
     "Hello! I run this community: support, join requests, channel posts and statistics.\n"
     "Send /help to see what you can do here."
@@ -76,7 +79,7 @@ def admins_view(ctx: Context) -> tuple[str, dict[str, Any]]:
 
 def panel_admin_remove(ctx: Context) -> None:
     raw_id = ctx.update.callback_data.removeprefix("panel:adm_rm:")
-    if not raw_id.isdigit():
+    if not _USER_ID.fullmatch(raw_id):
         ctx.answer_callback("This button is not valid.", alert=True)
         return
     try:
@@ -91,7 +94,7 @@ def panel_admin_remove(ctx: Context) -> None:
 
 def add_admin(ctx: Context) -> None:
     args = ctx.command.args if ctx.command else ""
-    if not args.isdigit() or int(args) <= 0:
+    if not _USER_ID.fullmatch(args) or int(args) <= 0:
         ctx.reply("Usage: /addadmin <user id>, a positive number.")
         return
     admins.admin_add(telegram_id=int(args), added_by=ctx.sender.user_id)
@@ -100,7 +103,7 @@ def add_admin(ctx: Context) -> None:
 
 def remove_admin(ctx: Context) -> None:
     args = ctx.command.args if ctx.command else ""
-    if not args.isdigit():
+    if not _USER_ID.fullmatch(args):
         ctx.reply("Usage: /removeadmin <user id>")
         return
     try:

@@ -38,6 +38,11 @@ def is_done(value: Any) -> bool:
     return isinstance(value, dict) and value.get("s") == "done"
 
 
+def is_claimed(value: Any) -> bool:
+    """A worker holds the update (claims expire, so a dead worker's claim goes away)."""
+    return isinstance(value, dict) and value.get("s") == "claim"
+
+
 def is_final(value: Any) -> bool:
     """Done or dead-lettered: a re-delivery of this update is not processed again."""
     return isinstance(value, dict) and value.get("s") in ("done", "dead")

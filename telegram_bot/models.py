@@ -53,6 +53,8 @@ class DeliveryFailure(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # Dead letters live in the KV store, not in a table; their permission lives here.
+        permissions = [("manage_dead_letters", "Can see, replay and drop dead letters")]
 
     def __str__(self) -> str:
         return f"{self.purpose} -> {self.chat_id}: {self.error_class}"

@@ -67,7 +67,7 @@ def process_update(data: dict[str, Any], *, replay: bool = False) -> Outcome:
     if isinstance(claim, Outcome):
         return claim
     try:
-        outcome = _handle(store, update)
+        outcome, marked = _handle(store, update, replay=replay)
     except UNAVAILABLE_ERRORS as exc:
         log.warning(
             "update %s: state unavailable while handling: %s", update.update_id, redact(str(exc))
@@ -91,6 +91,8 @@ def process_update(data: dict[str, Any], *, replay: bool = False) -> Outcome:
         except UNAVAILABLE_ERRORS:
             return Outcome.UNAVAILABLE  # the letter is kept; the claim expires on its own
         return Outcome.DEAD_LETTER
+    if marked:
+        return outcome  # the handler's commit_once wrote the done-marker already
     try:
         idempotency.mark_done(store, update.update_id)
     except UNAVAILABLE_ERRORS:
@@ -104,27 +106,30 @@ def dead_letters() -> DeadLetterStore:
     return DeadLetterStore(get_store(), retention_ms=retention_ms)
 
 
-def _handle(store: KVStore, update: Update) -> Outcome:
+def _handle(store: KVStore, update: Update, *, replay: bool) -> tuple[Outcome, bool]:
+    """The outcome, and whether the handler marked the update done itself (commit_once).
+
+    A replay is an operator's decision: it is not counted against the sender's rate limits.
+    """
     if not security.chat_allowed(update) or not _addressed_to_us(update):
-        return Outcome.IGNORED
+        return Outcome.IGNORED, False
     sender = security.identify(update)
     if update.type == "message" and update.chat_type == "private" and sender.user_id:
         chat_reachable_again(sender.user_id)
-    if security.over_rate_limit(store, update, sender):
+    if not replay and security.over_rate_limit(store, update, sender):
         _refuse(store, update, sender, "rate", "Too many requests. Please wait a minute.")
-        return Outcome.REFUSED
+        return Outcome.REFUSED, False
     router = get_router()
     route = router.match(update, workflow=_workflow_name(store, update))
     if route is None:
-        return Outcome.IGNORED
-    refusal = _route_refusal(store, route, sender)
+        return Outcome.IGNORED, False
+    refusal = _route_refusal(store, route, sender, replay=replay)
     if refusal:
         _refuse(store, update, sender, *refusal)
-        return Outcome.REFUSED
-    route.handler(
-        Context(update=update, sender=sender, router=router, store=store, client=get_client())
-    )
-    return Outcome.PROCESSED
+        return Outcome.REFUSED, False
+    context = Context(update=update, sender=sender, router=router, store=store, client=get_client())
+    route.handler(context)
+    return Outcome.PROCESSED, context.done_marked
 
 
 def _addressed_to_us(update: Update) -> bool:
@@ -147,10 +152,12 @@ def _workflow_name(store: KVStore, update: Update) -> str | None:
     return workflow.name if workflow is not None else None
 
 
-def _route_refusal(store: KVStore, route: Route, sender: security.Sender) -> tuple[str, str] | None:
+def _route_refusal(
+    store: KVStore, route: Route, sender: security.Sender, *, replay: bool = False
+) -> tuple[str, str] | None:
     if route.role > Role.USER and sender.role < route.role:
         return ("role", "This is for admins only.")
-    if route.expensive and security.over_expensive_limit(store, sender):
+    if route.expensive and not replay and security.over_expensive_limit(store, sender):
         return ("expensive", "Please wait a minute before using this again.")
     return None
 
@@ -181,10 +188,15 @@ def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | 
     claim = idempotency.new_claim()
     ttl = settings.UPDATE_CLAIM_TTL_SECONDS * 1000
     if replay:
-        if idempotency.is_done(store.get(key)):
+        current = store.get(key)
+        if idempotency.is_done(current):
             return None
-        store.set(key, claim, ttl)
-        return claim
+        if idempotency.is_claimed(current):
+            return Outcome.IN_PROGRESS  # another worker (or replay) holds it right now
+        # From the marker we saw: two replays of one letter at once do not both run it.
+        if store.compare_and_set(key, current, claim, ttl):
+            return claim
+        return Outcome.IN_PROGRESS
     if store.set_if_absent(key, claim, ttl):
         return claim
     current = store.get(key)

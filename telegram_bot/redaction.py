@@ -14,8 +14,9 @@ from collections.abc import Iterable
 
 REDACTED = "[REDACTED]"
 
-# `<bot id>:<secret>`; the colon may be percent-encoded when the token sits in a query string.
-TOKEN_PATTERN = re.compile(r"\d{5,}(?::|%3[Aa])[A-Za-z0-9_-]{30,}")
+# `<bot id>:<secret>` as wide as config.env accepts a token; the colon may be percent-encoded
+# when the token sits in a query string.
+TOKEN_PATTERN = re.compile(r"(?<![0-9])\d{1,20}(?::|%3[Aa])[A-Za-z0-9_-]{20,}")
 
 # Attributes every LogRecord has; anything else came from `extra=` and is scrubbed too.
 _STANDARD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}

@@ -181,11 +181,13 @@ class DatabaseStore(KVStore):
         """Delete expired rows in batches of ``batch``; return how many were deleted."""
         total = 0
         while True:
+            now = _now_ms()
             with self._cursor() as cursor:
                 cursor.execute(
+                    # The outer condition again: a row revived meanwhile must survive.
                     f'DELETE FROM {TABLE} WHERE "key" IN (SELECT "key" FROM {TABLE} '
-                    "WHERE expires_at <= %s LIMIT %s)",
-                    [_now_ms(), batch],
+                    "WHERE expires_at <= %s LIMIT %s) AND expires_at <= %s",
+                    [now, batch, now],
                 )
                 deleted = cursor.rowcount
             total += deleted

@@ -55,3 +55,36 @@ def test_a_replay_of_a_handler_that_failed_before_committing_commits_once(
     assert process_update(update, replay=True) == Outcome.PROCESSED
     assert process_update(update, replay=True) == Outcome.PROCESSED
     assert memory_store.get("counter:replayed") == 1
+
+
+def test_a_handler_that_marked_the_update_done_costs_no_second_marker_write(
+    bot: FakeTelegramServer,
+    memory_store: KVStore,
+    counting_router: None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writes: list[str] = []
+    real_set = memory_store.set
+
+    def counting_set(key: str, value: Any, ttl_ms: int | None = None) -> None:
+        writes.append(key)
+        real_set(key, value, ttl_ms)
+
+    monkeypatch.setattr(memory_store, "set", counting_set)
+    update = make_message_update("/count", chat_id=5, user_id=5)
+    assert process_update(update) == Outcome.PROCESSED
+    assert [key for key in writes if key.startswith("upd:")] == []
+    assert memory_store.get(f"upd:{update['update_id']}") == {"s": "done"}
+    assert process_update(update) == Outcome.DUPLICATE
+
+
+def test_a_replay_already_in_progress_is_not_run_twice(
+    bot: FakeTelegramServer, memory_store: KVStore, counting_router: None
+) -> None:
+    update = make_message_update("/count", chat_id=5, user_id=5)
+    behaviour["raise_before_commit"] = True
+    assert process_update(update) == Outcome.DEAD_LETTER
+    behaviour["raise_before_commit"] = False
+    memory_store.set(f"upd:{update['update_id']}", {"s": "claim", "o": "other replay"}, 60_000)
+    assert process_update(update, replay=True) == Outcome.IN_PROGRESS
+    assert memory_store.get("counter:replayed") is None

@@ -136,3 +136,11 @@ def test_a_handler_filter_sees_records_of_child_loggers() -> None:
     finally:
         parent.removeHandler(handler)
     assert "bot[REDACTED]/getMe" in stream.getvalue()
+
+
+def test_every_token_the_settings_accept_is_redacted() -> None:
+    from config.env import TOKEN_RE
+
+    for token in ("1:abcdefghijklmnopqrst", "1234:ABCDEFGHIJKLMNOPQRST_-12"):
+        assert TOKEN_RE.match(token)
+        assert token not in redact(f"calling https://api.telegram.org/bot{token}/getMe")
