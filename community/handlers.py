@@ -16,7 +16,10 @@ log = logging.getLogger(__name__)
 
 
 def on_join_request(ctx: Context) -> None:
-    services.join_request_receive(request=services.JoinRequest.from_payload(ctx.update.payload))
+    services.join_request_receive(
+        request=services.JoinRequest.from_payload(ctx.update.payload),
+        update_id=ctx.update.update_id,
+    )
 
 
 def on_decision_button(ctx: Context) -> None:

@@ -4,6 +4,9 @@
 from ``secrets`` (72 random bits): it is what the Approve / Decline buttons carry, so a button
 cannot be forged from the chat and user ids. ``lock:jrq:<chat>:<user>`` points at the newest
 token of a (chat, user) pair so that a newer request replaces an older one.
+``lock:jru:<update_id>`` is the receipt of a chat_join_request update: the token its first
+delivery chose. Telegram delivers an update again after a 503 (or no answer); the re-delivery
+finds the same record instead of creating a second one (``receive``).
 
 Every change is a compare-and-set on the whole record (``update``): whoever changes a record
 first wins, and a change computed from an outdated read is retried on the fresh value or
@@ -27,6 +30,12 @@ DECIDED_TTL_MS = 2 * 24 * 3600 * 1000
 TOKEN_BYTES = 9  # 12 characters of base64url
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{12}")
 RECORD_PREFIX = "lock:jr:"
+RECEIPT_PREFIX = "lock:jru:"  # not under RECORD_PREFIX: a scan of the records never sees it
+# A record lives at least DECIDED_TTL_MS after it is created (pending: 7 days; decided or
+# closed: 2 days from then), so while its receipt lives, a receipt without a record means "the
+# first delivery stopped before creating it", never "it expired". Telegram keeps an undelivered
+# update for 24 hours: no re-delivery comes later than that.
+RECEIPT_TTL_MS = DECIDED_TTL_MS
 _CAS_ATTEMPTS = 20
 
 # status
@@ -83,10 +92,23 @@ class JoinRequestRecord:
     copies: list[list[int]] = field(default_factory=list)  # [[admin chat id, message id]]
     decision: Decision | None = None
     closed_reason: str = ""
+    asked: bool = False  # the question policy's question was sent to the requester
 
     @property
     def pending(self) -> bool:
         return self.status == PENDING
+
+    def same_request(self, other: JoinRequestRecord) -> bool:
+        """True when both records stand for one chat_join_request (one update)."""
+        return (self.chat_id, self.user_id, self.requested_at) == (
+            other.chat_id,
+            other.user_id,
+            other.requested_at,
+        )
+
+    def newer_than(self, other: JoinRequestRecord) -> bool:
+        # expires_at_ms is creation time plus a constant: it orders requests of the same second.
+        return (self.requested_at, self.expires_at_ms) > (other.requested_at, other.expires_at_ms)
 
     def decided_by(self, action: str, decider: Decider, at: int) -> JoinRequestRecord:
         decision = Decision(action=action, by_id=decider.user_id, by_name=decider.name, at=at)
@@ -126,12 +148,40 @@ class JoinRequestStore:
     def index_key(chat_id: int, user_id: int) -> str:
         return f"lock:jrq:{chat_id}:{user_id}"
 
-    def create(self, make: Callable[[str], JoinRequestRecord]) -> JoinRequestRecord:
-        """Store a new record under a fresh token (``make(token)`` builds it)."""
-        while True:
-            record = make(new_token())
-            if self.store.set_if_absent(self.key(record.token), record.to_json(), _ttl(record)):
-                return record
+    @staticmethod
+    def receipt_key(update_id: int) -> str:
+        return f"{RECEIPT_PREFIX}{update_id}"
+
+    def receive(
+        self, update_id: int, make: Callable[[str], JoinRequestRecord]
+    ) -> tuple[JoinRequestRecord | None, bool]:
+        """The record of the join request that update ``update_id`` carries, and whether this
+        call created it (``make(token)`` builds it).
+
+        The first delivery picks a fresh token and keeps it in the update's receipt before it
+        creates the record; a re-delivery reads the token from the receipt, so both end up
+        with one record, whichever of them stopped half-way. None: the record is gone.
+        """
+        key = self.receipt_key(update_id)
+        fresh = new_token()
+        for _ in range(_CAS_ATTEMPTS):
+            if self.store.set_if_absent(key, fresh, RECEIPT_TTL_MS):
+                token = fresh
+            else:
+                stored = self.store.get(key)
+                if not isinstance(stored, str):
+                    continue  # expired between the two calls: claim it again
+                token = stored
+            record = make(token)
+            if self.store.set_if_absent(self.key(token), record.to_json(), _ttl(record)):
+                return record, True
+            existing = self.get(token)
+            if existing is None or existing.same_request(record):
+                return existing, False
+            # 72 random bits met another request's token: give this update another one.
+            fresh = new_token()
+            self.store.compare_and_set(key, token, fresh, RECEIPT_TTL_MS)
+        raise RuntimeError(f"join request of update {update_id}: too much contention")
 
     def get(self, token: str) -> JoinRequestRecord | None:
         if not TOKEN_RE.fullmatch(token):
@@ -159,12 +209,13 @@ class JoinRequestStore:
                 return changed, True
         raise RuntimeError(f"join request {token}: too much contention")
 
-    def replace_newest(self, chat_id: int, user_id: int, token: str) -> str | None:
-        """Make ``token`` the newest request of (chat, user); return the one it replaces."""
-        key = self.index_key(chat_id, user_id)
-        previous = self.store.get(key)
-        self.store.set(key, token, PENDING_TTL_MS)
-        return previous if isinstance(previous, str) and previous != token else None
+    def newest(self, chat_id: int, user_id: int) -> str | None:
+        """The token of the newest request of (chat, user), if any."""
+        token = self.store.get(self.index_key(chat_id, user_id))
+        return token if isinstance(token, str) else None
+
+    def set_newest(self, chat_id: int, user_id: int, token: str) -> None:
+        self.store.set(self.index_key(chat_id, user_id), token, PENDING_TTL_MS)
 
     def all(self) -> Iterator[JoinRequestRecord]:
         for key in self.store.scan_all(RECORD_PREFIX):

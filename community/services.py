@@ -1,19 +1,25 @@
 """Writes of the community app: a join request from its arrival to Telegram's answer.
 
-Flow. ``join_request_receive`` stores a record under a fresh token (records.py) and applies the
-chat's policy: manual (notify every admin with Approve / Decline), auto-approve (decide at
-once), or question (ask the requester privately; a timeout job at the deadline). Deciding is
-``join_request_decide``: a compare-and-set from pending to deciding, so exactly one decision
-wins whoever presses at the same moment; only the winner calls Telegram.
+Flow. ``join_request_receive`` stores a record under a fresh token (records.py), once per
+update_id (a re-delivered update finds the same record and only finishes what is left), and
+applies the chat's policy: manual (notify every admin with Approve / Decline), auto-approve
+(decide at once), or question (ask the requester privately; a timeout job at the deadline).
+Deciding is ``join_request_decide``: a compare-and-set from pending to deciding, so exactly one
+decision wins whoever presses at the same moment; only the winner calls Telegram.
 
-Where the API call happens. The winner calls approve/decline once, right away (in the webhook
-request for a button press). Success: every admin's copy is edited to show who decided and
-when, and the welcome is sent. HIDE_REQUESTER_MISSING / USER_ALREADY_PARTICIPANT: the request
-was handled in Telegram; the copies say so, no retry. A retryable failure (429, 5xx, network)
-is handed to a ``community.decide`` job, due when the core retry policy says (never before
-Telegram's retry_after); the job's attempts follow the same policy, and its last failure puts
-the request back to pending with its buttons. Any other refusal puts it back to pending at once,
-with the reason on the copies. No service holds a database transaction across a Telegram call.
+Where the API call happens. Before the compare-and-set, a ``community.decide`` watchdog job is
+queued (one per token, due after ``WATCHDOG_SECONDS``). The winner calls approve/decline once,
+right away (in the webhook request for a button press). Success: every admin's copy is edited
+to show who decided and when, the welcome is sent, and the watchdog is cancelled.
+HIDE_REQUESTER_MISSING / USER_ALREADY_PARTICIPANT on that first call: the request was handled in
+Telegram; the copies say so, no retry. A retryable failure (429, 5xx, network) turns the
+watchdog into the retry, due when the core retry policy says (never before Telegram's
+retry_after); the job's attempts follow the same policy, and its last failure puts the request
+back to pending with its buttons. Any other refusal puts it back to pending at once, with the
+reason on the copies. If the worker dies or the KV store fails before Telegram's answer is
+recorded, the record stays "deciding" until the watchdog asks Telegram again; from a job,
+HIDE_REQUESTER_MISSING / USER_ALREADY_PARTICIPANT mean the earlier call went through. No service
+holds a database transaction across a Telegram call.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from django.db import transaction
 from django.utils import timezone
 
 from community import texts
@@ -59,6 +66,10 @@ log = logging.getLogger(__name__)
 WORKFLOW = "community.join_question"
 DECIDE_JOB = "community.decide"
 TIMEOUT_JOB = "community.question_timeout"
+# When the watchdog of a decision comes: after the longest Telegram call can have ended (the
+# client's timeouts: connect 5 s + write 10 s + read 35 s + pool 5 s), so that it does not
+# race the webhook's own call, and soon enough that the request does not look stuck for long.
+WATCHDOG_SECONDS = 60
 
 AUTO_APPROVE = Decider(None, "the auto-approve policy")
 RIGHT_ANSWER = Decider(None, "the question policy (right answer)")
@@ -116,12 +127,20 @@ class DecideResult:
         return self.kind in (RESULT_DONE, RESULT_RETRYING)
 
 
-def join_request_receive(*, request: JoinRequest) -> JoinRequestRecord:
-    """Keep the request under a fresh token and apply the chat's policy."""
+def join_request_receive(*, request: JoinRequest, update_id: int) -> JoinRequestRecord | None:
+    """Keep the request and apply the chat's policy, once per update.
+
+    Telegram delivers the same update again after a 503 (the KV store or the database failed,
+    maybe after everything was done) or when the worker died: the re-delivery finds the record
+    of the first delivery (``JoinRequestStore.receive``) and only finishes what is still to do.
+    Each step moves the record by compare-and-set, so none is done twice: the admins are
+    notified once (stage ``new`` -> ``admins``), a policy decides once (``pending`` ->
+    ``deciding``), the question is asked until it is recorded as sent (``asked``).
+    """
     policy = policy_for_chat(request.chat_id)
-    records = _records()
-    asked = policy.mode == ChatPolicy.Mode.QUESTION
-    record = records.create(
+    ask = policy.mode == ChatPolicy.Mode.QUESTION
+    record, created = _records().receive(
+        update_id,
         lambda token: JoinRequestRecord(
             token=token,
             chat_id=request.chat_id,
@@ -134,45 +153,75 @@ def join_request_receive(*, request: JoinRequest) -> JoinRequestRecord:
             summary=request.summary,
             requested_at=request.date,
             expires_at_ms=now_ms() + PENDING_TTL_MS,
-            stage=STAGE_QUESTION if asked else STAGE_NEW,
-        )
+            stage=STAGE_QUESTION if ask else STAGE_NEW,
+        ),
     )
-    log.info("join request %s: chat %s, user %s", record.token, record.chat_id, record.user_id)
-    replaced = records.replace_newest(request.chat_id, request.user_id, record.token)
-    if replaced is not None:
-        _close_replaced(replaced)
-    if policy.mode == ChatPolicy.Mode.AUTO_APPROVE:
-        join_request_decide(token=record.token, action=APPROVE, decider=AUTO_APPROVE)
-    elif asked:
-        _ask_question(record, policy)
-    else:
-        _hand_to_admins(record.token, note="", from_stage=STAGE_NEW)
+    if record is None:
+        return None
+    log.info(
+        "join request %s: chat %s, user %s%s",
+        record.token,
+        record.chat_id,
+        record.user_id,
+        "" if created else f" (update {update_id} delivered again)",
+    )
+    if not record.pending or not _become_newest(record):
+        return record  # decided or closed: nothing is left to do for this update
+    if record.stage == STAGE_QUESTION:
+        if record.asked:
+            pass  # the question went out: the answer or the timeout job takes it from here
+        elif ask:
+            _ask_question(record, policy)
+        else:  # the policy changed between the two deliveries
+            _hand_to_admins(record.token, note="", from_stage=STAGE_QUESTION)
+    elif record.stage == STAGE_NEW:
+        if policy.mode == ChatPolicy.Mode.AUTO_APPROVE and not record.note:
+            join_request_decide(token=record.token, action=APPROVE, decider=AUTO_APPROVE)
+        else:  # manual; or the auto-approval was refused and put back (its note says why)
+            _hand_to_admins(record.token, note=record.note, from_stage=STAGE_NEW)
     return record
 
 
 def join_request_decide(*, token: str, action: str, decider: Decider) -> DecideResult:
     """Decide a pending request: the first decision wins (compare-and-set), then Telegram is
-    asked once; a retryable failure goes to a ``community.decide`` job."""
+    asked once; a retryable failure goes to a ``community.decide`` job.
+
+    The watchdog (that same job, due after ``WATCHDOG_SECONDS``) is queued before the
+    decision is taken: if the worker dies, or the KV store fails, between winning and
+    recording Telegram's answer, the record would otherwise stay "deciding" for good. A press
+    on a record already deciding queues it too (the same job, by its key; a new one if that
+    one is gone), so a stuck decision never lacks its watchdog.
+    """
     if action not in (APPROVE, DECLINE):
         raise ValueError(f"unknown action {action!r}")
+    records = _records()
+    current = records.get(token)
+    if current is None:
+        return DecideResult(RESULT_STALE, None, "This request is no longer pending.")
+    watchdog = _watch(token) if current.status in (PENDING, DECIDING) else None
     at = int(time.time())
-    record, won = _records().update(
+    record, won = records.update(
         token, lambda r: r.decided_by(action, decider, at) if r.pending else None
     )
+    if not won and watchdog is not None and (record is None or record.status != DECIDING):
+        _unwatch(watchdog)  # nothing in progress (a deciding record may share this job)
     if record is None:
         return DecideResult(RESULT_STALE, None, "This request is no longer pending.")
     if not won:
         return DecideResult(RESULT_ALREADY, record, texts.already_decided(record))
     log.info("join request %s: %s by %s", token, action, decider.user_id or decider.name)
-    return _carry_out(record, in_job=False, last_attempt=False)
+    return _carry_out(record, watchdog=watchdog, in_job=False, last_attempt=False)
 
 
 def join_request_retry(*, token: str, attempt: int, max_retries: int) -> None:
-    """One job attempt at a decision Telegram did not take yet; raises to be retried."""
+    """One job attempt at a decision still "deciding": after a retryable failure, or the
+    watchdog finding it stuck (the webhook stopped before recording Telegram's answer).
+    Raises to be retried."""
     record = _records().get(token)
     if record is None or record.status != DECIDING:
         return  # carried out, put back or expired meanwhile: nothing to do
-    _carry_out(record, in_job=True, last_attempt=attempt > max_retries)
+    log.info("join request %s: asking Telegram again (job attempt %s)", token, attempt)
+    _carry_out(record, watchdog=None, in_job=True, last_attempt=attempt > max_retries)
 
 
 def join_request_answer(*, chat_id: int, user_id: int, text: str) -> str | None:
@@ -231,8 +280,17 @@ def _records() -> JoinRequestStore:
     return JoinRequestStore(get_store())
 
 
-def _carry_out(record: JoinRequestRecord, *, in_job: bool, last_attempt: bool) -> DecideResult:
-    """Ask Telegram for ``record``'s decision (the caller won it; status DECIDING)."""
+def _carry_out(
+    record: JoinRequestRecord, *, watchdog: int | None, in_job: bool, last_attempt: bool
+) -> DecideResult:
+    """Ask Telegram for ``record``'s decision (the caller won it; status DECIDING).
+
+    ``watchdog``: the job queued by the webhook's decision, cancelled once the outcome is
+    recorded. In a job (``in_job``), Telegram saying the request is no longer there
+    (HIDE_REQUESTER_MISSING) or the user is a member already (USER_ALREADY_PARTICIPANT, after
+    an approval) most likely answers our own earlier call, whose outcome was never recorded:
+    that is the decision's success, not "already handled in Telegram".
+    """
     decision = record.decision
     assert decision is not None
     client = get_client()
@@ -243,12 +301,17 @@ def _carry_out(record: JoinRequestRecord, *, in_job: bool, last_attempt: bool) -
             client.decline_chat_join_request(chat_id=record.chat_id, user_id=record.user_id)
     except TelegramApiError as exc:
         handled = _already_handled(exc)
+        if handled is not None and in_job and _done_earlier(decision.action, exc):
+            log.info("join request %s: Telegram had taken the earlier call: %s", record.token, exc)
+            return _succeeded(record, watchdog)
         if handled is not None:
-            closed = _settle(record, CLOSED, reason=handled)
-            _edit_copies(closed)
+            closed, changed = _settle(record, CLOSED, reason=handled)
+            if changed:
+                _edit_copies(closed)
+            _unwatch(watchdog)
             return DecideResult(RESULT_CLOSED, closed, texts.already_decided(closed))
         if exc.retryable and not in_job:
-            _schedule_retry(record, exc)
+            _schedule_retry(record, exc, watchdog)
             _edit_copies(record)
             return DecideResult(
                 RESULT_RETRYING, record, "Telegram is busy: the decision will be retried."
@@ -256,13 +319,25 @@ def _carry_out(record: JoinRequestRecord, *, in_job: bool, last_attempt: bool) -
         if exc.retryable and not last_attempt:
             raise  # the job policy retries it
         reverted = _put_back(record, exc.description or str(exc))
+        _unwatch(watchdog)
         if exc.retryable:
             raise  # the last attempt: recorded as failed, admins told by the job runner
         return DecideResult(RESULT_FAILED, reverted, f"Telegram refused: {exc.description}")
-    done = _settle(record, DONE)
-    _edit_copies(done)
-    if decision.action == APPROVE:
-        _welcome(done)
+    return _succeeded(record, watchdog)
+
+
+def _succeeded(record: JoinRequestRecord, watchdog: int | None) -> DecideResult:
+    """Telegram took the decision: record it, show it on the copies, welcome the member."""
+    decision = record.decision
+    assert decision is not None
+    done, changed = _settle(record, DONE)
+    if changed:  # else another attempt recorded it (and edited, and welcomed) first
+        _edit_copies(done)
+        if decision.action == APPROVE:
+            _welcome(done)
+    # Last: should the database fail here, the outcome is recorded and shown already, and the
+    # watchdog, when it comes, finds nothing to do.
+    _unwatch(watchdog)
     return DecideResult(RESULT_DONE, done, f"{texts.past(decision.action)}.")
 
 
@@ -273,13 +348,24 @@ def _already_handled(exc: TelegramApiError) -> str | None:
     return None
 
 
-def _settle(record: JoinRequestRecord, status: str, *, reason: str = "") -> JoinRequestRecord:
+def _done_earlier(action: str, exc: TelegramApiError) -> bool:
+    """Whether Telegram's "nothing to decide" can be the effect of an earlier call of
+    ``action``: a decline cannot have made the user a member."""
+    return action == APPROVE or "USER_ALREADY_PARTICIPANT" not in exc.description
+
+
+def _settle(
+    record: JoinRequestRecord, status: str, *, reason: str = ""
+) -> tuple[JoinRequestRecord, bool]:
+    """Record Telegram's answer; True when this call did (a record still "deciding")."""
     settled = replace(record, status=status, closed_reason=reason)
-    current, _ = _records().update(
+    current, changed = _records().update(
         record.token, lambda r: settled if r.status == DECIDING else None
     )
-    # A record that expired meanwhile is not recreated; the copies still show the outcome.
-    return current if current is not None and current.status == status else settled
+    if current is None:
+        # A record that expired meanwhile is not recreated; the copies still show the outcome.
+        return settled, True
+    return current, changed
 
 
 def _put_back(record: JoinRequestRecord, description: str) -> JoinRequestRecord:
@@ -300,18 +386,65 @@ def _put_back(record: JoinRequestRecord, description: str) -> JoinRequestRecord:
     return current
 
 
-def _schedule_retry(record: JoinRequestRecord, exc: TelegramApiError) -> None:
+def _decide_job_key(token: str) -> str:
+    return f"{DECIDE_JOB}:{token}"
+
+
+def _watch(token: str) -> int:
+    """Queue the watchdog of a decision about to be taken; its id. One job per token: two
+    presses at once share it, and so does the retry of a busy Telegram."""
+    policy = RetryPolicy.from_settings()
+    job = job_enqueue(
+        DECIDE_JOB,
+        {"token": token, "max_retries": policy.max_retries},
+        run_at=timezone.now() + timedelta(seconds=WATCHDOG_SECONDS),
+        max_retries=policy.max_retries,
+        dedupe_key=_decide_job_key(token),
+    )
+    return job.pk
+
+
+def _unwatch(watchdog: int | None) -> None:
+    """The outcome is recorded: the watchdog would find nothing to do."""
+    if watchdog is not None:
+        job_cancel(job_id=watchdog)
+
+
+def _schedule_retry(record: JoinRequestRecord, exc: TelegramApiError, watchdog: int | None) -> None:
+    """The watchdog becomes the retry, due when the retry policy says: cancelled and queued
+    again in one transaction, so the decision is never left without a job."""
     policy = RetryPolicy.from_settings()
     # The webhook's attempt counts as the first one: its delay honours retry_after.
     delay = retry_decision(exc, attempt=1, policy=policy).delay
-    job_enqueue(
-        DECIDE_JOB,
-        {"token": record.token, "max_retries": policy.max_retries},
-        run_at=timezone.now() + timedelta(seconds=delay),
-        max_retries=policy.max_retries,
-        dedupe_key=f"{DECIDE_JOB}:{record.token}",
-    )
+    with transaction.atomic():
+        _unwatch(watchdog)
+        job_enqueue(
+            DECIDE_JOB,
+            {"token": record.token, "max_retries": policy.max_retries},
+            run_at=timezone.now() + timedelta(seconds=delay),
+            max_retries=policy.max_retries,
+            dedupe_key=_decide_job_key(record.token),
+        )
     log.info("join request %s: Telegram busy (%s), retry in %.1fs", record.token, exc, delay)
+
+
+def _become_newest(record: JoinRequestRecord) -> bool:
+    """Make ``record`` its requester's newest request in the chat, closing the older one;
+    False when a newer request came meanwhile (a late re-delivery), which closes this one.
+    The older request is closed before the index moves: a re-delivery after a failure in
+    between finds the index unchanged and closes it (again: a no-op) before moving it."""
+    records = _records()
+    previous = records.newest(record.chat_id, record.user_id)
+    if previous == record.token:
+        return True
+    other = records.get(previous) if previous is not None else None
+    if other is not None and other.newer_than(record):
+        _close_replaced(record.token)
+        return False
+    if previous is not None:
+        _close_replaced(previous)
+    records.set_newest(record.chat_id, record.user_id, record.token)
+    return True
 
 
 def _hand_to_admins(token: str, *, note: str, from_stage: str) -> JoinRequestRecord | None:
@@ -342,7 +475,7 @@ def _hand_to_admins(token: str, *, note: str, from_stage: str) -> JoinRequestRec
 
 def _ask_question(record: JoinRequestRecord, policy: ChatPolicy) -> None:
     timeout = policy.timeout_seconds
-    job = job_enqueue(
+    job = job_enqueue(  # a re-delivery gets the job of the first delivery back
         TIMEOUT_JOB,
         {"token": record.token},
         run_at=timezone.now() + timedelta(seconds=timeout),
@@ -372,6 +505,10 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy) -> None:
             note=f"The question could not be sent to the requester ({exc.description}).",
             from_stage=STAGE_QUESTION,
         )
+        return
+    # Recorded after sending: a delivery that stops before this point is finished by the
+    # re-delivery, which asks again (the timeout job is the same one, by its dedupe key).
+    _records().update(record.token, lambda r: None if r.asked else replace(r, asked=True))
 
 
 def _close_replaced(token: str) -> None:

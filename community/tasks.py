@@ -9,7 +9,8 @@ from telegram_bot.jobs.runner import JobRun
 
 
 def decide_job(payload: dict[str, Any], run: JobRun) -> None:
-    """Ask Telegram again for a decision that met a 429, a 5xx or a network error."""
+    """Ask Telegram again for a decision that met a 429, a 5xx or a network error, or that the
+    webhook left "deciding" (the watchdog): nothing to do once the decision is recorded."""
     services.join_request_retry(
         token=str(payload["token"]),
         attempt=run.attempt,
