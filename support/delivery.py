@@ -2,25 +2,43 @@
 
 ``deliver(entry)`` does whatever is still pending for a conversation entry (confirm to the
 user, notify the admins, send an answer to the user) and records it, so running it again for
-the same entry (a re-delivered update) sends nothing twice unless a process died between a
-send and its record. Admin notifications go through the core's isolated ``notify_admins``.
+the same entry (a re-delivered update) sends nothing twice. Admin notifications go through the
+core's isolated ``notify_admins``.
+
+The message to the user is sent at most once automatically:
+
+1. Claim: a conditional UPDATE (``services.entry_delivery_claim``) gives the send to exactly
+   one of the senders of an entry (the update's handler, a re-delivery of it, the
+   support.deliver job, the admin site's Retry button), with a deadline after which an
+   attempt that never came back is presumed dead.
+2. Send, outside any transaction.
+3. Record: delivered; or, when Telegram answered that it did not send it (or the request never
+   left: connection refused), the claim is released with the error, and a transient error
+   (429, 5xx, a refused connection) is retried by the support.deliver job; or, when the
+   outcome is unknown (a read timeout, a dropped connection, a proxy's 502/504, an attempt
+   that died), the entry is marked ``delivery_uncertain``: the Bot API has no idempotency key
+   and no way to ask whether the message arrived, so it is never sent again automatically (a
+   second copy of an answer is worse than a late one). The admin is told and decides with
+   "Retry delivery".
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
-from support import services
+from support import selectors, services
 from support.conf import reopen_window
+from support.errors import DeliveryInProgressError
 from support.models import Ticket, TicketBotMessage, TicketMessage
 from telegram_bot.bot import get_client
 from telegram_bot.client import TelegramClient
+from telegram_bot.client.core import DEFAULT_TIMEOUT
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_enqueue
 from telegram_bot.notifications import delivery_failed, notify_admins
@@ -30,7 +48,28 @@ MESSAGE_LIMIT = 4096
 CAPTION_LIMIT = 1024
 FILE_METHODS = {"photo": "sendPhoto", "document": "sendDocument", "voice": "sendVoice"}
 RETRY_JOB = "support.deliver"
-RETRYING = "; retrying automatically"
+RETRYING = services.RETRYING
+UNCERTAIN = "delivery uncertain"
+# The longest one send can take with the client's timeouts, plus the time to record it: an
+# attempt that has not come back by then is presumed dead.
+SEND_MARGIN_SECONDS = 5.0
+SEND_WINDOW_SECONDS = (
+    sum(
+        part or 0.0
+        for part in (
+            DEFAULT_TIMEOUT.connect,
+            DEFAULT_TIMEOUT.write,
+            DEFAULT_TIMEOUT.read,
+            DEFAULT_TIMEOUT.pool,
+        )
+    )
+    + SEND_MARGIN_SECONDS
+)
+# A proxy in front of the Bot API gave up waiting for it (no Bot API answer): the request may
+# have gone through.
+_GATEWAY_ERRORS = (502, 504, 524)
+# httpx errors raised before the request could reach Telegram (see telegram_bot.client.core).
+_NOT_SENT = ("ConnectError", "ConnectTimeout", "PoolTimeout", "UnsupportedProtocol", "InvalidURL")
 Event = TicketMessage.Event
 
 
@@ -41,6 +80,8 @@ class Delivery:
     delivered: bool | None
     error: str = ""
     retrying: bool = False  # a transient failure: the support.deliver job tries again
+    uncertain: bool = False  # it may have arrived: not sent again unless an admin says so
+    in_progress: bool = False  # another attempt is sending it right now
 
 
 def deliver(entry: TicketMessage, *, client: TelegramClient | None = None) -> Delivery:
@@ -53,6 +94,19 @@ def deliver(entry: TicketMessage, *, client: TelegramClient | None = None) -> De
     if _admin_notice_due(entry):
         _notify_admins(client, ticket, entry)
     return result
+
+
+def reached_telegram(exc: TelegramApiError) -> bool | None:
+    """Whether a failed call got an answer saying nothing was sent (True), never left this
+    machine (False), or may have been processed without us hearing back (None: a read
+    timeout, a dropped connection, a proxy's gateway error)."""
+    if exc.error_code is None and exc.status in _GATEWAY_ERRORS:
+        return None
+    if exc.status is not None or exc.error_code is not None:
+        return True
+    if any(name in exc.description for name in _NOT_SENT):
+        return False
+    return None
 
 
 def buttons(ticket: Ticket) -> dict[str, Any]:
@@ -86,51 +140,154 @@ def clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
 # --- to the user -----------------------------------------------------------------------------
 def _user_notice_due(entry: TicketMessage) -> bool:
     # Every entry has its message for the user: the confirmation of their own message, the
-    # answer from support, or the notice of a status change. A failed one is not sent from
-    # here again: the support.deliver job retries transient failures, the admin site offers
-    # "Retry delivery".
-    return entry.user_notified_at is None and not entry.delivery_error
+    # answer from support, or the notice of a status change. Whether this call may send it is
+    # the claim's decision: a failed or uncertain one is not sent from here again (the
+    # support.deliver job retries transient failures, the admin site offers "Retry
+    # delivery"), and one that another attempt is sending is reported as in progress.
+    return entry.user_notified_at is None
 
 
 def redeliver(entry: TicketMessage, *, final: bool, client: TelegramClient | None = None) -> None:
     """One automatic retry of a transient failure (the ``support.deliver`` job).
 
-    A failure is recorded on the entry and raised again: the job's retry policy decides
-    whether to wait and retry (429, 5xx, network) or to give up (bot blocked, the ``final``
-    attempt), and a job that gives up is reported to the admins by the core.
+    A failure Telegram answered is recorded on the entry and raised again: the job's retry
+    policy decides whether to wait and retry (429, 5xx, network) or to give up (bot blocked,
+    the ``final`` attempt), and a job that gives up is reported to the admins by the core. A
+    send whose outcome is unknown is not retried: it is marked uncertain and the admins are
+    told. Another attempt in flight (the Retry button) makes the job come back after its
+    deadline.
     """
     if entry.user_notified_at is not None:
         return
     client = client or get_client()
     ticket = entry.ticket
-    try:
-        sent = _send_user_message(client, ticket, entry)
-    except TelegramApiError as exc:
-        why = _why(exc, delivery_failed(ticket.chat_id, f"support #{ticket.number}", exc))
-        if exc.retryable:
-            why += " (gave up retrying)" if final else RETRYING
-        services.entry_delivery_failed(entry=entry, error=why)
-        raise
-    services.entry_user_notified(entry=entry, chat_id=ticket.chat_id, message_id=sent)
+    attempt = _attempt(client, ticket, entry, after_failure=True, final=final)
+    if attempt.state == _BUSY:
+        raise DeliveryInProgressError(
+            f"entry {entry.pk} is being sent by another attempt", retry_after=attempt.wait + 1
+        )
+    if attempt.state == _UNCERTAIN and entry.sender == TicketMessage.Sender.ADMIN:
+        _tell_admins_uncertain(client, ticket, entry, attempt.error)
+    if attempt.state == _FAILED and attempt.exc is not None and attempt.recorded:
+        raise attempt.exc
 
 
 def _send_to_user(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> Delivery:
+    attempt = _attempt(client, ticket, entry, after_failure=False, final=False)
+    if attempt.state == _SENT:
+        return Delivery(True)
+    if attempt.state == _UNCERTAIN:
+        return Delivery(False, attempt.error, uncertain=True)
+    if attempt.state == _BUSY:
+        # Should that attempt have died, the job finds it presumed dead after its deadline.
+        _schedule_retry(entry, attempt.wait + 1)
+        return Delivery(None, in_progress=True)
+    if attempt.state == _FAILED and attempt.exc is not None:
+        exc = attempt.exc
+        if exc.retryable and attempt.recorded:  # 429, 5xx, network: the job tries again
+            _schedule_retry(entry, float(exc.retry_after or 0))
+            return Delivery(False, attempt.error, retrying=True)
+        return Delivery(False, attempt.error)
+    return Delivery(None)  # delivered, or given up, by another attempt
+
+
+_SENT, _FAILED, _UNCERTAIN, _BUSY, _NOTHING = "sent", "failed", "uncertain", "busy", "nothing"
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    state: str
+    error: str = ""
+    exc: TelegramApiError | None = None
+    recorded: bool = True  # the failure was recorded by this attempt (it still owned the entry)
+    wait: float = 0.0  # busy: seconds until the other attempt's deadline
+
+
+def _attempt(
+    client: TelegramClient,
+    ticket: Ticket,
+    entry: TicketMessage,
+    *,
+    after_failure: bool,
+    final: bool,
+) -> _Attempt:
+    """Claim, send and record the user's message of ``entry``."""
+    now = timezone.now()
+    token = services.entry_delivery_claim(
+        entry_id=entry.pk,
+        deadline=now + timedelta(seconds=SEND_WINDOW_SECONDS),
+        after_failure=after_failure,
+    )
+    if token is None:
+        return _not_claimed(entry, now)
     try:
         sent = _send_user_message(client, ticket, entry)
     except TelegramApiError as exc:
         why = _why(exc, delivery_failed(ticket.chat_id, f"support #{ticket.number}", exc))
-        if exc.retryable:  # 429, 5xx, network: the job tries again with backoff
-            services.entry_delivery_failed(entry=entry, error=why + RETRYING)
-            _schedule_retry(entry, exc)
-            return Delivery(False, why, retrying=True)
-        services.entry_delivery_failed(entry=entry, error=why)
-        return Delivery(False, why)
+        if reached_telegram(exc) is None:
+            services.entry_delivery_uncertain(entry=entry, error=_uncertain(why), token=token)
+            log.warning("support #%s entry %s: %s (%s)", ticket.number, entry.pk, UNCERTAIN, why)
+            return _Attempt(_UNCERTAIN, why, exc)
+        error = why
+        if exc.retryable:
+            error += " (gave up retrying)" if final else RETRYING
+        recorded = services.entry_delivery_failed(entry=entry, error=error, token=token)
+        return _Attempt(_FAILED, why, exc, recorded=recorded)
+    except Exception as exc:  # after the request left, anything may have happened
+        why = f"{type(exc).__name__}: {exc}"
+        services.entry_delivery_uncertain(entry=entry, error=_uncertain(why), token=token)
+        raise
     services.entry_user_notified(entry=entry, chat_id=ticket.chat_id, message_id=sent)
-    return Delivery(True)
+    return _Attempt(_SENT)
 
 
-def _schedule_retry(entry: TicketMessage, exc: TelegramApiError) -> None:
-    wait = max(float(settings.JOB_RETRY_BASE_DELAY), float(exc.retry_after or 0))
+def _not_claimed(entry: TicketMessage, now: datetime) -> _Attempt:
+    """Someone else has the send: delivered, uncertain, failed, in flight, or presumed dead."""
+    row = TicketMessage.objects.filter(pk=entry.pk).first()
+    if row is None or row.user_notified_at is not None or row.delivery_uncertain:
+        return _Attempt(_NOTHING)
+    token, deadline = row.delivery_attempt_token, row.delivery_attempt_deadline
+    if token is None:
+        return _Attempt(_NOTHING)  # it failed before: only the job or an admin sends it again
+    if deadline is not None and deadline > now:
+        return _Attempt(_BUSY, wait=(deadline - now).total_seconds())
+    # That attempt never came back (its process died, or it is stuck past every timeout):
+    # whether its message arrived is unknown.
+    why = "the attempt to send it did not finish"
+    if services.entry_delivery_uncertain(entry=row, error=_uncertain(why), token=token):
+        return _Attempt(_UNCERTAIN, why)
+    return _Attempt(_NOTHING)
+
+
+def settle_stale(ticket: Ticket) -> None:
+    """Mark the ticket's sends whose attempt never came back as uncertain, so that the admin
+    site shows them with "Retry delivery" instead of "sending" for ever."""
+    now = timezone.now()
+    for entry in selectors.stale_deliveries(ticket):
+        _not_claimed(entry, now)
+
+
+def _uncertain(why: str) -> str:
+    return (
+        f"{UNCERTAIN} ({why[:300]}): it may have reached the user, so it is not sent again "
+        "automatically"
+    )
+
+
+def _tell_admins_uncertain(
+    client: TelegramClient, ticket: Ticket, entry: TicketMessage, why: str
+) -> None:
+    what = "answer" if entry.kind != TicketMessage.Kind.EVENT else "notice"
+    text = (
+        f"Ticket #{ticket.number}: the {what} to the user may or may not have arrived ({why}). "
+        "It is not sent again automatically: check with the user, and use Retry delivery on "
+        "the ticket in the admin site if it did not arrive."
+    )
+    notify_admins(clip(text), purpose=f"support #{ticket.number} uncertain", client=client)
+
+
+def _schedule_retry(entry: TicketMessage, wait: float) -> None:
+    wait = max(float(settings.JOB_RETRY_BASE_DELAY), wait)
     job_enqueue(
         RETRY_JOB,
         {"entry_id": entry.pk},

@@ -3,7 +3,7 @@ admin site."""
 
 from __future__ import annotations
 
-from telegram_bot.errors import AuthorizationError, ValidationError
+from telegram_bot.errors import AuthorizationError, BotError, ValidationError
 
 
 class TicketNotFoundError(ValidationError):
@@ -22,3 +22,14 @@ class TicketClosedError(ValidationError):
 
 class TicketOpenError(ValidationError):
     code = "ticket_open"
+
+
+class DeliveryInProgressError(BotError):
+    """Another attempt is sending this message right now; come back after its deadline."""
+
+    retryable = True
+    code = "delivery_in_progress"
+
+    def __init__(self, message: str = "", *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = float(retry_after)

@@ -90,6 +90,58 @@ def user_message(incoming: Incoming) -> Answer | None:
     the user's newest open ticket. Without an open ticket nothing is stored and the user is
     told how to open or reopen one: a plain message never opens or reopens a ticket by itself.
     """
+    return _user_message(incoming)[1]
+
+
+def reply_target(incoming: Incoming, *, reopenable_only: bool = False) -> Ticket | None:
+    """The ticket a reply explicitly addresses, if any.
+
+    For an admin, the ticket of the notification (or prompt) replied to, whatever its status
+    (a closed one is refused with a reason). For anyone, their own ticket whose message (the
+    bot's, or their own) was replied to; with ``reopenable_only``, only if it can still take
+    the message (open, or closed within the reopen window). A workflow step hands such a
+    message to the ordinary path instead of consuming it, so a reply never opens a new ticket
+    nor answers another one.
+    """
+    if incoming.reply_to_message_id is None:
+        return None
+    if incoming.is_admin:
+        ticket = selectors.ticket_for_admin_message(
+            chat_id=incoming.chat_id, message_id=incoming.reply_to_message_id
+        )
+        if ticket is not None:
+            return ticket
+    ticket = selectors.ticket_for_user_reply(
+        chat_id=incoming.chat_id, user_id=incoming.user_id, message_id=incoming.reply_to_message_id
+    )
+    if ticket is None or not reopenable_only:
+        return ticket
+    return ticket if ticket.is_open or selectors.reopenable(ticket) else None
+
+
+EXPIRED_REQUEST = "Your /support request expired. Send /support again to open a ticket."
+
+
+def after_expired_request(incoming: Incoming) -> Answer:
+    """The message that comes after a ``/support`` wait expired (and replies to no ticket).
+
+    It does not open a ticket: the user is told to start again. But a user with an open ticket
+    does not lose it either: like any plain message it is added to their newest open ticket,
+    and they are told where it went.
+    """
+    if not selectors.open_tickets_of(incoming.user_id).exists():
+        return Answer(EXPIRED_REQUEST)
+    entry, refused = _user_message(incoming)
+    if entry is None:
+        return Answer(f"{refused.text}\n{EXPIRED_REQUEST}" if refused else EXPIRED_REQUEST)
+    return Answer(
+        f"Your /support request had expired, so this message was added to your open ticket "
+        f"#{entry.ticket.number}. To open a new ticket instead, send /support again."
+    )
+
+
+def _user_message(incoming: Incoming) -> tuple[TicketMessage | None, Answer | None]:
+    """``user_message``; also returns the entry it stored, if any."""
     target = None
     if incoming.reply_to_message_id is not None:
         target = selectors.ticket_for_user_reply(
@@ -101,15 +153,15 @@ def user_message(incoming: Incoming) -> Answer | None:
     if target is None:
         target = selectors.open_tickets_of(incoming.user_id).first()
         if target is None:
-            return _no_open_ticket(incoming)
+            return None, _no_open_ticket(incoming)
     if not target.is_open and not selectors.reopenable(target):
         days = reopen_window().days
-        return Answer(
+        return None, Answer(
             f"Ticket #{target.number} was closed more than {days} days ago and cannot be "
             "reopened. Send /support <your question> to open a new ticket."
         )
     if incoming.content is None:
-        return Answer(incoming.content_error)
+        return None, Answer(incoming.content_error)
     try:
         entry, _ = services.ticket_add_user_message(
             ticket_id=target.pk,
@@ -119,9 +171,9 @@ def user_message(incoming: Incoming) -> Answer | None:
             reopen=replied,
         )
     except TicketClosedError as exc:  # closed (and expired) between the read and the write
-        return Answer(exc.user_message)
+        return None, Answer(exc.user_message)
     delivery.deliver(entry)
-    return None
+    return entry, None
 
 
 def close_request(incoming: Incoming, args: str) -> Answer | None:
@@ -213,14 +265,30 @@ def reopen(*, ticket_id: int, author: Author, origin: Origin) -> tuple[TicketMes
 
 
 def retry_delivery(entry: TicketMessage) -> Delivery:
-    """Try again to send the user an entry whose delivery failed."""
+    """An admin's "Retry delivery": send the user an entry whose delivery failed, or whose
+    outcome is uncertain (the admin decided it did not arrive). Never while another attempt
+    is sending it: the claim in ``delivery`` lets only one of them send."""
     services.entry_delivery_retry(entry=entry)
     entry.refresh_from_db()
     return delivery.deliver(entry)
 
 
+def settle_stale_deliveries(ticket: Ticket) -> None:
+    """Before showing a ticket: a send whose process died (past its deadline, no result) is
+    marked uncertain, so that the admin can decide with Retry delivery."""
+    delivery.settle_stale(ticket)
+
+
 def delivery_report(ticket: Ticket, result: Delivery) -> str:
     """What the admin who answered is told."""
+    if result.in_progress:
+        return f"The message to the user of ticket #{ticket.number} is being sent right now."
+    if result.uncertain:
+        return (
+            f"Delivery to the user of ticket #{ticket.number} is uncertain: {result.error}. "
+            "It may have arrived, so it is not sent again automatically: check with the user, "
+            "and use Retry delivery on the ticket in the admin site if it did not arrive."
+        )
     if result.delivered is False and result.retrying:
         return (
             f"Not delivered to the user of ticket #{ticket.number} yet: {result.error}. "

@@ -73,32 +73,42 @@ def private_message(ctx: Context) -> None:
     """The handler of plain private messages: follow-ups, reopening, admins' replies."""
     if _resumed(ctx):
         return
-    incoming = _incoming(ctx)
-    if ctx.sender.is_admin and incoming.reply_to_message_id is not None:
-        ticket = selectors.ticket_for_admin_message(
-            chat_id=incoming.chat_id, message_id=incoming.reply_to_message_id
-        )
-        if ticket is not None:
-            _answer_ticket(ctx, incoming, ticket.pk)
-            return
-    _say(ctx, flows.user_message(incoming))
+    _private_message(ctx, _incoming(ctx))
 
 
 def open_step(ctx: Context) -> None:
-    """The one message after ``/support``."""
+    """The one message after ``/support``.
+
+    A reply to a message of one of the user's tickets (or, for an admin, to a ticket
+    notification) is not the new request: it goes where it points, as it would without the
+    workflow, and the workflow ends. An expired workflow says so only for a message that is
+    not addressed to a ticket, and even then does not drop a follow-up: with an open ticket the
+    message goes to it, as any plain message would. A reply to a ticket that can no longer
+    take it (closed beyond the reopen window) is the requested new ticket's first message.
+    """
     workflows = WorkflowStore(ctx.store)
     workflow = _workflow(ctx, workflows, OPEN_WORKFLOW)
     if _resumed(ctx):
         _finish(workflows, workflow)
         return
+    incoming = _incoming(ctx)
     if workflow is None:
-        private_message(ctx)
+        _private_message(ctx, incoming)
+        return
+    target = flows.reply_target(incoming, reopenable_only=True)
+    if target is not None:
+        _finish(workflows, workflow)
+        _private_message(ctx, incoming)
+        if not workflow.expired:
+            ctx.reply(
+                f"Your /support request is cancelled: your message replies to ticket "
+                f"#{target.number}, so it went there. Send /support again to open a new ticket."
+            )
         return
     if workflow.expired:
         _finish(workflows, workflow)
-        ctx.reply("Your /support request expired. Send /support again to open a ticket.")
+        _say(ctx, flows.after_expired_request(incoming))
         return
-    incoming = _incoming(ctx)
     if incoming.content is None:
         ctx.reply(f"{incoming.content_error}\nSend it again, or /support to start over.")
         return
@@ -107,33 +117,56 @@ def open_step(ctx: Context) -> None:
 
 
 def reply_step(ctx: Context) -> None:
-    """The one message after an admin pressed Reply."""
+    """The one message after an admin pressed Reply.
+
+    A reply to a message of a ticket names that ticket explicitly: it is handled as it would
+    be without the workflow (the answer to that ticket), whatever ticket the workflow was for
+    and whether it expired, and the workflow ends.
+    """
     workflows = WorkflowStore(ctx.store)
     workflow = _workflow(ctx, workflows, REPLY_WORKFLOW)
     if _resumed(ctx):
         _finish(workflows, workflow)
         return
+    incoming = _incoming(ctx)
     if workflow is None:
-        private_message(ctx)
+        _private_message(ctx, incoming)
         return
     number = workflow.data.get("number", "?")
+    ticket_id = int(workflow.data.get("ticket_id", 0))
+    target = flows.reply_target(incoming)
+    if target is not None:
+        _finish(workflows, workflow)
+        _private_message(ctx, incoming)
+        if target.pk != ticket_id and not workflow.expired:
+            ctx.reply(
+                f"Your answer to ticket #{number} is cancelled: your message replies to ticket "
+                f"#{target.number}, so it went there. Press Reply on ticket #{number} again to "
+                "answer it."
+            )
+        return
     if workflow.expired:
         _finish(workflows, workflow)
         ctx.reply(f"Your answer to ticket #{number} expired. Press Reply again.")
         return
-    incoming = _incoming(ctx)
-    ticket_id = int(workflow.data.get("ticket_id", 0))
-    if incoming.reply_to_message_id is not None:
-        # Replying to another ticket's notification names that ticket explicitly.
-        pointed = selectors.ticket_for_admin_message(
-            chat_id=incoming.chat_id, message_id=incoming.reply_to_message_id
-        )
-        ticket_id = pointed.pk if pointed is not None else ticket_id
     if incoming.content is None:
         ctx.reply(f"{incoming.content_error}\nSend your answer to ticket #{number} again.")
         return
     _answer_ticket(ctx, incoming, ticket_id)
     _finish(workflows, workflow)
+
+
+def _private_message(ctx: Context, incoming: Incoming) -> None:
+    """A plain private message, outside any workflow: an admin's reply to a ticket
+    notification answers that ticket; anything else is the sender's follow-up (or guidance)."""
+    if ctx.sender.is_admin and incoming.reply_to_message_id is not None:
+        ticket = selectors.ticket_for_admin_message(
+            chat_id=incoming.chat_id, message_id=incoming.reply_to_message_id
+        )
+        if ticket is not None:
+            _answer_ticket(ctx, incoming, ticket.pk)
+            return
+    _say(ctx, flows.user_message(incoming))
 
 
 # --- buttons ---------------------------------------------------------------------------------
@@ -179,10 +212,16 @@ def resolve_button(ctx: Context) -> None:
         ctx.answer_callback(exc.user_message, alert=True)
         _remove_buttons(ctx)
         return
-    told = (
-        "The user was told." if result.delivered else f"The user could not be told: {result.error}."
+    if result.delivered or result.in_progress:
+        told = "The user was told."
+    elif result.uncertain:
+        told = f"Whether the user was told is uncertain: {result.error}."
+    else:
+        told = f"The user could not be told: {result.error}."
+    alert = not (result.delivered or result.in_progress)
+    ctx.answer_callback(
+        delivery.clip(f"Ticket #{ticket.number} resolved. {told}", 200), alert=alert
     )
-    ctx.answer_callback(f"Ticket #{ticket.number} resolved. {told}", alert=not result.delivered)
     if button.page is not None:  # pressed in the panel: back to its list
         _edit(ctx, *panel.list_view(button.page))
     else:

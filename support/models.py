@@ -89,6 +89,14 @@ class TicketMessage(models.Model):
     confirmation of a user message, the answer itself, the notice of an event),
     ``admins_notified_at`` once the admins were notified, ``delivery_error`` when the user
     could not be reached (the bot was blocked, for example).
+
+    Sending to the user is claimed first (``delivery_attempt_token``, with the
+    ``delivery_attempt_deadline`` after which an attempt that never came back is presumed
+    dead), so two senders of one entry (the support.deliver job, the admin site's Retry
+    button, a re-delivered update) never both send it. ``delivery_uncertain`` marks a send whose
+    outcome is unknown (a read timeout, a dropped connection, a proxy's gateway error, an
+    attempt that died): it may have reached the user, so it is never sent again automatically;
+    an admin decides with "Retry delivery".
     """
 
     class Sender(models.TextChoices):
@@ -126,6 +134,9 @@ class TicketMessage(models.Model):
     user_notified_at = models.DateTimeField(null=True, blank=True)
     admins_notified_at = models.DateTimeField(null=True, blank=True)
     delivery_error = models.CharField(max_length=500, blank=True)
+    delivery_attempt_token = models.UUIDField(null=True, blank=True)
+    delivery_attempt_deadline = models.DateTimeField(null=True, blank=True)
+    delivery_uncertain = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -138,11 +149,16 @@ class TicketMessage(models.Model):
 
     @property
     def delivery_state(self) -> str:
-        """For entries sent to the user: delivered, not delivered, or pending."""
+        """For entries sent to the user: delivered, uncertain (it may have arrived), not
+        delivered, sending (an attempt is in flight), or pending."""
         if self.user_notified_at is not None:
             return "delivered"
+        if self.delivery_uncertain:
+            return "uncertain"
         if self.delivery_error:
             return "not delivered"
+        if self.delivery_attempt_token is not None:
+            return "sending"
         return "pending"
 
 

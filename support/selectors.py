@@ -82,6 +82,17 @@ def ticket_for_user_reply(*, chat_id: int, user_id: int, message_id: int) -> Tic
     return own.ticket if own else None
 
 
+def stale_deliveries(ticket: Ticket) -> QuerySet[TicketMessage]:
+    """The ticket's entries whose send to the user is claimed by an attempt that is past its
+    deadline without a result (presumed dead)."""
+    return ticket.messages.filter(
+        user_notified_at__isnull=True,
+        delivery_uncertain=False,
+        delivery_attempt_token__isnull=False,
+        delivery_attempt_deadline__lte=timezone.now(),
+    )
+
+
 @dataclass(frozen=True)
 class Page:
     tickets: list[Ticket]

@@ -12,8 +12,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from support.errors import TicketClosedError, TicketNotFoundError, TicketOpenError
@@ -22,6 +24,8 @@ from support.selectors import reopenable
 from support.validation import Content
 
 SUBJECT_LENGTH = 120
+# Ends the delivery error of a transient failure that the support.deliver job retries.
+RETRYING = "; retrying automatically"
 
 
 @dataclass(frozen=True)
@@ -214,11 +218,46 @@ def _reopen_by_admin(*, ticket_id: int, author: Author, origin: Origin) -> Ticke
 
 
 # --- delivery bookkeeping --------------------------------------------------------------------
+def entry_delivery_claim(
+    *, entry_id: int, deadline: datetime, after_failure: bool
+) -> uuid.UUID | None:
+    """Claim the send of ``entry_id``'s message to the user; return the attempt token, or None
+    if another sender has it (delivered, in flight, or uncertain).
+
+    One conditional UPDATE: whoever changes the row owns the send, so two concurrent senders
+    (the support.deliver job and the admin site's Retry button, say) never both send.
+    ``after_failure`` (the support.deliver job) also allows an entry whose last attempt failed
+    transiently (its error ends with ``RETRYING``); without it only an entry with no recorded
+    failure is claimed. A permanent failure is sent again only after an admin's Retry.
+    """
+    token = uuid.uuid4()
+    unclaimed = TicketMessage.objects.filter(
+        pk=entry_id,
+        user_notified_at__isnull=True,
+        delivery_attempt_token__isnull=True,
+        delivery_uncertain=False,
+    )
+    if after_failure:
+        unclaimed = unclaimed.filter(Q(delivery_error="") | Q(delivery_error__endswith=RETRYING))
+    else:
+        unclaimed = unclaimed.filter(delivery_error="")
+    claimed = unclaimed.update(delivery_attempt_token=token, delivery_attempt_deadline=deadline)
+    return token if claimed else None
+
+
 @transaction.atomic
 def entry_user_notified(*, entry: TicketMessage, chat_id: int, message_id: int) -> None:
-    """The user's chat got the bot message for ``entry``; replying to it addresses the ticket."""
+    """The user's chat got the bot message for ``entry``; replying to it addresses the ticket.
+
+    Not fenced on the attempt token: a message that arrived is a fact, even when its attempt
+    was presumed dead (or marked uncertain) meanwhile.
+    """
     TicketMessage.objects.filter(pk=entry.pk).update(
-        user_notified_at=timezone.now(), delivery_error=""
+        user_notified_at=timezone.now(),
+        delivery_error="",
+        delivery_uncertain=False,
+        delivery_attempt_token=None,
+        delivery_attempt_deadline=None,
     )
     bot_message_link(
         ticket_id=entry.ticket_id,
@@ -229,14 +268,43 @@ def entry_user_notified(*, entry: TicketMessage, chat_id: int, message_id: int) 
     )
 
 
-def entry_delivery_failed(*, entry: TicketMessage, error: str) -> None:
-    TicketMessage.objects.filter(pk=entry.pk).update(delivery_error=error[:500] or "failed")
+def entry_delivery_failed(*, entry: TicketMessage, error: str, token: uuid.UUID) -> bool:
+    """The attempt ``token`` got an answer saying the message was not sent: release the claim
+    (the job, or an admin, may try again). False if the attempt no longer owned the entry."""
+    return bool(
+        TicketMessage.objects.filter(
+            pk=entry.pk, delivery_attempt_token=token, user_notified_at__isnull=True
+        ).update(
+            delivery_error=error[:500] or "failed",
+            delivery_attempt_token=None,
+            delivery_attempt_deadline=None,
+        )
+    )
+
+
+def entry_delivery_uncertain(*, entry: TicketMessage, error: str, token: uuid.UUID) -> bool:
+    """The attempt ``token`` ended without knowing whether the message arrived: mark it so
+    that nothing sends it again automatically. False if the attempt no longer owned it."""
+    return bool(
+        TicketMessage.objects.filter(
+            pk=entry.pk,
+            delivery_attempt_token=token,
+            user_notified_at__isnull=True,
+            delivery_uncertain=False,
+        ).update(delivery_error=error[:500] or "outcome unknown", delivery_uncertain=True)
+    )
 
 
 def entry_delivery_retry(*, entry: TicketMessage) -> None:
-    """Forget a failed delivery so that it is attempted again."""
-    TicketMessage.objects.filter(pk=entry.pk, user_notified_at__isnull=True).update(
-        delivery_error=""
+    """An admin asks to send it again: forget a failed or uncertain attempt (never one that is
+    still in flight)."""
+    TicketMessage.objects.filter(pk=entry.pk, user_notified_at__isnull=True).filter(
+        Q(delivery_attempt_token__isnull=True) | Q(delivery_uncertain=True)
+    ).update(
+        delivery_error="",
+        delivery_uncertain=False,
+        delivery_attempt_token=None,
+        delivery_attempt_deadline=None,
     )
 
 

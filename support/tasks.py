@@ -12,7 +12,8 @@ from telegram_bot.jobs.runner import JobRun
 
 
 def deliver_job(payload: dict[str, Any], run: JobRun) -> None:
-    """Send the user a ticket message whose delivery failed transiently (429, 5xx, network)."""
+    """Send the user a ticket message whose delivery failed transiently (429, 5xx, network),
+    or settle an attempt that did not come back (see ``delivery.redeliver``)."""
     entry_id = int(payload.get("entry_id") or 0)
     entry = TicketMessage.objects.select_related("ticket").filter(pk=entry_id).first()
     if entry is None:

@@ -29,6 +29,7 @@ from telegram_bot.errors import BotError
 def ticket_detail(
     request: HttpRequest, ticket: Ticket, admin_context: dict[str, Any]
 ) -> HttpResponse:
+    flows.settle_stale_deliveries(ticket)
     entries = selectors.conversation(ticket)
     context = {
         **admin_context,
@@ -129,7 +130,18 @@ def require_change(request: HttpRequest, allowed: bool) -> None:
 
 
 def _report(request: HttpRequest, result: Delivery, success: str) -> None:
-    if result.delivered is False and result.retrying:
+    if result.in_progress:
+        messages.info(
+            request, "This message is being sent to the user right now; reload in a minute."
+        )
+    elif result.uncertain:
+        messages.warning(
+            request,
+            f"Delivery uncertain: {result.error}. It may have reached the user, so it is not "
+            "sent again automatically: check with the user, and press Retry delivery if it did "
+            "not arrive.",
+        )
+    elif result.delivered is False and result.retrying:
         messages.warning(
             request, f"Not delivered to the user yet: {result.error}. It is retried automatically."
         )
