@@ -8,7 +8,8 @@ import mimetypes
 from typing import Any
 
 from django.contrib import admin, messages
-from django.core.exceptions import ValidationError
+from django.contrib.auth import get_permission_codename
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpRequest
 from django.urls import reverse
@@ -28,7 +29,10 @@ _FAILED_FLAG = "_content_admin_failed"
 
 
 def post_photo(request: HttpRequest, post_id: int) -> Any:
-    """The uploaded photo of a post (staff only: registered through the admin site)."""
+    """The uploaded photo of a post: registered through the admin site (staff only), and only
+    for a user who may view or change posts."""
+    if not _may_view_posts(request):
+        raise PermissionDenied
     post = selectors.post_find(post_id)
     if post is None or not post.photo:
         raise Http404("no photo")
@@ -37,6 +41,15 @@ def post_photo(request: HttpRequest, post_id: int) -> Any:
 
 
 register_view("content/posts/<int:post_id>/photo/", post_photo, name="content-post-photo", title="")
+
+
+def _may_view_posts(request: HttpRequest) -> bool:
+    """What ``ModelAdmin.has_view_or_change_permission`` checks, for the photo view."""
+    opts = Post._meta
+    return any(
+        request.user.has_perm(f"{opts.app_label}.{get_permission_codename(action, opts)}")
+        for action in ("view", "change")
+    )
 
 
 @admin.register(Post)
@@ -129,6 +142,11 @@ class PostAdmin(admin.ModelAdmin):
         ):
             return False
         return super().has_delete_permission(request, obj)
+
+    def has_change_and_delete_permission(self, request: HttpRequest) -> bool:
+        """For "Archive and delete": it changes the post and deletes its channel message.
+        (An action's ``permissions`` are alternatives: any one of them offers it.)"""
+        return self.has_change_permission(request) and super().has_delete_permission(request)
 
     def delete_model(self, request: HttpRequest, obj: Post) -> None:
         services.post_delete_draft(post_id=obj.pk)
@@ -224,7 +242,7 @@ class PostAdmin(admin.ModelAdmin):
         )
 
     # --- actions ------------------------------------------------------------------------------
-    @admin.action(description="Publish now")
+    @admin.action(description="Publish now", permissions=["change"])
     def publish_now(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
         for post_id in queryset.values_list("pk", flat=True):
             try:
@@ -247,15 +265,18 @@ class PostAdmin(admin.ModelAdmin):
                     f"(message {post.channel_message_id}).",
                 )
 
-    @admin.action(description="Back to draft (cancel the schedule)")
+    @admin.action(description="Back to draft (cancel the schedule)", permissions=["change"])
     def unschedule(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
         self._each(request, queryset, lambda pk: services.post_unschedule(post_id=pk), "is a draft")
 
-    @admin.action(description="Archive (keep the channel message)")
+    @admin.action(description="Archive (keep the channel message)", permissions=["change"])
     def archive(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
         self._each(request, queryset, lambda pk: services.post_archive(post_id=pk), "archived")
 
-    @admin.action(description="Archive and delete the channel message")
+    @admin.action(
+        description="Archive and delete the channel message",
+        permissions=["change_and_delete"],
+    )
     def archive_and_delete(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
         self._each(
             request,
@@ -264,7 +285,10 @@ class PostAdmin(admin.ModelAdmin):
             "archived, its channel message deleted",
         )
 
-    @admin.action(description="Mark published (outcome unknown, checked the channel)")
+    @admin.action(
+        description="Mark published (outcome unknown, checked the channel)",
+        permissions=["change"],
+    )
     def mark_published(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
         self._each(
             request, queryset, lambda pk: services.post_mark_published(post_id=pk), "published"

@@ -51,3 +51,11 @@ class PublishOutcomeUnknownError(PostError):
     """Telegram may or may not have published the post: never retried automatically."""
 
     code = "post_publish_outcome_unknown"
+
+
+class LeaseTooShortError(PostError):
+    """The job's lease is lost, or too close to its end to start a send: nothing was sent, the
+    post stays scheduled, and the job comes back with a fresh lease."""
+
+    retryable = True
+    code = "post_publish_lease_too_short"

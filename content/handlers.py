@@ -9,6 +9,7 @@ caption) -> buttons (or Skip); the draft is then created and previewed in the ch
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from django.core.exceptions import ValidationError
@@ -39,7 +40,7 @@ def callback(ctx: Context) -> None:
 # --- list and view ----------------------------------------------------------------------------
 def _list(ctx: Context, argument: str) -> None:
     ctx.answer_callback()
-    _show_list(ctx, int(argument) if argument.isdigit() else 0)
+    _show_list(ctx, _number(argument, digits=6) or 0)
 
 
 def _show_list(ctx: Context, page: int) -> None:
@@ -367,10 +368,19 @@ def _advance(ctx: Context, workflow: Workflow, step: str, data: dict[str, object
 
 
 def _post(ctx: Context, argument: str) -> Post | None:
-    post = selectors.post_find(int(argument)) if argument.isdigit() else None
+    post_id = _number(argument, digits=18)
+    post = selectors.post_find(post_id) if post_id is not None else None
     if post is None:
         ctx.answer_callback("This post does not exist any more.", alert=True)
     return post
+
+
+def _number(argument: str, *, digits: int) -> int | None:
+    """A number from callback data: ASCII digits only (``str.isdigit`` also accepts "²", on
+    which ``int`` fails), few enough for a page or a bigint id; None otherwise."""
+    if re.fullmatch(f"[0-9]{{1,{digits}}}", argument) is None:
+        return None
+    return int(argument)
 
 
 def _refresh(ctx: Context, post_id: int) -> None:

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from content import conf, delivery, jobs
 from content.errors import (
+    LeaseTooShortError,
     PostNotDueError,
     PostNotFoundError,
     PostStateError,
@@ -22,7 +23,7 @@ from content.errors import (
 from content.models import UNPUBLISHED, Post, PostStatus
 from content.notices import UNKNOWN_OUTCOME, notify, unknown_text
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.jobs.models import Job
+from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.retry import RetryPolicy, decide
 from telegram_bot.jobs.runner import JobRun
 from telegram_bot.redaction import redact
@@ -46,10 +47,12 @@ def post_publish(*, post_id: int, run: JobRun | None = None) -> Post:
     and buttons converge on one publication:
 
     1. Claim: under the post's row lock (``SELECT ... FOR UPDATE``; SQLite's write lock), and
-       only if the post is ``scheduled`` and due, and the job's lease is still ours
-       (``run.still_owned()``), the status moves to ``publishing`` with a fresh
+       only if the post is ``scheduled`` and due, and the job's lease is still ours with at
+       least ``conf.MIN_SEND_SECONDS`` left, the status moves to ``publishing`` with a fresh
        ``attempt_token`` and an ``attempt_deadline`` (the job's lease expiry, or for "publish
-       now" the client's longest possible call), and commits.
+       now" the client's longest possible call), and commits. A lease that is lost or about to
+       end raises ``LeaseTooShortError`` (retryable, nothing sent): the job comes back with a
+       fresh lease rather than racing its own expiry.
     2. Send: one sendMessage/sendPhoto, no lock held. Its parameters (and an uploaded photo's
        bytes) were prepared before the claim, so nothing else happens while it is in flight.
     3. Record: in one short transaction, fenced on the token, the status becomes ``published``
@@ -203,10 +206,7 @@ def _take(
 ) -> _Claim | None:
     """The claim proper; call under the post's lock."""
     _check_due(post, now)
-    deadline = _deadline(run, now)
-    if deadline is None:
-        log.warning("post %s: the job's lease was lost before sending", post.pk)
-        return None
+    deadline = _deadline(post.pk, run, now)
     if prepared is None or prepared.fingerprint != _fingerprint(post):
         prepared = _Prepared(_fingerprint(post), delivery.outgoing(post))  # edited meanwhile
     token = uuid.uuid4().hex
@@ -247,21 +247,34 @@ def _check_due(post: Post, now: datetime) -> None:
         raise PostNotDueError(f"post #{post.pk} is due in {wait:.0f} s", retry_after=wait)
 
 
-def _deadline(run: JobRun | None, now: datetime) -> datetime | None:
-    """Until when this attempt may still be waiting for Telegram; None if the lease is lost."""
+def _deadline(post_id: int, run: JobRun | None, now: datetime) -> datetime:
+    """Until when this attempt may still be waiting for Telegram.
+
+    For a job: its lease expiry (once it expires the runner hands the job to another worker,
+    and from then on this attempt is presumed dead). A lease that is lost, or has less than
+    ``MIN_SEND_SECONDS`` left, raises ``LeaseTooShortError`` before anything is sent: a send
+    started then would be judged "outcome unknown" by the next attempt, and returning without
+    an error would let the runner mark the job succeeded while the post stays scheduled.
+    """
     window = now + timedelta(seconds=delivery.SEND_WINDOW_SECONDS)
     if run is None:
         return window
-    if not run.still_owned():
-        return None
     expires = (
-        Job.objects.filter(pk=run.job_id, lease_owner=run.owner)
+        Job.objects.filter(pk=run.job_id, status=JobStatus.RUNNING, lease_owner=run.owner)
         .values_list("lease_expires_at", flat=True)
         .first()
     )
-    # Once its lease expires the runner hands the job to another worker: from then on this
-    # attempt is presumed dead.
-    return min(window, expires) if expires is not None else window
+    if expires is None:
+        log.warning("post %s: the job's lease was lost before sending", post_id)
+        raise LeaseTooShortError(f"post #{post_id}: the job's lease was lost before sending")
+    left = (expires - timezone.now()).total_seconds()
+    if left < conf.MIN_SEND_SECONDS:
+        log.warning("post %s: %.2f s of lease left, not sending", post_id, left)
+        raise LeaseTooShortError(
+            f"post #{post_id}: {max(left, 0.0):.2f} s of the job's lease left, under "
+            f"{conf.MIN_SEND_SECONDS} s: not sent, the job comes back with a fresh lease"
+        )
+    return min(window, expires)
 
 
 def _send_failed(claim: _Claim, exc: TelegramApiError, run: JobRun | None) -> None:

@@ -205,8 +205,11 @@ def photo_type(data: bytes) -> str | None:
 
 
 def _dimensions(data: bytes, kind: str) -> tuple[int, int] | None:
-    """(width, height) from a PNG or JPEG header; None when not found (WebP: not checked)."""
-    if kind == "image/png" and data[12:16] == b"IHDR":
+    """(width, height) from a PNG or JPEG header (WebP: not checked). A header cut short is
+    refused with a ValidationError; None when the header holds no size."""
+    if kind == "image/png":
+        if len(data) < 24 or data[12:16] != b"IHDR":
+            raise ValidationError(_TRUNCATED)
         width, height = struct.unpack(">II", data[16:24])
         return int(width), int(height)
     if kind == "image/jpeg":
@@ -214,30 +217,49 @@ def _dimensions(data: bytes, kind: str) -> tuple[int, int] | None:
     return None
 
 
+_TRUNCATED = "The photo file is cut short or damaged."
 _SOF_MARKERS = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
 
 
 def _jpeg_dimensions(data: bytes) -> tuple[int, int] | None:
+    """The size in the first start-of-frame segment; every read is checked against the length
+    of the data first (a file cut short raises ValidationError, never struct.error)."""
     index = 2
-    while index + 9 < len(data):
+    while index + 1 < len(data):
         if data[index] != 0xFF:
             return None
         marker = data[index + 1]
+        if marker == 0xFF:  # a fill byte before a marker
+            index += 1
+            continue
         if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:
             index += 2
             continue
+        if index + 4 > len(data):
+            raise ValidationError(_TRUNCATED)
         (length,) = struct.unpack(">H", data[index + 2 : index + 4])
         if marker in _SOF_MARKERS:
+            if index + 9 > len(data):
+                raise ValidationError(_TRUNCATED)
             height, width = struct.unpack(">HH", data[index + 5 : index + 9])
             return int(width), int(height)
         index += 2 + length
+    if index > len(data):
+        raise ValidationError(_TRUNCATED)  # the last segment runs past the end
     return None
 
 
 # --- time -------------------------------------------------------------------------------------
+# At most 6 ASCII digits per amount: no OverflowError from timedelta or the addition, and
+# each optional part starts with its digits, so the match is linear (no backtracking between
+# adjacent runs of spaces).
 _RELATIVE = re.compile(
-    r"\+\s*(?:(?P<d>\d+)\s*d)?\s*(?:(?P<h>\d+)\s*h)?\s*(?:(?P<m>\d+)\s*m(?:in)?)?", re.IGNORECASE
+    r"\+\s*(?:(?P<d>[0-9]{1,6})\s*d\s*)?(?:(?P<h>[0-9]{1,6})\s*h\s*)?"
+    r"(?:(?P<m>[0-9]{1,6})\s*m(?:in)?\s*)?",
+    re.IGNORECASE,
 )
+_TIME_INPUT_LIMIT = 64  # longer than any time we read
+_UNREADABLE_TIME = "Send a time like 2026-12-01 18:00 (UTC), or +2h, +30m, +1d."
 _ABSOLUTE_FORMATS = ("%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S")
 
 
@@ -246,12 +268,17 @@ def parse_publish_time(text: str, *, now: datetime | None = None) -> datetime:
     datetime in the future, at most a year ahead. Raises ValidationError otherwise."""
     now = now or timezone.now()
     value = (text or "").strip()
+    if len(value) > _TIME_INPUT_LIMIT:
+        raise ValidationError({"publish_at": _UNREADABLE_TIME})
     relative = _RELATIVE.fullmatch(value)
-    if relative and any(relative.groupdict().values()):
-        parts = {key: int(amount or 0) for key, amount in relative.groupdict().items()}
-        when = now + timedelta(days=parts["d"], hours=parts["h"], minutes=parts["m"])
-    else:
-        when = _parse_absolute(value)
+    try:
+        if relative and any(relative.groupdict().values()):
+            parts = {key: int(amount or 0) for key, amount in relative.groupdict().items()}
+            when = now + timedelta(days=parts["d"], hours=parts["h"], minutes=parts["m"])
+        else:
+            when = _parse_absolute(value)
+    except (OverflowError, ValueError):
+        raise ValidationError({"publish_at": "That time is out of range."}) from None
     check_publish_at(when, now=now)
     return when
 
@@ -263,9 +290,7 @@ def _parse_absolute(value: str) -> datetime:
             return datetime.strptime(cleaned, fmt).replace(tzinfo=UTC)
         except ValueError:
             continue
-    raise ValidationError(
-        {"publish_at": "Send a time like 2026-12-01 18:00 (UTC), or +2h, +30m, +1d."}
-    )
+    raise ValidationError({"publish_at": _UNREADABLE_TIME})
 
 
 def check_publish_at(when: datetime, *, now: datetime | None = None) -> None:

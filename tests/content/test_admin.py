@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils import timezone
 
@@ -172,3 +173,74 @@ def test_a_published_post_cannot_be_deleted(bot: FakeTelegramServer, admin_clien
     draft = make_post()
     admin_client.post(f"{LIST}{draft.pk}/delete/", {"post": "yes"})
     assert not Post.objects.filter(pk=draft.pk).exists()
+
+
+# --- permissions ------------------------------------------------------------------------------
+def staff_client(*codenames: str) -> Client:
+    """A logged-in staff user (not a superuser) with only the given permissions on posts."""
+    user = User.objects.create_user("editor", password="unused", is_staff=True)
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label="content", codename__in=codenames)
+    )
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+POST_ACTIONS = ("publish_now", "unschedule", "archive", "archive_and_delete", "mark_published")
+
+
+def offered_actions(client: Client) -> set[str]:
+    response = client.get(LIST)
+    assert response.status_code == 200
+    form = response.context["action_form"]
+    return {value for value, _ in form.fields["action"].choices if value} if form else set()
+
+
+def test_a_staff_user_who_may_only_view_posts_is_offered_no_action(
+    bot: FakeTelegramServer,
+) -> None:
+    viewer = staff_client("view_post")
+    assert offered_actions(viewer) & set(POST_ACTIONS) == set()
+    draft = make_post("Not yet")
+    published = post_publish_now(post_id=make_post("Out there").pk)
+    unknown = make_post("Maybe out there")
+    Post.objects.filter(pk=unknown.pk).update(status=PostStatus.FAILED, outcome_unknown=True)
+    sends = len(bot.calls_to("sendMessage"))
+    for action in POST_ACTIONS:  # crafted POSTs: each one does nothing
+        ids = [draft.pk, published.pk, unknown.pk]
+        viewer.post(LIST, {"action": action, "index": "0", "_selected_action": ids})
+    assert Post.objects.get(pk=draft.pk).status == PostStatus.DRAFT
+    published.refresh_from_db()
+    assert published.status == PostStatus.PUBLISHED and not published.message_deleted
+    assert Post.objects.get(pk=unknown.pk).status == PostStatus.FAILED
+    assert len(bot.calls_to("sendMessage")) == sends
+    assert bot.calls_to("deleteMessage") == []
+
+
+def test_archive_and_delete_needs_the_delete_permission_too(bot: FakeTelegramServer) -> None:
+    assert offered_actions(staff_client("view_post", "change_post")) == {
+        "publish_now",
+        "unschedule",
+        "archive",
+        "mark_published",
+    }
+    User.objects.all().delete()
+    editor = staff_client("change_post", "delete_post")
+    assert set(POST_ACTIONS) <= offered_actions(editor)
+    published = post_publish_now(post_id=make_post("Out there").pk)
+    editor.post(
+        LIST, {"action": "archive_and_delete", "index": "0", "_selected_action": [published.pk]}
+    )
+    published.refresh_from_db()
+    assert published.status == PostStatus.ARCHIVED and published.message_deleted
+
+
+def test_the_photo_is_served_only_to_users_who_may_view_posts() -> None:
+    post = make_post("Photo", photo=png_upload())
+    url = f"/admin/content/posts/{post.pk}/photo/"
+    assert staff_client().get(url).status_code == 403
+    User.objects.all().delete()
+    response = staff_client("view_post").get(url)
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == png_bytes()

@@ -235,3 +235,44 @@ def test_a_stale_or_forged_button_is_answered_not_crashed(
     assert "This post does not exist any more." in answers
     assert "This button is not valid." in answers
     assert "This has expired. Start again from /panel." in answers
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "content:view:²",  # str.isdigit() accepts it, int() does not
+        "content:pub:¹²",
+        "content:list:²",
+        "content:arch:\u0661",  # an Arabic-Indic digit: int() reads it, we do not
+        "content:view:" + "9" * 30,  # past any bigint
+        "content:list:" + "9" * 30,
+        "content:view:999999999999999999",  # 18 digits: looked up, not found
+        "content:view:-1",
+        "content:view:",
+    ],
+)
+def test_malformed_ids_in_buttons_are_answered_not_dead_lettered(
+    bot: FakeTelegramServer, post_update: Any, data: str
+) -> None:
+    post = make_post()
+    response = post_update(make_callback_update(data, user_id=OWNER_ID))
+    assert response.json()["outcome"] == "processed", response.json()
+    assert len(bot.calls_to("answerCallbackQuery")) == 1
+    post.refresh_from_db()
+    assert post.status == PostStatus.DRAFT
+    assert channel_sends(bot) == []
+
+
+@pytest.mark.parametrize(
+    "text", ["+999999999d", "+99999999999999999999999m", "+" + " " * 3000 + "x"]
+)
+def test_an_out_of_range_time_is_answered_and_the_conversation_goes_on(
+    bot: FakeTelegramServer, post_update: Any, text: str
+) -> None:
+    post = make_post()
+    press(post_update, f"content:sched:{post.pk}")
+    say(post_update, text)
+    assert "time" in last_reply(bot).params["text"].lower()
+    say(post_update, "+2h")  # still in the schedule conversation
+    post.refresh_from_db()
+    assert post.status == PostStatus.SCHEDULED

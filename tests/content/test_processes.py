@@ -104,10 +104,11 @@ def test_a_worker_killed_while_holding_the_lease_leaves_the_post_published_once(
 ) -> None:
     post = make_due_post("Published exactly once")
     # Telegram takes the message at once but answers only after 10 s: the worker is killed
-    # while it waits, holding the job's 2-second lease.
+    # while it waits, holding the job's 3-second lease (a send needs MIN_SEND_SECONDS of it
+    # left when it starts: the other 2 s leave room for a slow machine).
     bot.delay_next("sendMessage", 10)
     env = worker_env(bot, settings)
-    doomed = start_worker(env, "--lease-seconds", "2")
+    doomed = start_worker(env, "--lease-seconds", "3")
     try:
         wait_for(lambda: bot.calls_to("sendMessage"))
         assert doomed.poll() is None  # still waiting for the answer

@@ -12,7 +12,8 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from content.errors import PostStateError, PublishOutcomeUnknownError
+from content import conf, publishing
+from content.errors import LeaseTooShortError, PostStateError, PublishOutcomeUnknownError
 from content.models import Post, PostStatus
 from content.publishing import (
     post_mark_published,
@@ -22,7 +23,7 @@ from content.publishing import (
 from content.reconcile import posts_reconcile
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.models import Job, JobStatus
-from telegram_bot.jobs.runner import claim_due, run_due, run_job
+from telegram_bot.jobs.runner import JobRun, claim_due, run_due, run_job
 from tests.content.conftest import (
     CHANNEL,
     admin_notices,
@@ -260,6 +261,92 @@ def test_a_worker_that_lost_its_lease_sends_nothing(bot: FakeTelegramServer) -> 
     post.refresh_from_db()
     assert post.status == PostStatus.PUBLISHED
     assert len(channel_sends(bot)) == 1
+
+
+@pytest.mark.django_db
+def test_a_job_with_almost_no_lease_left_does_not_send_and_comes_back(
+    bot: FakeTelegramServer,
+) -> None:
+    post = make_due_post()
+    [job] = claim_due("w1", lease_seconds=60)
+    almost_over = timezone.now() + timedelta(seconds=0.2)  # under MIN_SEND_SECONDS
+    Job.objects.filter(pk=job.pk).update(lease_expires_at=almost_over)
+    assert run_job(job, "w1") == JobStatus.QUEUED
+    assert channel_sends(bot) == []
+    post.refresh_from_db()
+    assert (post.status, post.outcome_unknown, post.attempt_token) == (
+        PostStatus.SCHEDULED,
+        False,
+        "",
+    )
+    assert "LeaseTooShortError" in publish_job(post).last_error
+    assert admin_notices(bot) == []  # nothing for the admins to check
+    make_due(post)  # the next attempt has a fresh lease: published, once
+    assert run_due("w2") == 1
+    post.refresh_from_db()
+    assert post.status == PostStatus.PUBLISHED and not post.outcome_unknown
+    assert len(channel_sends(bot)) == 1
+    assert publish_job(post).status == JobStatus.SUCCEEDED
+
+
+@pytest.mark.django_db
+def test_a_send_needs_min_send_seconds_of_lease(
+    bot: FakeTelegramServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(conf, "MIN_SEND_SECONDS", 30.0)
+    post = make_due_post()
+    [job] = claim_due("w1", lease_seconds=20)
+    assert run_job(job, "w1") == JobStatus.QUEUED
+    assert channel_sends(bot) == []
+    monkeypatch.setattr(conf, "MIN_SEND_SECONDS", 10.0)
+    make_due(post)
+    [job] = claim_due("w1", lease_seconds=20)
+    assert run_job(job, "w1") == JobStatus.SUCCEEDED
+    post.refresh_from_db()
+    assert post.status == PostStatus.PUBLISHED
+    assert post.published_at is not None and len(channel_sends(bot)) == 1
+
+
+@pytest.mark.django_db
+def test_a_lease_that_runs_out_before_sending_is_retried_not_marked_succeeded(
+    bot: FakeTelegramServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    post = make_due_post()
+    [job] = claim_due("slow-worker", lease_seconds=60)
+    prepare = publishing._prepare
+
+    def slow_prepare(post_id: int) -> Any:
+        # The lease runs out while the message is prepared (a big photo read from disk); no
+        # other worker has claimed the job yet, so this worker's result is still recorded.
+        Job.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+        return prepare(post_id)
+
+    monkeypatch.setattr(publishing, "_prepare", slow_prepare)
+    assert run_job(job, "slow-worker") == JobStatus.QUEUED  # not "succeeded"
+    assert channel_sends(bot) == []
+    post.refresh_from_db()
+    assert post.status == PostStatus.SCHEDULED
+    assert "LeaseTooShortError" in publish_job(post).last_error
+    monkeypatch.setattr(publishing, "_prepare", prepare)
+    make_due(post)
+    assert run_due("w2") == 1
+    post.refresh_from_db()
+    assert post.status == PostStatus.PUBLISHED
+    assert len(channel_sends(bot)) == 1
+
+
+@pytest.mark.django_db
+def test_post_publish_with_a_lost_lease_raises_a_retryable_error(bot: FakeTelegramServer) -> None:
+    post = make_due_post()
+    [job] = claim_due("w1", lease_seconds=60)
+    Job.objects.filter(pk=job.pk).update(lease_owner="someone-else")
+    run = JobRun(job_id=job.pk, kind=job.kind, attempt=job.attempts, owner="w1")
+    with pytest.raises(LeaseTooShortError, match="lease was lost") as raised:
+        post_publish(post_id=post.pk, run=run)
+    assert raised.value.retryable
+    assert channel_sends(bot) == []
+    post.refresh_from_db()
+    assert post.status == PostStatus.SCHEDULED and post.attempt_token == ""
 
 
 @pytest.mark.django_db

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import struct
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from content import validation
 from tests.content.conftest import png_bytes, png_upload
@@ -159,3 +163,97 @@ def test_it_refuses_photos_over_10_mb() -> None:
     big = SimpleUploadedFile("big.png", png_bytes() + b"\x00" * (10 * 1024 * 1024))
     with pytest.raises(ValidationError, match="10 MB"):
         validation.check_photo_file(big)
+
+
+# --- malformed input: a ValidationError, never a crash ----------------------------------------
+@pytest.mark.parametrize(
+    "text",
+    ["+999999999d", "+99999999999999999999999m", "+999999d999999h999999m", "+1234567h"],
+)
+def test_huge_relative_times_are_refused_not_crashed(text: str) -> None:
+    with pytest.raises(ValidationError):
+        validation.parse_publish_time(text, now=NOW)
+
+
+def test_a_long_text_is_refused_at_once() -> None:
+    # The relative-time pattern used to backtrack in cubic time on "+", spaces, then junk.
+    started = time.monotonic()
+    with pytest.raises(ValidationError, match="like 2026-12-01 18:00"):
+        validation.parse_publish_time("+" + " " * 4000 + "x", now=NOW)
+    with pytest.raises(ValidationError):
+        validation.parse_publish_time("+" + " " * 60 + "x", now=NOW)
+    assert time.monotonic() - started < 1
+
+
+def test_relative_times_still_allow_spaces() -> None:
+    assert validation.parse_publish_time("+ 1d 2h 30min", now=NOW) == NOW + timedelta(
+        days=1, hours=2, minutes=30
+    )
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        PNG_SIGNATURE + b"\x00\x00\x00\x0dIHDR",  # cut off after "IHDR"
+        PNG_SIGNATURE + b"\x00\x00\x00\x0dIHDR\x00\x00\x02",
+        png_bytes()[:23],
+        PNG_SIGNATURE,
+        b"\xff\xd8\xff\xe0\x00",  # a JPEG segment header cut short
+        b"\xff\xd8\xff\xc0\x00\x11\x08\x02",  # a JPEG frame header cut short
+        b"\xff\xd8\xff\xe0\x00\x40JFIF\x00",  # a JPEG segment longer than the file
+    ],
+)
+def test_a_truncated_photo_is_refused_not_crashed(data: bytes) -> None:
+    with pytest.raises(ValidationError, match="cut short"):
+        validation.check_photo_file(SimpleUploadedFile("x.png", data))
+
+
+_TIME_TEXTS = st.one_of(
+    st.text(max_size=80),
+    st.from_regex(r"\+ ?[0-9]{1,30} ?[dhm]( ?[0-9]{1,30} ?[hm])?", fullmatch=True),
+    st.from_regex(
+        r"[0-9]{1,5}-[0-9]{1,2}-[0-9]{1,2}[ T][0-9]{1,2}:[0-9]{1,2}( ?UTC)?", fullmatch=True
+    ),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_TIME_TEXTS)
+def test_any_text_gives_a_time_or_a_validation_error(text: str) -> None:
+    try:
+        when = validation.parse_publish_time(text, now=NOW)
+    except ValidationError:
+        return
+    assert NOW < when <= NOW + timedelta(days=366)
+
+
+_PREFIXES = [
+    b"",
+    b"\xff\xd8\xff",
+    b"RIFF\x00\x00\x00\x00WEBP",
+    PNG_SIGNATURE,
+    PNG_SIGNATURE + b"\x00\x00\x00\x0dIHDR",
+]
+# JPEG-shaped data: SOI, then segments of a random marker and random bytes (lengths included).
+_JPEG_SEGMENTS = st.lists(
+    st.tuples(
+        st.sampled_from([0xC0, 0xC2, 0xD8, 0xD0, 0xE0, 0xFE, 0xFF, 0x01, 0x00]),
+        st.binary(max_size=12),
+    ),
+    max_size=6,
+).map(lambda segments: b"\xff\xd8" + b"".join(b"\xff" + bytes([m]) + body for m, body in segments))
+_PHOTO_BYTES = st.one_of(
+    st.binary(),
+    st.tuples(st.sampled_from(_PREFIXES), st.binary(max_size=40)).map(b"".join),
+    _JPEG_SEGMENTS,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_PHOTO_BYTES)
+def test_any_bytes_give_a_photo_or_a_validation_error(data: bytes) -> None:
+    with contextlib.suppress(ValidationError):  # anything else fails the test
+        validation.check_photo_file(SimpleUploadedFile("x.jpg", data))
