@@ -1,7 +1,11 @@
 """Throughput of statistics: messages counted per second through the webhook, and backfill
 keys per second, each next to a baseline measured in the same run. Ratios, never assertions.
+Then what reading costs: the text of /stats (this week) and a 366-day dashboard report, with
+``--unrelated`` other keys in the store (buffer entries of another chat), in time and in KV
+calls (scan pages and gets; on Redis every scan page is a SCAN MATCH over the whole keyspace).
 
     python bench/stats_throughput.py [--messages 2000] [--kv memory|db|redis] [--seed 1]
+                                     [--unrelated 20000]
     python -m bench.stats_throughput ...
 
 Database: the test runner's set-up (``create_test_db``) under ``config.settings_test``: a
@@ -42,6 +46,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=2000)
     parser.add_argument("--kv", choices=("memory", "db", "redis"), default="memory")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--unrelated", type=int, default=20_000)
     args = parser.parse_args()
 
     import django
@@ -89,6 +94,49 @@ def run(args: argparse.Namespace, store: Any) -> None:
     print(f"  backfill daily_aggregates_v1        {backfill_rate:9.0f} keys/s"
           f"   ratio {backfill_rate / walk_rate:.2f} of baseline"
           f" ({report.keys} keys, {report.slices} slices, {report.outcome})")  # fmt: skip
+    for line in read_cost(store, args.unrelated):
+        print(line)
+
+
+def read_cost(store: Any, unrelated: int) -> list[str]:
+    """Time and KV calls of /stats's text and of a 366-day report, with unrelated keys."""
+    from datetime import timedelta
+
+    from stats.selectors import stats_report, utc_today
+    from stats.summary import group_summary_text
+
+    for n in range(unrelated):
+        store.set(f"msg:-1999:{1_700_000_000 + n}:{n}", {"u": 1, "k": "text", "w": 1}, 600_000)
+    calls = {"scans": 0, "gets": 0}
+    scan, get = store._scan, store._get
+
+    def counted_scan(*args: Any) -> Any:
+        calls["scans"] += 1
+        return scan(*args)
+
+    def counted_get(*args: Any) -> Any:
+        calls["gets"] += 1
+        return get(*args)
+
+    store._scan, store._get = counted_scan, counted_get
+    today, lines = utc_today(), []
+    try:
+        reads = {
+            "/stats text (this week)": lambda: group_summary_text(chat_id=-1001, store=store),
+            "dashboard report, 366 days": lambda: stats_report(
+                chat_id=-1001, start=today - timedelta(days=365), end=today, store=store
+            ),
+        }
+        for name, read in reads.items():
+            calls.update(scans=0, gets=0)
+            started = time.perf_counter()
+            read()
+            ms = (time.perf_counter() - started) * 1000
+            lines.append(f"  read {name:<29} {ms:9.1f} ms, {calls['scans']} scan pages, "
+                         f"{calls['gets']} gets ({unrelated} unrelated keys)")  # fmt: skip
+    finally:
+        del store._scan, store._get
+    return lines
 
 
 def webhook_rate(updates: list[dict[str, Any]], handler_modules: list[str]) -> float:

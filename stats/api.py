@@ -1,8 +1,11 @@
 """JSON endpoints of the stats app under /api/v1/stats/ (staff only, see config/api.py).
 
 Every endpoint takes a chat and an inclusive UTC date range and reads through
-``stats.selectors.stats_report``: closed days verified complete come from the database, today
-and unverified days from the live KV counters; each day says which (``source``).
+``stats.selectors.stats_report``: every day from the database (closed days verified complete
+as they are; today and days not verified as the live writer keeps them, repaired from the KV
+counters where a live write failed); each day says which (``source``). A range that ends after
+today ends today; a range before 2000-01-01, starting after today, backwards or longer than 366
+days is refused with 422.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from stats.selectors import (
-    SOURCE_LABELS,
+    CHAT_ID_MAX,
+    CHAT_ID_MIN,
     DayView,
     MemberTotals,
     Report,
@@ -27,9 +31,11 @@ router = Router(tags=["stats"])
 
 
 class RangeQuery(Schema):
-    chat_id: int = Field(description="Telegram chat id (negative for groups)")
-    start: date = Field(description="first day, UTC, inclusive")
-    end: date = Field(description="last day, UTC, inclusive")
+    chat_id: int = Field(
+        description="Telegram chat id (negative for groups)", ge=CHAT_ID_MIN, le=CHAT_ID_MAX
+    )
+    start: date = Field(description="first day, UTC, inclusive (2000-01-01 to today)")
+    end: date = Field(description="last day, UTC, inclusive (a later day reads as today)")
 
 
 class MembersQuery(RangeQuery):
@@ -51,6 +57,12 @@ class DayOut(Schema):
     status: str = Field(description="coverage status of the day's message counts")
     reason: str = Field(description="finalize's verdict when the day is not complete")
     poisoned: list[str] = Field(description="categories whose live database write failed")
+    repaired: list[str] = Field(
+        description="categories whose failed live writes were read from the KV counters"
+    )
+    live_total: int | None = Field(
+        description="the chat's KV message total of the day, for days not verified (else null)"
+    )
 
 
 class MemberOut(Schema):
@@ -154,10 +166,12 @@ def day_out(day: DayView) -> DayOut:
         words=day.words,
         members=len(day.members),
         source=day.source,
-        source_label=SOURCE_LABELS[day.source],
+        source_label=day.source_label,
         status=day.status,
         reason=day.reason,
         poisoned=day.poisoned,
+        repaired=day.repaired,
+        live_total=day.live_total,
     )
 
 

@@ -163,7 +163,7 @@ def counting_ops(facts: MessageFacts, config: CountingConfig) -> list[Op]:
         ),
     ]
     for column, delta in facts.deltas().items():
-        ops.append(Increment(_column_key(column, chat, day, user), delta, ttl))
+        ops.append(Increment(keys.column_key(column, chat, day, user), delta, ttl))
     return sorted(ops, key=lambda op: op.key)
 
 
@@ -196,20 +196,6 @@ def has_link(message: Mapping[str, Any]) -> bool:
             if isinstance(entity, dict) and entity.get("type") in LINK_ENTITIES:
                 return True
     return bool(_LINK_RE.search(str(message.get("text") or message.get("caption") or "")))
-
-
-def _column_key(column: str, chat: int, day: date, user: int) -> str:
-    if column == "message_count":
-        return keys.counter_key(keys.MESSAGES, chat, day, user)
-    if column == "word_count":
-        return keys.counter_key(keys.WORDS, chat, day, user)
-    if column in keys.MEDIA_FIELDS:
-        return keys.counter_key(keys.MEDIA, chat, day, user, column)
-    if column == "profanity_count":
-        return keys.counter_key(keys.CATEGORY, chat, day, user, "profanity")
-    if column in keys.CATEGORY_FIELDS:
-        return keys.counter_key(keys.CATEGORY, chat, day, user, column)
-    return keys.counter_key(keys.HOURS, chat, day, user, column.removeprefix("hour_"))
 
 
 def _kind(message: Mapping[str, Any]) -> str:

@@ -11,6 +11,7 @@ Counters are grouped by backfill phase, so that each phase walks one prefix:
 | ``stats:hour:{chat}:{day}:{user}:{HH}`` | messages in that UTC hour | activity_hours |
 | ``activity:{chat}:{day}`` | the chat's daily message total | finalize (parity gate) |
 | ``stats:poison:{chat}:{day}:{category}`` | ``{"at": ms}``: a live DB write failed | finalize |
+| ``stats:failed:{chat}:{day}`` | ``{"users": {user: [column]}}`` failed writes missed | (reads) |
 | ``stats:chat:{chat}`` | ``{"title", "type"}`` of the chat | base (hydration) |
 | ``stats:joined:{chat}:{user}`` | join time; expires after the new-member window | (rules) |
 | ``last_message:{chat}:{user}`` | ``{"at", "id", "name", "username"}`` | base (profiles) |
@@ -32,11 +33,26 @@ MEDIA = "stats:media:"
 CATEGORY = "stats:cat:"
 HOURS = "stats:hour:"
 POISON = "stats:poison:"
+FAILED = "stats:failed:"
 ACTIVITY = "activity:"
 COUNTER_FAMILIES = (MESSAGES, WORDS, MEDIA, CATEGORY, HOURS)
 
 MEDIA_FIELDS = ("voice_count", "voice_seconds", "video_note_count", "video_note_seconds")
 CATEGORY_FIELDS = ("profanity", "violations_low", "violations_medium", "violations_high")
+# The ``stats_daily_user`` column each counter feeds, and the coverage category it belongs to.
+COLUMN_CATEGORY: dict[str, str] = {
+    "message_count": "messages",
+    "word_count": "words",
+    "voice_count": "media",
+    "voice_seconds": "media",
+    "video_note_count": "media",
+    "video_note_seconds": "media",
+    "profanity_count": "profanity",
+    "violations_low": "violations",
+    "violations_medium": "violations",
+    "violations_high": "violations",
+    **{f"hour_{hour:02d}": "hours" for hour in range(24)},
+}
 _DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _INT_RE = re.compile(r"^-?\d{1,20}$")
 
@@ -58,12 +74,33 @@ def counter_key(family: str, chat_id: int, day: date, user_id: int, field: str =
     return f"{base}:{field}" if field else base
 
 
+def column_key(column: str, chat_id: int, day: date, user_id: int) -> str:
+    """The counter key that feeds ``column`` of the (chat, day, user) row."""
+    if column == "message_count":
+        return counter_key(MESSAGES, chat_id, day, user_id)
+    if column == "word_count":
+        return counter_key(WORDS, chat_id, day, user_id)
+    if column in MEDIA_FIELDS:
+        return counter_key(MEDIA, chat_id, day, user_id, column)
+    if column == "profanity_count":
+        return counter_key(CATEGORY, chat_id, day, user_id, "profanity")
+    if column in CATEGORY_FIELDS:
+        return counter_key(CATEGORY, chat_id, day, user_id, column)
+    if column in COLUMN_CATEGORY:
+        return counter_key(HOURS, chat_id, day, user_id, column.removeprefix("hour_"))
+    raise ValueError(f"unknown stats column {column!r}")
+
+
 def activity_key(chat_id: int, day: date) -> str:
     return f"{ACTIVITY}{chat_id}:{day.isoformat()}"
 
 
 def poison_key(chat_id: int, day: date, category: str) -> str:
     return f"{POISON}{chat_id}:{day.isoformat()}:{category}"
+
+
+def failed_key(chat_id: int, day: date) -> str:
+    return f"{FAILED}{chat_id}:{day.isoformat()}"
 
 
 def chat_key(chat_id: int) -> str:

@@ -9,7 +9,9 @@ and the backfill) takes rows in the same order, table by table, so concurrent ba
 deadlock.
 
 A failed write loses nothing: the KV counters already hold the fact (they were committed
-first), and every (chat, day, category) of the batch is marked poisoned, in the KV store
+first). The columns it missed are recorded per (chat, day, user) in the KV index
+``stats:failed:{chat}:{day}`` (readers repair the day with gets of exactly those counters), and
+every (chat, day, category) of the batch is marked poisoned, in the KV store
 (``stats:poison:...``, reachable when the database is not) and, if the database answers, on its
 coverage row. The dashboard does not present poisoned numbers as final; finalize clears the
 mark once a backfill phase that started after the failure has rebuilt the category.
@@ -28,26 +30,15 @@ from typing import Any
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from stats import keys
 from stats.models import CATEGORIES
-from stats.poison import poison_mark
+from stats.poison import failed_record, poison_mark
 from telegram_bot.errors import StateError
 from telegram_bot.state import KVStore
 
 log = logging.getLogger(__name__)
 
-COLUMN_CATEGORY = {
-    "message_count": "messages",
-    "word_count": "words",
-    "voice_count": "media",
-    "voice_seconds": "media",
-    "video_note_count": "media",
-    "video_note_seconds": "media",
-    "profanity_count": "profanity",
-    "violations_low": "violations",
-    "violations_medium": "violations",
-    "violations_high": "violations",
-    **{f"hour_{hour:02d}": "hours" for hour in range(24)},
-}
+COLUMN_CATEGORY = keys.COLUMN_CATEGORY
 MEMO_SECONDS = 300.0
 MEMO_MAX = 50_000
 
@@ -84,6 +75,9 @@ def live_write(*, store: KVStore, rows: Sequence[RowDelta]) -> bool:
             "live stats write failed, marking %d categories poisoned: %s", len(touched), exc
         )
         _memo_forget(touched)
+        # What the database missed first (readers repair the day from exactly these
+        # counters), then the marks that say the day is not to be trusted.
+        failed_record(store, [(r.chat_id, r.day, r.user_id, r.deltas) for r in merged])
         poison(store=store, triples=touched)
         return False
     _memo_remember(touched)

@@ -153,7 +153,10 @@ class BackfillState(models.Model):
     phase = models.CharField(max_length=20, blank=True, default="")
     phase_step = models.SmallIntegerField(default=0)
     cursor = models.TextField(blank=True, default="")  # "" = from the start
-    page_offset = models.IntegerField(default=0)
+    page_offset = models.IntegerField(default=0)  # how many keys of the page are done (info)
+    # Keys of the current page already done, on a store whose scan is not ordered (Redis):
+    # a resumed page is re-read from ``cursor`` and these are skipped, by key, not position.
+    page_done = models.JSONField(default=list, blank=True)
     cutoff_day = models.DateField(null=True, blank=True)
     lease_owner = models.CharField(max_length=100, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)

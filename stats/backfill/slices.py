@@ -1,9 +1,18 @@
 """One bounded slice of the backfill: read a page of keys, write absolute values, advance.
 
 A slice takes at most ``max_keys`` keys and spends at most ``max_reads`` KV reads (the page
-scan counts as one) and ``max_statements`` SQL statements (the state write included). The page
-is re-read from the saved cursor and the keys already done in it are skipped
-(``page_offset``); a page is left half-done only when the reads or statements run out.
+scan counts as one) and ``max_statements`` SQL statements (the state write included). When
+the reads or statements run out, the slice stops in the middle of its page, and where the next
+slice resumes never depends on positions in a page, which shift when a key before them expires
+(counters expire continuously) or, on Redis, when a rehash reorders a SCAN batch:
+
+- ordered scans (the memory and database stores, and the finalize walk over coverage rows):
+  the scan cursor is the last key returned, so the saved cursor is the last key TAKEN and the
+  next slice scans strictly after it;
+- unordered scans (Redis): the saved cursor stays at the page's start and the keys of the page
+  already done are saved with it (``page_done``, at most ``max_keys``); the next slice re-reads
+  the page and skips them by key. A key that moved out of the batch is returned by a later
+  SCAN call, which is SCAN's guarantee; one done twice is written twice, to the same value.
 
 Values are absolute, one column per counter key (``col = <the key's value>``): writing a key
 twice changes nothing, and it repairs whatever the live writer's additive writes lost or
@@ -23,6 +32,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -116,11 +126,16 @@ def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
     if prefix == DAYS_WALK:
         staged = Staged(reads=0, statements=2)  # the page query, the state write
         page, next_cursor = _days_page(lease, limits.max_keys)
+        ordered = True
     else:
         staged = Staged(reads=1, statements=1)  # the page scan, the state write
         page, next_cursor = store.scan(prefix, lease.cursor, limits.max_keys)
-    todo = page[lease.page_offset :]
-    taken = 0
+        ordered = scan_is_ordered(store)
+    done = set(lease.page_done)
+    # A position saved with a page_offset but no page_done (an older version) is redone from
+    # the page's start: writing a key again changes nothing, skipping one loses it.
+    todo = [key for key in page if key not in done]
+    taken: list[str] = []
     for key in todo:
         reads, statements = _cost(key, lease, staged)
         if (
@@ -130,21 +145,34 @@ def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
             break
         staged.reads += _take(key, lease, staged, store)
         staged.statements += statements
-        taken += 1
-    if taken == len(todo):
+        taken.append(key)
+    if len(taken) == len(todo):
         position = _next_position(lease, next_cursor)
+    elif ordered:
+        position = dataclasses.replace(
+            lease, cursor=taken[-1] if taken else lease.cursor, page_offset=0, page_done=()
+        )
     else:
-        position = dataclasses.replace(lease, page_offset=lease.page_offset + taken)
-    new_lease = _write(lease, position, staged, taken)
+        now_done = done | set(taken)
+        page_done = tuple(key for key in page if key in now_done)
+        position = dataclasses.replace(lease, page_offset=len(page_done), page_done=page_done)
+    new_lease = _write(lease, position, staged, len(taken))
     _retire_imported_marks(store, staged)
     return SliceReport(
         lease=new_lease,
         phase=lease.phase,
-        keys=taken,
+        keys=len(taken),
         reads=staged.reads,
         statements=staged.statements,
         finished=not new_lease.phase,
     )
+
+
+def scan_is_ordered(store: KVStore) -> bool:
+    """Whether ``store.scan`` walks keys in order with the last key returned as its cursor
+    (the memory and database stores): then a scan from any key continues strictly after it.
+    Any other store (Redis, or one this module does not know) is treated as unordered."""
+    return urlsplit(store.url).scheme in ("memory", "db")
 
 
 def _days_page(lease: Lease, limit: int) -> tuple[list[str], str | None]:
@@ -255,8 +283,10 @@ def _hydrate(chat_id: int, user_id: int, staged: Staged, store: KVStore) -> int:
 def _next_position(lease: Lease, next_cursor: str | None) -> Lease:
     """The position after a page done completely: the next page, step, phase, or the end."""
     if next_cursor is not None:
-        return dataclasses.replace(lease, cursor=next_cursor, page_offset=0)
-    start = dataclasses.replace(lease, cursor=None, page_offset=0, phase_started_ms=now_ms())
+        return dataclasses.replace(lease, cursor=next_cursor, page_offset=0, page_done=())
+    start = dataclasses.replace(
+        lease, cursor=None, page_offset=0, page_done=(), phase_started_ms=now_ms()
+    )
     if lease.step + 1 < len(FAMILIES[lease.phase]):
         return dataclasses.replace(start, step=lease.step + 1)
     index = PHASES.index(lease.phase)
@@ -308,6 +338,7 @@ def _advance(lease: Lease, position: Lease, taken: int, now: Any) -> bool:
         "phase_step": position.step,
         "cursor": position.cursor or "",
         "page_offset": position.page_offset,
+        "page_done": list(position.page_done),
         "phase_started_ms": position.phase_started_ms,
         "keys_done": F("keys_done") + taken,
         "slices_done": F("slices_done") + 1,

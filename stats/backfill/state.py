@@ -51,6 +51,7 @@ class Lease:
     run_started_ms: int
     phase_started_ms: int
     keys_done: int
+    page_done: tuple[str, ...] = ()  # keys of the page at ``cursor`` done (unordered scans)
 
     @classmethod
     def of(cls, state: BackfillState) -> Lease:
@@ -69,6 +70,7 @@ class Lease:
             else 0,
             phase_started_ms=state.phase_started_ms or 0,
             keys_done=state.keys_done,
+            page_done=tuple(key for key in (state.page_done or []) if isinstance(key, str)),
         )
 
 
@@ -155,6 +157,7 @@ def _reinitialise(state: BackfillState) -> None:
     state.version = STATE_VERSION
     state.status = BackfillStatus.IDLE
     state.phase, state.phase_step, state.cursor, state.page_offset = "", 0, "", 0
+    state.page_done = []
     state.cutoff_day = None
     state.lease_owner, state.lease_expires_at = "", None
     state.revision += 1
@@ -163,6 +166,7 @@ def _reinitialise(state: BackfillState) -> None:
 def _start_run(state: BackfillState, today: date, now: datetime) -> None:
     state.status = BackfillStatus.RUNNING
     state.phase, state.phase_step, state.cursor, state.page_offset = PHASES[0], 0, "", 0
+    state.page_done = []
     state.cutoff_day = today
     state.run_started_at = now
     state.phase_started_ms = int(now.timestamp() * 1000)

@@ -67,7 +67,9 @@ def test_the_dashboard_shows_the_counted_numbers(
         row = page.locator(f'#days tr[data-day="{day.isoformat()}"]')
         expected = sum(c["messages"] for c in truth.day_of(CHAT, day).values())
         assert row.locator("td.messages").inner_text() == str(expected)
-        source = "live counters" if day == today else "database (verified complete)"
+        source = (
+            "live counts (not verified yet)" if day == today else "database (verified complete)"
+        )
         assert row.locator("td.source").inner_text() == source
     chart = page.evaluate("window.statsDashboard.chart.data.datasets[0].data")
     assert chart == [sum(c["messages"] for c in truth.day_of(CHAT, d).values()) for d in days]

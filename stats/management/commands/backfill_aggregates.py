@@ -103,7 +103,7 @@ class Command(BaseCommand):
             f"{JOB_NAME} (state version {state.version}, revision {state.revision})",
             f"  status:     {state.status}",
             f"  phase:      {state.phase or '-'} (step {state.phase_step})",
-            f"  cursor:     {state.cursor or '-'} (+{state.page_offset} in page)",
+            f"  cursor:     {state.cursor or '-'} (+{len(state.page_done or [])} done in page)",
             f"  cutoff day: {state.cutoff_day or '-'}",
             f"  progress:   {state.keys_done} keys in {state.slices_done} slices",
             f"  lease:      {lease}",

@@ -38,7 +38,10 @@
       cell(tr, day.words, "num words");
       cell(tr, day.members, "num members");
       cell(tr, day.source_label, "source source-" + day.source);
-      cell(tr, day.status + (day.reason ? " (" + day.reason + ")" : ""), "status");
+      // Days not verified: the KV daily total next to the one read, when they differ.
+      const behind = day.live_total !== null && day.live_total !== day.messages
+        ? "; KV total " + day.live_total + " messages" : "";
+      cell(tr, day.status + (day.reason ? " (" + day.reason + ")" : "") + behind, "status");
       cell(tr, day.poisoned.join(", "), day.poisoned.length ? "poisoned" : "");
       tbody.appendChild(tr);
     }
