@@ -130,27 +130,31 @@ class RedisStore(KVStore):
     ) -> tuple[list[str], str | None]:
         """Page through SCAN, cut to ``limit`` keys.
 
-        Our cursor is ``<redis cursor>:<skip>``: the SCAN call a page starts from and how many of
-        its matches were already returned. Redis answers the same SCAN call the same way while
-        nothing is written, which is what makes the skip count safe.
+        Our cursor is ``<redis cursor>:<skip>:<last key>``: the SCAN call the page starts from,
+        how many of its matches were returned, and the last one. Redis answers the same SCAN
+        call the same way while nothing changes; if a key expired meanwhile the count is off,
+        so a resume looks for the last key by name and, if that one is gone, starts the batch
+        again: a key may come twice, never not at all.
         """
-        scan_cursor, skip = _parse_cursor(cursor)
+        scan_cursor, skip, last_key = _parse_cursor(cursor)
         match = raw_prefix.translate(_GLOB_SPECIAL) + "*"
         page: list[str] = []
         with self._errors():
             while True:
                 next_scan, batch = self.client.scan(scan_cursor, match=match, count=max(limit, 10))
-                keys = [_text(key) for key in batch][skip:]
+                keys = [_text(key) for key in batch]
+                start = _resume_at(keys, skip, last_key)
+                keys = keys[start:]
                 room = limit - len(page)
                 if len(keys) > room:
                     page.extend(keys[:room])
-                    return page, f"{scan_cursor}:{skip + room}"
+                    return page, f"{scan_cursor}:{start + room}:{page[-1]}"
                 page.extend(keys)
-                scan_cursor, skip = int(next_scan), 0
+                scan_cursor, skip, last_key = int(next_scan), 0, None
                 if scan_cursor == 0:
                     return page, None
                 if len(page) == limit:
-                    return page, f"{scan_cursor}:0"
+                    return page, f"{scan_cursor}:0:"
 
     def _apply_once(
         self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]
@@ -170,14 +174,25 @@ class RedisStore(KVStore):
         self.client.close()
 
 
-def _parse_cursor(cursor: str | None) -> tuple[int, int]:
+def _parse_cursor(cursor: str | None) -> tuple[int, int, str | None]:
     if cursor is None:
-        return 0, 0
-    head, _, tail = cursor.partition(":")
+        return 0, 0, None
+    head, _, rest = cursor.partition(":")
+    count, _, last_key = rest.partition(":")
     try:
-        scan_cursor, skip = int(head), int(tail)
+        scan_cursor, skip = int(head), int(count)
     except ValueError:
         raise StateError(f"malformed scan cursor {cursor!r}") from None
     if scan_cursor < 0 or skip < 0:
         raise StateError(f"malformed scan cursor {cursor!r}")
-    return scan_cursor, skip
+    return scan_cursor, skip, last_key or None
+
+
+def _resume_at(keys: list[str], skip: int, last_key: str | None) -> int:
+    """Where in a re-read SCAN batch the next page starts."""
+    if last_key is None:
+        return min(skip, len(keys))
+    try:
+        return keys.index(last_key) + 1
+    except ValueError:
+        return 0  # the last key returned is gone: start the batch again rather than skip one

@@ -372,3 +372,16 @@ def test_threads_applying_one_update_apply_it_once(kv: KVStore) -> None:
         thread.join()
     assert wins.count(True) == 20
     assert kv.get("counter:once") == 20
+
+
+def test_scan_never_skips_a_live_key_when_others_expire_between_pages(kv: KVStore) -> None:
+    live = {f"stats:w:{i:02d}" for i in range(0, 30, 3)}
+    for i in range(30):
+        key = f"stats:w:{i:02d}"
+        kv.set(key, i) if key in live else kv.set(key, i, ttl_ms=150)
+    seen, cursor = kv.scan("stats:w:", None, 4)
+    time.sleep(0.25)  # everything but the live keys expires between two pages
+    while cursor is not None:
+        page, cursor = kv.scan("stats:w:", cursor, 4)
+        seen.extend(page)
+    assert live <= set(seen)
