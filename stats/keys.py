@@ -33,6 +33,8 @@ MEDIA = "stats:media:"
 CATEGORY = "stats:cat:"
 HOURS = "stats:hour:"
 POISON = "stats:poison:"
+# Set with every poison mark: while it is absent, nobody needs to scan for marks.
+POISON_FLAG = "stats:poisoned"
 FAILED = "stats:failed:"
 ACTIVITY = "activity:"
 COUNTER_FAMILIES = (MESSAGES, WORDS, MEDIA, CATEGORY, HOURS)

@@ -33,6 +33,17 @@ FAILED_CAS_ATTEMPTS = 25
 
 def poison_mark(store: KVStore, chat_id: int, day: date, category: str, at: int) -> None:
     store.set(keys.poison_key(chat_id, day, category), {"at": at}, counter_ttl_ms())
+    store.set(keys.POISON_FLAG, {"at": at}, counter_ttl_ms())
+
+
+def poison_flag(store: KVStore) -> Any:
+    """The flag every poison mark sets, or None when no mark was written since it was cleared."""
+    return store.get(keys.POISON_FLAG)
+
+
+def poison_flag_clear(store: KVStore, seen: Any) -> None:
+    """Clear the flag unless a new mark set it again since ``seen`` was read."""
+    store.compare_and_set(keys.POISON_FLAG, seen, {"cleared": True}, 1)
 
 
 def poison_read(value: Any) -> int | None:

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from stats.config import counter_ttl_ms
 from stats.models import BackfillState, BackfillStatus, DailyCoverage
-from stats.poison import poison_marks
+from stats.poison import poison_flag, poison_flag_clear, poison_marks
 from telegram_bot.state import KVStore
 
 JOB_NAME = "daily_aggregates_v1"
@@ -181,8 +181,14 @@ def _due(state: BackfillState, today: date, store: KVStore) -> bool:
         return True
     if state.cutoff_day < today:
         return True
-    if any(day < today for _, day, _, _ in poison_marks(store)):
-        return True
+    # Scanning for marks walks the whole keyspace on Redis: only when a mark was written.
+    flag = poison_flag(store)
+    if flag is not None and "at" in flag:
+        marks = list(poison_marks(store))
+        if any(day < today for _, day, _, _ in marks):
+            return True
+        if not marks:
+            poison_flag_clear(store, flag)
     oldest = today - timedelta(milliseconds=counter_ttl_ms())
     return (
         DailyCoverage.objects.filter(day__lt=today, day__gte=oldest, poisoned_at__isnull=False)

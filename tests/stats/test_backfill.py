@@ -24,7 +24,7 @@ from stats.backfill import (
 )
 from stats.backfill.sql import Fenced
 from stats.models import BackfillState, DailyCoverage, DailyUserStat
-from stats.poison import poison_marks
+from stats.poison import poison_mark, poison_marks
 from telegram_bot.state import KVStore, open_store
 from telegram_bot.state.base import KVStore as BaseStore
 from tests.stats.kvseed import seed_day
@@ -204,12 +204,12 @@ def test_it_clears_a_poison_only_after_a_phase_that_started_later_rebuilt_it(
     seed_day(memory, CHAT, D2, 1, messages=3, words=4)
     past = int(timezone.now().timestamp() * 1000) - 60_000
     for day in (D1, D2):
-        memory.set(keys.poison_key(CHAT, day, "words"), {"at": past})
+        poison_mark(memory, CHAT, day, "words", past)
     report = backfill_run(owner="A", store=memory, limits=TINY, max_slices=3)
     assert report.outcome == "paused" and report.phase == "media"  # base and words are done
     time.sleep(0.005)
     later = int(timezone.now().timestamp() * 1000)  # a failure after the words phase began
-    memory.set(keys.poison_key(CHAT, D2, "words"), {"at": later})
+    poison_mark(memory, CHAT, D2, "words", later)
     assert backfill_run(owner="A", store=memory, limits=TINY).outcome == "done"
 
     words = {r.day: r for r in DailyCoverage.objects.filter(chat_id=CHAT, category="words")}
@@ -230,10 +230,30 @@ def test_it_starts_a_run_when_a_closed_day_is_poisoned_after_the_last_one(
     seed_day(memory, CHAT, D1, 1, messages=1)
     assert backfill_run(owner="A", store=memory).outcome == "done"  # the first run is due
     assert backfill_run(owner="A", store=memory).outcome == "idle"
-    memory.set(keys.poison_key(CHAT, TODAY, "messages"), {"at": 1})
+    poison_mark(memory, CHAT, TODAY, "messages", 1)
     assert backfill_run(owner="A", store=memory).outcome == "idle"  # today is not closed
-    memory.set(keys.poison_key(CHAT, D1, "messages"), {"at": 1})
+    poison_mark(memory, CHAT, D1, "messages", 1)
     assert backfill_run(owner="A", store=memory).outcome == "done"
+
+
+def test_the_due_check_scans_for_poison_marks_only_after_one_was_written(
+    db: None, memory: KVStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed_day(memory, CHAT, D1, 1, messages=1)
+    assert backfill_run(owner="A", store=memory).outcome == "done"
+    scans: list[str] = []
+    real_scan = memory.scan
+
+    def counting_scan(prefix: str, cursor: str | None = None, limit: int = 100) -> Any:
+        scans.append(prefix)
+        return real_scan(prefix, cursor, limit)
+
+    monkeypatch.setattr(memory, "scan", counting_scan)
+    assert backfill_run(owner="A", store=memory).outcome == "idle"
+    assert keys.POISON not in scans  # no mark written: no walk of the keyspace
+    poison_mark(memory, CHAT, TODAY, "messages", 1)
+    assert backfill_run(owner="A", store=memory).outcome == "idle"
+    assert keys.POISON in scans
 
 
 class CountingStore(BaseStore):
