@@ -14,29 +14,13 @@ from typing import Any
 from content import conf, validation
 from content.models import Post
 from telegram_bot.bot import get_client
-from telegram_bot.client.core import DEFAULT_TIMEOUT
+from telegram_bot.client import MAX_CALL_SECONDS
 from telegram_bot.errors import TelegramApiError
 
-# The longest a send can take with the client's timeouts (connect, write, read, pool), plus
-# the time to record its answer.
-SEND_WINDOW_SECONDS = (
-    sum(
-        part or 0.0
-        for part in (
-            DEFAULT_TIMEOUT.connect,
-            DEFAULT_TIMEOUT.write,
-            DEFAULT_TIMEOUT.read,
-            DEFAULT_TIMEOUT.pool,
-        )
-    )
-    + conf.SEND_MARGIN_SECONDS
-)
+# The longest a send can take with the client's timeouts, plus the time to record its answer.
+SEND_WINDOW_SECONDS = MAX_CALL_SECONDS + conf.SEND_MARGIN_SECONDS
 NOT_MODIFIED = "message is not modified"
 ALREADY_DELETED = "message to delete not found"
-# httpx errors raised before the request could reach Telegram (see telegram_bot.client.core).
-# A proxy in front of the Bot API (a local server) gave up waiting: the request went through.
-_GATEWAY_TIMEOUTS = (504, 524)
-_NOT_SENT = ("ConnectError", "ConnectTimeout", "PoolTimeout", "UnsupportedProtocol", "InvalidURL")
 
 
 @dataclass(frozen=True)
@@ -81,15 +65,9 @@ def sent_photo_file_id(message: dict[str, Any]) -> str:
 
 def reached_telegram(exc: TelegramApiError) -> bool | None:
     """Whether a failed call got an answer saying nothing was published (True), never left
-    this machine (False), or may have been processed without us hearing back (None: a read
-    timeout, a dropped connection, a proxy's gateway timeout)."""
-    if exc.error_code is None and exc.status in _GATEWAY_TIMEOUTS:
-        return None
-    if exc.status is not None or exc.error_code is not None:
-        return True
-    if any(name in exc.description for name in _NOT_SENT):
-        return False
-    return None
+    this machine (False), or may have been processed without us hearing back (None); the
+    client decides (``TelegramApiError.reached``)."""
+    return exc.reached
 
 
 def edit(post: Post, *, text: str, buttons: validation.Buttons) -> None:

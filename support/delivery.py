@@ -37,8 +37,7 @@ from support.conf import reopen_window
 from support.errors import DeliveryInProgressError
 from support.models import Ticket, TicketBotMessage, TicketMessage
 from telegram_bot.bot import get_client
-from telegram_bot.client import TelegramClient
-from telegram_bot.client.core import DEFAULT_TIMEOUT
+from telegram_bot.client import MAX_CALL_SECONDS, TelegramClient
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_enqueue
 from telegram_bot.notifications import delivery_failed, notify_admins
@@ -53,23 +52,7 @@ UNCERTAIN = "delivery uncertain"
 # The longest one send can take with the client's timeouts, plus the time to record it: an
 # attempt that has not come back by then is presumed dead.
 SEND_MARGIN_SECONDS = 5.0
-SEND_WINDOW_SECONDS = (
-    sum(
-        part or 0.0
-        for part in (
-            DEFAULT_TIMEOUT.connect,
-            DEFAULT_TIMEOUT.write,
-            DEFAULT_TIMEOUT.read,
-            DEFAULT_TIMEOUT.pool,
-        )
-    )
-    + SEND_MARGIN_SECONDS
-)
-# A proxy in front of the Bot API gave up waiting for it (no Bot API answer): the request may
-# have gone through.
-_GATEWAY_ERRORS = (502, 504, 524)
-# httpx errors raised before the request could reach Telegram (see telegram_bot.client.core).
-_NOT_SENT = ("ConnectError", "ConnectTimeout", "PoolTimeout", "UnsupportedProtocol", "InvalidURL")
+SEND_WINDOW_SECONDS = MAX_CALL_SECONDS + SEND_MARGIN_SECONDS
 Event = TicketMessage.Event
 
 
@@ -98,15 +81,9 @@ def deliver(entry: TicketMessage, *, client: TelegramClient | None = None) -> De
 
 def reached_telegram(exc: TelegramApiError) -> bool | None:
     """Whether a failed call got an answer saying nothing was sent (True), never left this
-    machine (False), or may have been processed without us hearing back (None: a read
-    timeout, a dropped connection, a proxy's gateway error)."""
-    if exc.error_code is None and exc.status in _GATEWAY_ERRORS:
-        return None
-    if exc.status is not None or exc.error_code is not None:
-        return True
-    if any(name in exc.description for name in _NOT_SENT):
-        return False
-    return None
+    machine (False), or may have been processed without us hearing back (None); the client
+    decides (``TelegramApiError.reached``)."""
+    return exc.reached
 
 
 def buttons(ticket: Ticket) -> dict[str, Any]:

@@ -85,6 +85,7 @@ class TelegramApiError(BotError):
         retry_after: float | None = None,
         migrate_to_chat_id: int | None = None,
         retryable: bool | None = None,
+        reached: bool | None = True,
     ) -> None:
         details = [str(part) for part in (error_code or status, description) if part]
         super().__init__(" ".join([f"Telegram {method} failed:", *details]))
@@ -96,6 +97,10 @@ class TelegramApiError(BotError):
         self.description = description
         self.retry_after = retry_after
         self.migrate_to_chat_id = migrate_to_chat_id
+        # True: Telegram answered (and refused); False: the request never left this machine;
+        # None: it may have been processed without an answer reaching us (a read timeout, a
+        # dropped connection, a proxy's gateway error). Senders must not blindly resend then.
+        self.reached = reached
         if retryable is None:
             retryable = _telegram_retryable(error_code or status)
         self.retryable = retryable

@@ -5,8 +5,15 @@ from __future__ import annotations
 from telegram_bot.client.core import (
     DEFAULT_BASE_URL,
     DEFAULT_TIMEOUT,
+    MAX_CALL_SECONDS,
     TelegramClient,
     telegram_error,
 )
 
-__all__ = ["DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "TelegramClient", "telegram_error"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_TIMEOUT",
+    "MAX_CALL_SECONDS",
+    "TelegramClient",
+    "telegram_error",
+]

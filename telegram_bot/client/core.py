@@ -22,6 +22,25 @@ DEFAULT_BASE_URL = "https://api.telegram.org"
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=35.0, write=10.0, pool=5.0)
 
 _POLL_MARGIN = 10.0  # seconds of read timeout beyond a getUpdates long poll
+# The longest one call can take with the default timeouts (connect, write, read, pool).
+MAX_CALL_SECONDS = sum(
+    part or 0.0
+    for part in (
+        DEFAULT_TIMEOUT.connect,
+        DEFAULT_TIMEOUT.write,
+        DEFAULT_TIMEOUT.read,
+        DEFAULT_TIMEOUT.pool,
+    )
+)
+# httpx errors raised before the request left this machine: nothing reached Telegram.
+_NOT_SENT = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.UnsupportedProtocol,
+    httpx.InvalidURL,
+)
+_GATEWAY_ERRORS = (502, 504, 524)
 _TOKEN_SHAPE = re.compile(r"\d+:[A-Za-z0-9_-]+")
 
 RequestTimeout = float | httpx.Timeout | None
@@ -142,9 +161,17 @@ def telegram_error(
             cause, httpx.UnsupportedProtocol
         )
         description = f"{detail} ({_describe(cause)})"
-        return TelegramApiError(method, description=description, retryable=transient)
+        reached = False if isinstance(cause, _NOT_SENT) else None
+        return TelegramApiError(
+            method, description=description, retryable=transient, reached=reached
+        )
     if payload is None:
-        return TelegramApiError(method, status=status, description="answer is not Bot API JSON")
+        # A proxy in front of the Bot API (a local server) gave up waiting for it: the request
+        # may have been processed.
+        reached = None if status in _GATEWAY_ERRORS else True
+        return TelegramApiError(
+            method, status=status, description="answer is not Bot API JSON", reached=reached
+        )
     error_code = _int_or_none(payload.get("error_code")) or status
     description = redact(str(payload.get("description") or ""))
     parameters = payload.get("parameters")
