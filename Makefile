@@ -6,13 +6,16 @@ PYTEST_ARGS ?= -n 2
 
 .PHONY: run test lint lock superuser clean
 
-run: $(VENV)/.runtime ## migrate, reconcile schedules, collect static files, start web + worker
-	@mkdir -p var
-	@if [ -z "$$DJANGO_SECRET_KEY" ] && [ -z "$$DJANGO_SECRET_KEY_FILE" ]; then \
+# Without DJANGO_SECRET_KEY(_FILE), a private key is generated once into var/secret_key.
+SECRET_KEY_SETUP = mkdir -p var; \
+	if [ -z "$$DJANGO_SECRET_KEY" ] && [ -z "$$DJANGO_SECRET_KEY_FILE" ]; then \
 	  [ -s var/secret_key ] || (umask 077 && $(BIN)/python -c \
 	    "import secrets; print(secrets.token_urlsafe(50))" > var/secret_key); \
 	  export DJANGO_SECRET_KEY_FILE=var/secret_key; \
-	fi; \
+	fi
+
+run: $(VENV)/.runtime ## migrate, reconcile schedules, collect static files, start web + worker
+	@$(SECRET_KEY_SETUP); \
 	$(BIN)/python manage.py migrate --noinput && \
 	$(BIN)/python manage.py sync_schedules && \
 	$(BIN)/python manage.py collectstatic --noinput -v 0 && \
@@ -28,6 +31,7 @@ lint: $(VENV)/.dev
 	$(BIN)/mypy config telegram_bot
 
 superuser: $(VENV)/.runtime ## create an operator account for /admin/
+	@$(SECRET_KEY_SETUP); $(BIN)/python manage.py migrate --noinput -v 0 && \
 	$(BIN)/python manage.py createsuperuser
 
 lock: ## re-pin requirements*.lock from requirements*.in
