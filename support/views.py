@@ -7,6 +7,7 @@ token under a unique constraint makes a double submission send one answer.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -47,49 +48,42 @@ def ticket_detail(
 
 @require_POST
 def ticket_reply_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
-    token = _form_token(request)
-    try:
+    def reply(origin: Origin) -> Any:
         content = check_text(request.POST.get("text", ""))
-        _, result = flows.admin_reply(
-            ticket_id=ticket.pk,
-            author=_author(request),
-            origin=Origin(form_token=token),
-            content=content,
+        return flows.admin_reply(
+            ticket_id=ticket.pk, author=_author(request), origin=origin, content=content
         )
-    except BotError as exc:
-        messages.error(request, exc.user_message)
-        return _back(ticket)
-    _report(request, result, f"Reply sent to the user of ticket #{ticket.number}.")
-    return _back(ticket)
+
+    return _act(request, ticket, reply, f"Reply sent to the user of ticket #{ticket.number}.")
 
 
 @require_POST
 def ticket_resolve_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
-    try:
-        _, result = flows.resolve(
-            ticket_id=ticket.pk,
-            author=_author(request),
-            origin=Origin(form_token=_form_token(request)),
-        )
-    except BotError as exc:
-        messages.error(request, exc.user_message)
-        return _back(ticket)
-    _report(request, result, f"Ticket #{ticket.number} resolved; the user was told.")
-    return _back(ticket)
+    def resolve(origin: Origin) -> Any:
+        return flows.resolve(ticket_id=ticket.pk, author=_author(request), origin=origin)
+
+    return _act(request, ticket, resolve, f"Ticket #{ticket.number} resolved; the user was told.")
 
 
 @require_POST
 def ticket_reopen_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
+    def reopen(origin: Origin) -> Any:
+        return flows.reopen(ticket_id=ticket.pk, author=_author(request), origin=origin)
+
+    return _act(request, ticket, reopen, f"Ticket #{ticket.number} reopened; the user was told.")
+
+
+def _act(
+    request: HttpRequest, ticket: Ticket, action: Callable[[Origin], Any], done: str
+) -> HttpResponse:
+    """Run one form action of the ticket page (its form token makes a double submit count
+    once), then report the outcome and go back to the ticket."""
     try:
-        _, result = flows.reopen(
-            ticket_id=ticket.pk,
-            author=_author(request),
-            origin=Origin(form_token=_form_token(request)),
-        )
+        _, result = action(Origin(form_token=_form_token(request)))
     except BotError as exc:
         messages.error(request, exc.user_message)
         return _back(ticket)
-    _report(request, result, f"Ticket #{ticket.number} reopened; the user was told.")
+    _report(request, result, done)
     return _back(ticket)
 
 
