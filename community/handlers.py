@@ -16,9 +16,11 @@ log = logging.getLogger(__name__)
 
 
 def on_join_request(ctx: Context) -> None:
+    request = ctx.update.chat_join_request
+    if request is None:
+        return
     services.join_request_receive(
-        request=services.JoinRequest.from_payload(ctx.update.payload),
-        update_id=ctx.update.update_id,
+        request=services.JoinRequest.from_update(request), update_id=ctx.update.update_id
     )
 
 
@@ -76,15 +78,11 @@ def _answer(ctx: Context, text: str | None, *, alert: bool = False) -> None:
 
 def _pressed_on_panel(ctx: Context) -> bool:
     """True when the pressed message is the panel page (it has the Refresh button)."""
-    message = ctx.update.message or {}
-    markup = message.get("reply_markup") or {}
-    rows = markup.get("inline_keyboard") or [] if isinstance(markup, dict) else []
-    return any(
-        isinstance(button, dict) and button.get("callback_data") == texts.LIST_CALLBACK
-        for row in rows
-        if isinstance(row, list)
-        for button in row
-    )
+    query = ctx.update.callback_query
+    message = query.message if query is not None else None
+    markup = message.reply_markup if message is not None else None
+    rows = markup.inline_keyboard if markup is not None else []
+    return any(button.callback_data == texts.LIST_CALLBACK for row in rows for button in row)
 
 
 ROUTES: list[Route] = [

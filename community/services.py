@@ -28,7 +28,6 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -60,6 +59,7 @@ from telegram_bot.jobs.services import job_cancel, job_enqueue
 from telegram_bot.notifications import delivery_failed, notify_admins
 from telegram_bot.state import get_store
 from telegram_bot.state.workflows import WorkflowStore
+from telegram_bot.updates import ChatJoinRequest
 
 log = logging.getLogger(__name__)
 
@@ -100,19 +100,18 @@ class JoinRequest:
     summary: str
 
     @classmethod
-    def from_payload(cls, payload: dict[str, Any]) -> JoinRequest:
-        chat, user = payload["chat"], payload["from"]
-        member = " ".join(str(p) for p in (user.get("first_name"), user.get("last_name")) if p)
+    def from_update(cls, request: ChatJoinRequest) -> JoinRequest:
+        chat, user = request.chat, request.from_user
         return cls(
-            chat_id=chat["id"],
-            chat_title=str(chat.get("title") or chat.get("username") or chat["id"]),
-            chat_type=str(chat.get("type") or ""),
-            user_id=user["id"],
-            user_chat_id=payload["user_chat_id"],
+            chat_id=chat.id,
+            chat_title=chat.title or chat.username or str(chat.id),
+            chat_type=chat.type,
+            user_id=user.id,
+            user_chat_id=request.user_chat_id,
             user_name=texts.display_name(user),
-            member_name=member.strip() or texts.display_name(user),
-            date=int(payload.get("date") or 0),
-            summary=texts.summary(payload),
+            member_name=user.full_name.strip() or texts.display_name(user),
+            date=request.date,
+            summary=texts.summary(request),
         )
 
 

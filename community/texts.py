@@ -20,6 +20,7 @@ from community.records import (
     Decision,
     JoinRequestRecord,
 )
+from telegram_bot.updates import ChatJoinRequest, User
 
 CALLBACK_PREFIX = "jr:"
 LIST_CALLBACK = "jr:list"
@@ -55,39 +56,36 @@ def buttons(token: str) -> dict[str, Any]:
     }
 
 
-def display_name(user: dict[str, Any] | None) -> str:
-    if not user:
+def display_name(user: User | None) -> str:
+    if user is None:
         return "someone"
-    name = " ".join(
-        str(part) for part in (user.get("first_name"), user.get("last_name")) if part
-    ).strip()
-    username = user.get("username")
-    if username:
-        return f"{name} (@{username})" if name else f"@{username}"
-    return name or f"user {user.get('id')}"
+    name = user.full_name.strip()
+    if user.username:
+        return f"{name} (@{user.username})" if name else f"@{user.username}"
+    return name or f"user {user.id}"
 
 
 def when(unix_seconds: int) -> str:
     return datetime.fromtimestamp(unix_seconds, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def summary(payload: dict[str, Any]) -> str:
-    """The notification text for a chat_join_request payload."""
-    chat, user = payload["chat"], payload["from"]
-    title = chat.get("title") or chat.get("username") or str(chat["id"])
+def summary(request: ChatJoinRequest) -> str:
+    """The notification text for a chat_join_request."""
+    chat, user = request.chat, request.from_user
+    title = chat.title or chat.username or str(chat.id)
     lines = [
-        f"Join request to {title} ({chat['id']})",
-        f"From: {display_name(user)}, id {user['id']}",
+        f"Join request to {title} ({chat.id})",
+        f"From: {display_name(user)}, id {user.id}",
     ]
-    if user.get("language_code"):
-        lines.append(f"Language: {user['language_code']}")
-    if payload.get("bio"):
-        lines.append(f"Bio: {payload['bio']}")
-    link = payload.get("invite_link")
-    if isinstance(link, dict) and link.get("invite_link"):
-        name = f" ({link['name']})" if link.get("name") else ""
-        lines.append(f"Invite link: {link['invite_link']}{name}")
-    lines.append(f"Requested: {when(int(payload.get('date') or 0))}")
+    if user.language_code:
+        lines.append(f"Language: {user.language_code}")
+    if request.bio:
+        lines.append(f"Bio: {request.bio}")
+    link = request.invite_link
+    if link is not None:
+        name = f" ({link.name})" if link.name else ""
+        lines.append(f"Invite link: {link.invite_link}{name}")
+    lines.append(f"Requested: {when(request.date)}")
     return "\n".join(lines)[:3000]
 
 

@@ -9,7 +9,7 @@ from telegram_bot import health, webhook
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
-    path("telegram/webhook", webhook.telegram_webhook, name="telegram-webhook"),
+    path("telegram/", webhook.webhook_api.urls),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
 ]

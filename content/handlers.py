@@ -205,13 +205,13 @@ def _set_channel(ctx: Context, workflow: Workflow, value: str) -> None:
 
 
 def _set_content(ctx: Context, workflow: Workflow) -> None:
-    message = ctx.update.message or {}
-    photos = message.get("photo") or []
-    file_id = str(photos[-1].get("file_id") or "") if photos else ""
-    text = str((message.get("caption") if photos else message.get("text")) or "")
-    if not photos and "text" not in message:
+    message = ctx.update.message
+    photos = (message.photo if message is not None else None) or []
+    file_id = photos[-1].file_id if photos else ""
+    if message is None or (not photos and message.text is None):
         ctx.reply("Send a text, or a photo with a caption.", reply_markup=panel.cancel_only())
         return
+    text = (message.caption if photos else message.text) or ""
     try:
         validation.check_text(text, has_photo=bool(file_id))
     except ValidationError as exc:

@@ -23,39 +23,8 @@ from stats import keys
 from stats.config import CountingConfig
 from telegram_bot.state import Increment, Put
 from telegram_bot.state.base import Op
+from telegram_bot.updates import Message
 
-SERVICE_FIELDS = frozenset(
-    {
-        "new_chat_members",
-        "left_chat_member",
-        "new_chat_title",
-        "new_chat_photo",
-        "delete_chat_photo",
-        "group_chat_created",
-        "supergroup_chat_created",
-        "channel_chat_created",
-        "migrate_to_chat_id",
-        "migrate_from_chat_id",
-        "pinned_message",
-        "message_auto_delete_timer_changed",
-        "forum_topic_created",
-        "forum_topic_edited",
-        "forum_topic_closed",
-        "forum_topic_reopened",
-        "general_forum_topic_hidden",
-        "general_forum_topic_unhidden",
-        "video_chat_scheduled",
-        "video_chat_started",
-        "video_chat_ended",
-        "video_chat_participants_invited",
-        "write_access_allowed",
-        "proximity_alert_triggered",
-        "boost_added",
-        "chat_background_set",
-        "users_shared",
-        "chat_shared",
-    }
-)
 LINK_ENTITIES = frozenset({"url", "text_link"})
 _LINK_RE = re.compile(r"(?:https?://|www\.|\bt\.me/|\btelegram\.me/)", re.IGNORECASE)
 
@@ -108,35 +77,31 @@ class MessageFacts:
 
 
 def message_facts(
-    message: Mapping[str, Any], config: CountingConfig, *, is_new_member: Callable[[], bool]
+    message: Message, config: CountingConfig, *, is_new_member: Callable[[], bool]
 ) -> MessageFacts | None:
     """The facts of a countable message, or None for one that does not count."""
-    sender = message.get("from")
-    chat = message.get("chat") or {}
-    if not isinstance(sender, dict) or sender.get("is_bot") or message.get("sender_chat"):
+    sender, chat = message.from_user, message.chat
+    if sender is None or sender.is_bot or message.sender_chat is not None:
         return None
-    if chat.get("type") not in ("group", "supergroup") or SERVICE_FIELDS & message.keys():
+    if chat.type not in ("group", "supergroup") or message.is_service:
         return None
-    text = str(message.get("text") or message.get("caption") or "")
-    kind = _kind(message)
+    text = message.text_or_caption
     return MessageFacts(
-        chat_id=int(chat["id"]),
-        user_id=int(sender["id"]),
-        message_id=int(message["message_id"]),
-        ts=int(message["date"]),
-        kind=kind,
+        chat_id=chat.id,
+        user_id=sender.id,
+        message_id=message.message_id,
+        ts=message.date,
+        kind=_kind(message),
         words=count_words(text),
-        voice_seconds=_duration(message, "voice"),
-        video_note_seconds=_duration(message, "video_note"),
+        voice_seconds=message.voice.duration if message.voice else 0,
+        video_note_seconds=message.video_note.duration if message.video_note else 0,
         profanity=config.profanity.count(text) if config.profanity else 0,
         violations=_violations(text, message, config, is_new_member),
         text=text if config.store_text else "",
-        user_name=" ".join(
-            part for part in (sender.get("first_name"), sender.get("last_name")) if part
-        ),
-        username=str(sender.get("username") or ""),
-        chat_title=str(chat.get("title") or ""),
-        chat_type=str(chat.get("type") or ""),
+        user_name=sender.full_name,
+        username=sender.username or "",
+        chat_title=chat.title or "",
+        chat_type=chat.type,
     )
 
 
@@ -167,20 +132,17 @@ def counting_ops(facts: MessageFacts, config: CountingConfig) -> list[Op]:
     return sorted(ops, key=lambda op: op.key)
 
 
-def join_ops(message: Mapping[str, Any], config: CountingConfig, *, now_ms: int) -> list[Op]:
+def join_ops(message: Message, config: CountingConfig, *, now_ms: int) -> list[Op]:
     """Record who joined (``new_chat_members``): a new member until ``new_member_days`` after
     the join (the record expires then)."""
-    chat_id = int((message.get("chat") or {})["id"])
-    members = message.get("new_chat_members") or []
-    ts = int(message["date"])
-    remaining = ts * 1000 + config.new_member_ms - now_ms
+    remaining = message.date * 1000 + config.new_member_ms - now_ms
     if remaining <= 0:
         return []
     return sorted(
         (
-            Put(keys.joined_key(chat_id, int(member["id"])), ts, remaining)
-            for member in members
-            if isinstance(member, dict) and not member.get("is_bot") and "id" in member
+            Put(keys.joined_key(message.chat.id, member.id), message.date, remaining)
+            for member in message.new_chat_members or []
+            if not member.is_bot
         ),
         key=lambda op: op.key,
     )
@@ -190,33 +152,24 @@ def count_words(text: str) -> int:
     return sum(1 for token in text.split() if any(ch.isalnum() for ch in token))
 
 
-def has_link(message: Mapping[str, Any]) -> bool:
-    for name in ("entities", "caption_entities"):
-        for entity in message.get(name) or []:
-            if isinstance(entity, dict) and entity.get("type") in LINK_ENTITIES:
-                return True
-    return bool(_LINK_RE.search(str(message.get("text") or message.get("caption") or "")))
+def has_link(message: Message) -> bool:
+    for entities in (message.entities, message.caption_entities):
+        if any(entity.type in LINK_ENTITIES for entity in entities or []):
+            return True
+    return bool(_LINK_RE.search(message.text_or_caption))
 
 
-def _kind(message: Mapping[str, Any]) -> str:
-    if isinstance(message.get("voice"), dict):
+def _kind(message: Message) -> str:
+    if message.voice is not None:
         return "voice"
-    if isinstance(message.get("video_note"), dict):
+    if message.video_note is not None:
         return "video_note"
-    return "text" if message.get("text") is not None else "other"
-
-
-def _duration(message: Mapping[str, Any], name: str) -> int:
-    media = message.get(name)
-    if not isinstance(media, dict):
-        return 0
-    duration = media.get("duration")
-    return duration if isinstance(duration, int) and duration > 0 else 0
+    return "text" if message.text is not None else "other"
 
 
 def _violations(
     text: str,
-    message: Mapping[str, Any],
+    message: Message,
     config: CountingConfig,
     is_new_member: Callable[[], bool],
 ) -> dict[str, int]:

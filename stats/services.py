@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from django.conf import settings
 
@@ -15,6 +13,7 @@ from stats.counting import MessageFacts, counting_ops, join_ops, message_facts
 from stats.live_writer import RowDelta, live_write
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op
+from telegram_bot.updates import Message
 
 
 @dataclass(frozen=True)
@@ -23,20 +22,19 @@ class CountedMessage:
     ops: list[Op]
 
 
-def message_to_count(message: Mapping[str, Any], *, store: KVStore) -> CountedMessage | None:
+def message_to_count(message: Message, *, store: KVStore) -> CountedMessage | None:
     """The facts and KV ops of a message that counts, or None for one that does not.
 
     Reads the KV store only for a message with a link while a "links from new members" rule is
     on (is the sender a new member?); everything else is written by the caller's one commit.
     """
     config = counting_config()
-    chat_id = (message.get("chat") or {}).get("id")
-    user_id = (message.get("from") or {}).get("id")
+    sender = message.from_user
 
     def is_new_member() -> bool:
-        if not isinstance(chat_id, int) or not isinstance(user_id, int):
+        if sender is None:
             return False
-        return store.get(keys.joined_key(chat_id, user_id)) is not None
+        return store.get(keys.joined_key(message.chat.id, sender.id)) is not None
 
     facts = message_facts(message, config, is_new_member=is_new_member)
     if facts is None:
@@ -44,7 +42,7 @@ def message_to_count(message: Mapping[str, Any], *, store: KVStore) -> CountedMe
     return CountedMessage(facts, counting_ops(facts, config))
 
 
-def joins_to_record(message: Mapping[str, Any]) -> list[Op]:
+def joins_to_record(message: Message) -> list[Op]:
     return join_ops(message, counting_config(), now_ms=int(time.time() * 1000))
 
 

@@ -22,6 +22,7 @@ from telegram_bot.context import Context
 from telegram_bot.errors import BotError, TelegramApiError, ValidationError
 from telegram_bot.router import PanelEntry, Route
 from telegram_bot.state.workflows import Workflow, WorkflowStore
+from telegram_bot.updates import User
 
 log = logging.getLogger(__name__)
 OPEN_WORKFLOW = "support_open"
@@ -269,14 +270,13 @@ def invalid_button(ctx: Context) -> None:
 
 # --- helpers ---------------------------------------------------------------------------------
 def _incoming(ctx: Context) -> Incoming:
-    message = ctx.update.message or {}
-    user = ctx.update.user or {}
-    reply_to = message.get("reply_to_message")
+    message = ctx.update.effective_message
+    reply_to = message.reply_to_message if message is not None else None
     content: Content | None = None
     error = ""
-    if ctx.update.type == "message" and ctx.command is None:
+    if ctx.update.message is not None and ctx.command is None:
         try:
-            content = check_message_content(message)
+            content = check_message_content(ctx.update.message)
         except ValidationError as exc:
             error = exc.user_message
     chat_id, user_id = _chat_and_user(ctx)
@@ -284,9 +284,9 @@ def _incoming(ctx: Context) -> Incoming:
         update_id=ctx.update.update_id,
         chat_id=chat_id,
         user_id=user_id,
-        user_name=_display_name(user),
-        message_id=int(message.get("message_id") or 0),
-        reply_to_message_id=reply_to.get("message_id") if isinstance(reply_to, dict) else None,
+        user_name=_display_name(ctx.update.user),
+        message_id=message.message_id if message is not None else 0,
+        reply_to_message_id=reply_to.message_id if reply_to is not None else None,
         content=content,
         content_error=error,
         is_admin=ctx.sender.is_admin,
@@ -353,17 +353,19 @@ def _button_ticket(ctx: Context, button: Callback | None) -> Ticket | None:
 
 
 def _author(ctx: Context) -> Author:
-    return Author(name=_display_name(ctx.update.user or {}), telegram_id=ctx.sender.user_id)
+    return Author(name=_display_name(ctx.update.user), telegram_id=ctx.sender.user_id)
 
 
 def _chat_and_user(ctx: Context) -> tuple[int, int]:
     return int(ctx.chat_id or 0), int(ctx.sender.user_id or 0)
 
 
-def _display_name(user: dict[str, Any]) -> str:
-    name = " ".join(str(user.get(key) or "") for key in ("first_name", "last_name")).strip()
-    if user.get("username"):
-        name = f"{name} (@{user['username']})".strip()
+def _display_name(user: User | None) -> str:
+    if user is None:
+        return ""
+    name = user.full_name.strip()
+    if user.username:
+        name = f"{name} (@{user.username})".strip()
     return name[:200]
 
 
@@ -392,13 +394,12 @@ def _edit(ctx: Context, text: str, markup: dict[str, Any]) -> None:
 
 
 def _remove_buttons(ctx: Context) -> None:
-    message = ctx.update.message
+    query = ctx.update.callback_query
+    message = query.message if query is not None else None
     if message is None:
         return
     try:
-        ctx.client.edit_message_reply_markup(
-            chat_id=message["chat"]["id"], message_id=message["message_id"]
-        )
+        ctx.client.edit_message_reply_markup(chat_id=message.chat.id, message_id=message.message_id)
     except TelegramApiError as exc:
         log.info("removing buttons failed: %s", exc)
 

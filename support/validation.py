@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from support.conf import MAX_TEXT_LENGTH
 from telegram_bot.errors import ValidationError
+from telegram_bot.updates import Message
 
 KINDS_ACCEPTED = "text, a photo, a document or a voice message"
 
@@ -51,39 +51,35 @@ def check_text(text: str) -> Content:
     return Content(kind="text", text=text.strip())
 
 
-def check_message_content(message: dict[str, Any]) -> Content:
+def check_message_content(message: Message) -> Content:
     """The ticket content of a Telegram Message: text, photo, document or voice.
 
     A photo keeps the file id of its largest size. A file may come without caption; text may
     not be blank; either is at most 4,000 characters. Anything else (stickers, locations,
     polls, ...) is refused.
     """
-    caption = message.get("caption")
-    caption = caption if isinstance(caption, str) else ""
+    caption = message.caption or ""
     if len(caption) > MAX_TEXT_LENGTH:
         check_text(caption)  # raises the "too long" error
-    if isinstance(message.get("text"), str):
-        return check_text(message["text"])
-    photo = message.get("photo")
-    if isinstance(photo, list) and photo:
-        sizes = [size for size in photo if isinstance(size, dict) and size.get("file_id")]
-        if sizes:
-            largest = max(sizes, key=lambda size: size.get("width", 0) * size.get("height", 0))
-            return Content(kind="photo", text=caption.strip(), file_id=_file_id(largest))
-    for kind in ("document", "voice"):
-        media = message.get(kind)
-        if isinstance(media, dict) and media.get("file_id"):
-            name = str(media.get("file_name") or "")[:255]
-            return Content(kind=kind, text=caption.strip(), file_id=_file_id(media), file_name=name)
+    if message.text is not None:
+        return check_text(message.text)
+    if message.photo:
+        largest = max(message.photo, key=lambda size: size.width * size.height)
+        return Content(kind="photo", text=caption.strip(), file_id=_file_id(largest.file_id))
+    for kind, media in (("document", message.document), ("voice", message.voice)):
+        if media is not None and media.file_id:
+            name = (getattr(media, "file_name", None) or "")[:255]
+            return Content(
+                kind=kind, text=caption.strip(), file_id=_file_id(media.file_id), file_name=name
+            )
     raise ValidationError(
         "unsupported message type",
         user_message=f"Support accepts {KINDS_ACCEPTED}. Please send one of those.",
     )
 
 
-def _file_id(media: dict[str, Any]) -> str:
-    file_id = str(media["file_id"])
-    if len(file_id) > 255:
+def _file_id(file_id: str) -> str:
+    if not file_id or len(file_id) > 255:
         raise ValidationError("file id too long", user_message="This file cannot be used.")
     return file_id
 

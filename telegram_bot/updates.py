@@ -1,17 +1,288 @@
-"""What an Update must look like before anything acts on it.
+"""Telegram Updates as typed values, parsed once at the edge (webhook and ``runbot``).
 
-Only the fields the pipeline relies on are checked; the rest of the object is passed through
-untouched. An Update of a type we do not handle is valid (and ignored later); an object that
-is not an Update at all, or a handled type missing what we rely on, is a ``UpdateShapeError``.
+The models cover every part of an Update the product reads, with the Bot API's types
+(``tests/unit/telegram_core/test_update_models.py`` holds them against ``api.json``) and ranges:
+ids are int64, dates lie between 1970 and 2100, strings are strings and integers integers (no
+coercion from one to the other), booleans are booleans. Fields the product does not read, and
+update kinds it does not handle, are allowed and kept (``model_extra``), so a dead letter keeps
+the whole update.
+
+What a malformed part does: a required part (an Update's ``update_id``, a message's ``chat``, a
+callback's ``from``) makes the whole body "not an Update" (``UpdateShapeError``: the webhook
+answers 400). An optional part that is malformed (``entities`` that is not a list, a
+``reply_to_message`` whose ``message_id`` is a string, a sender whose ``first_name`` is a
+number) is dropped: the update is handled without it, and no handler ever sees it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Annotated, Any, Literal, TypeVar
 
-HANDLED_TYPES = ("message", "edited_message", "callback_query", "chat_join_request")
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    model_validator,
+)
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32_MAX = 2**31 - 1
+DATE_MAX = 4_102_444_800  # 2100-01-01: anything later is not a date Telegram sends
+
+Int64 = Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)]
+Count = Annotated[StrictInt, Field(ge=0, le=INT32_MAX)]  # offsets, lengths, durations, sizes
+FileSize = Annotated[StrictInt, Field(ge=0, le=INT64_MAX)]
+UnixTime = Annotated[StrictInt, Field(ge=0, le=DATE_MAX)]  # 0: an inaccessible message
+
+T = TypeVar("T")
+
+
+def _drop_if_invalid(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    try:
+        return handler(value)
+    except ValidationError:
+        return None
+
+
+# An optional part: absent, or valid, or (when malformed) dropped to None.
+Lenient = Annotated[T | None, WrapValidator(_drop_if_invalid)]
+
+
+class TelegramObject(BaseModel):
+    """A Bot API object: unknown fields are kept, and values never change after parsing."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, populate_by_name=True)
+
+
+class User(TelegramObject):
+    id: Int64
+    is_bot: StrictBool
+    first_name: StrictStr
+    last_name: StrictStr | None = None
+    username: StrictStr | None = None
+    language_code: StrictStr | None = None
+    is_premium: StrictBool | None = None
+
+    @property
+    def full_name(self) -> str:
+        return " ".join(part for part in (self.first_name, self.last_name) if part)
+
+
+class Chat(TelegramObject):
+    id: Int64
+    type: StrictStr
+    title: StrictStr | None = None
+    username: StrictStr | None = None
+    first_name: StrictStr | None = None
+    last_name: StrictStr | None = None
+    is_forum: StrictBool | None = None
+
+
+class MessageEntity(TelegramObject):
+    type: StrictStr
+    offset: Count
+    length: Count
+    url: StrictStr | None = None
+    user: Lenient[User] = None
+
+
+class PhotoSize(TelegramObject):
+    file_id: StrictStr
+    file_unique_id: StrictStr
+    width: Count
+    height: Count
+    file_size: FileSize | None = None
+
+
+class Voice(TelegramObject):
+    file_id: StrictStr
+    file_unique_id: StrictStr
+    duration: Count
+    mime_type: StrictStr | None = None
+    file_size: FileSize | None = None
+
+
+class VideoNote(TelegramObject):
+    file_id: StrictStr
+    file_unique_id: StrictStr
+    length: Count
+    duration: Count
+    file_size: FileSize | None = None
+
+
+class Document(TelegramObject):
+    file_id: StrictStr
+    file_unique_id: StrictStr
+    file_name: StrictStr | None = None
+    mime_type: StrictStr | None = None
+    file_size: FileSize | None = None
+
+
+class InlineKeyboardButton(TelegramObject):
+    text: StrictStr
+    url: StrictStr | None = None
+    callback_data: StrictStr | None = None
+
+
+class InlineKeyboardMarkup(TelegramObject):
+    inline_keyboard: list[list[InlineKeyboardButton]]
+
+
+# Fields whose presence makes a message a service message (joins, pins, title changes...).
+SERVICE_FIELDS = frozenset(
+    {
+        "new_chat_members",
+        "left_chat_member",
+        "new_chat_title",
+        "new_chat_photo",
+        "delete_chat_photo",
+        "group_chat_created",
+        "supergroup_chat_created",
+        "channel_chat_created",
+        "migrate_to_chat_id",
+        "migrate_from_chat_id",
+        "pinned_message",
+        "message_auto_delete_timer_changed",
+        "forum_topic_created",
+        "forum_topic_edited",
+        "forum_topic_closed",
+        "forum_topic_reopened",
+        "general_forum_topic_hidden",
+        "general_forum_topic_unhidden",
+        "video_chat_scheduled",
+        "video_chat_started",
+        "video_chat_ended",
+        "video_chat_participants_invited",
+        "write_access_allowed",
+        "proximity_alert_triggered",
+        "boost_added",
+        "chat_background_set",
+        "users_shared",
+        "chat_shared",
+        "chat_owner_left",
+        "chat_owner_changed",
+    }
+)
+
+
+class Message(TelegramObject):
+    """A message; also an InaccessibleMessage (``date`` 0) under a callback query."""
+
+    message_id: Int64
+    date: UnixTime
+    chat: Chat
+    message_thread_id: Lenient[Int64] = None
+    from_user: Lenient[User] = Field(default=None, alias="from")
+    sender_chat: Lenient[Chat] = None
+    is_topic_message: Lenient[StrictBool] = None
+    reply_to_message: Lenient[Message] = None
+    via_bot: Lenient[User] = None
+    edit_date: Lenient[UnixTime] = None
+    media_group_id: Lenient[StrictStr] = None
+    text: Lenient[StrictStr] = None
+    entities: Lenient[list[MessageEntity]] = None
+    caption: Lenient[StrictStr] = None
+    caption_entities: Lenient[list[MessageEntity]] = None
+    photo: Lenient[list[PhotoSize]] = None
+    document: Lenient[Document] = None
+    voice: Lenient[Voice] = None
+    video_note: Lenient[VideoNote] = None
+    new_chat_members: Lenient[list[User]] = None
+    left_chat_member: Lenient[User] = None
+    new_chat_title: Lenient[StrictStr] = None
+    reply_markup: Lenient[InlineKeyboardMarkup] = None
+
+    @property
+    def text_or_caption(self) -> str:
+        return self.text or self.caption or ""
+
+    @property
+    def is_service(self) -> bool:
+        """A join, leave, pin, title change... rather than something a member wrote."""
+        present = {name for name in SERVICE_FIELDS if getattr(self, name, None) is not None}
+        return bool(present or SERVICE_FIELDS & (self.model_extra or {}).keys())
+
+    @property
+    def is_inaccessible(self) -> bool:
+        return self.date == 0
+
+
+class CallbackQuery(TelegramObject):
+    id: StrictStr
+    from_user: User = Field(alias="from")
+    chat_instance: StrictStr
+    message: Lenient[Message] = None
+    inline_message_id: Lenient[StrictStr] = None
+    data: Lenient[StrictStr] = None
+
+
+class ChatInviteLink(TelegramObject):
+    invite_link: StrictStr
+    creator: User
+    creates_join_request: StrictBool
+    is_primary: StrictBool
+    is_revoked: StrictBool
+    name: StrictStr | None = None
+
+
+class ChatJoinRequest(TelegramObject):
+    chat: Chat
+    from_user: User = Field(alias="from")
+    user_chat_id: Int64
+    date: UnixTime
+    bio: Lenient[StrictStr] = None
+    invite_link: Lenient[ChatInviteLink] = None
+
+
+class ChatMember(TelegramObject):
+    """The union ChatMemberOwner | Administrator | Member | Restricted | Left | Banned, told
+    apart by ``status``; a right a status does not carry is None."""
+
+    status: Literal["creator", "administrator", "member", "restricted", "left", "kicked"]
+    user: User
+    is_anonymous: StrictBool | None = None
+    custom_title: StrictStr | None = None
+    is_member: StrictBool | None = None
+    until_date: Annotated[StrictInt, Field(ge=0, le=DATE_MAX)] | None = None
+    can_be_edited: StrictBool | None = None
+    can_manage_chat: StrictBool | None = None
+    can_delete_messages: StrictBool | None = None
+    can_restrict_members: StrictBool | None = None
+    can_promote_members: StrictBool | None = None
+    can_change_info: StrictBool | None = None
+    can_invite_users: StrictBool | None = None
+    can_pin_messages: StrictBool | None = None
+    can_send_messages: StrictBool | None = None
+
+
+class ChatMemberUpdated(TelegramObject):
+    chat: Chat
+    from_user: User = Field(alias="from")
+    date: UnixTime
+    old_chat_member: ChatMember
+    new_chat_member: ChatMember
+    invite_link: Lenient[ChatInviteLink] = None
+    via_join_request: Lenient[StrictBool] = None
+
+
+# The Update kinds read as typed values; any other kind is kept as it came and ignored.
+TYPED_KINDS = (
+    "message",
+    "edited_message",
+    "callback_query",
+    "chat_join_request",
+    "chat_member",
+    "my_chat_member",
+)
 _COMMAND_RE = re.compile(r"^/([A-Za-z0-9_]{1,64})(?:@([A-Za-z0-9_]{3,64}))?(?:\s+(.*))?$", re.S)
 
 
@@ -26,152 +297,129 @@ class Command:
     args: str
 
 
-@dataclass(frozen=True)
-class Update:
-    update_id: int
-    type: str
-    payload: dict[str, Any]
-    raw: dict[str, Any] = field(repr=False)
+class Update(TelegramObject):
+    update_id: Annotated[StrictInt, Field(ge=0, le=INT64_MAX)]
+    message: Message | None = None
+    edited_message: Message | None = None
+    callback_query: CallbackQuery | None = None
+    chat_join_request: ChatJoinRequest | None = None
+    chat_member: ChatMemberUpdated | None = None
+    my_chat_member: ChatMemberUpdated | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Update:
+        if len(self._kinds()) > 1:
+            raise ValueError("an Update carries at most one of its optional fields")
+        return self
+
+    def _kinds(self) -> list[str]:
+        kinds = [kind for kind in TYPED_KINDS if getattr(self, kind) is not None]
+        return kinds + list(self.model_extra or {})
+
+    @cached_property
+    def type(self) -> str:
+        """The kind of update (``message``, ``callback_query``, ...; ``unknown`` for none)."""
+        kinds = self._kinds()
+        return kinds[0] if kinds else "unknown"
 
     @property
-    def message(self) -> dict[str, Any] | None:
+    def raw(self) -> dict[str, Any]:
+        """The update as JSON data (what a dead letter keeps and a replay parses again)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    @property
+    def effective_message(self) -> Message | None:
         """The message this update carries or refers to (a callback's message included)."""
-        if self.type in ("message", "edited_message"):
-            return self.payload
-        if self.type == "callback_query":
-            message = self.payload.get("message")
-            return message if isinstance(message, dict) else None
+        if self.message is not None:
+            return self.message
+        if self.edited_message is not None:
+            return self.edited_message
+        if self.callback_query is not None:
+            return self.callback_query.message
         return None
 
     @property
-    def chat(self) -> dict[str, Any] | None:
-        if self.type == "chat_join_request":
-            return self.payload["chat"]
-        message = self.message
-        return message.get("chat") if message else None
+    def chat(self) -> Chat | None:
+        for part in (self.chat_join_request, self.chat_member, self.my_chat_member):
+            if part is not None:
+                return part.chat
+        message = self.effective_message
+        return message.chat if message is not None else None
 
     @property
     def chat_id(self) -> int | None:
         chat = self.chat
-        return chat.get("id") if chat else None
+        return chat.id if chat is not None else None
 
     @property
     def chat_type(self) -> str | None:
         chat = self.chat
-        return chat.get("type") if chat else None
+        return chat.type if chat is not None else None
 
     @property
-    def user(self) -> dict[str, Any] | None:
-        sender = self.payload.get("from") if self.type in HANDLED_TYPES else None
-        return sender if isinstance(sender, dict) else None
+    def user(self) -> User | None:
+        """Who sent the update: the message's author, the presser, the requester..."""
+        for part in (
+            self.callback_query,
+            self.chat_join_request,
+            self.chat_member,
+            self.my_chat_member,
+        ):
+            if part is not None:
+                return part.from_user
+        message = self.message or self.edited_message
+        return message.from_user if message is not None else None
 
     @property
     def user_id(self) -> int | None:
         user = self.user
-        return user.get("id") if user else None
+        return user.id if user is not None else None
 
     @property
     def text(self) -> str:
-        if self.type in ("message", "edited_message"):
-            return str(self.payload.get("text") or self.payload.get("caption") or "")
-        return ""
+        message = self.message or self.edited_message
+        return message.text_or_caption if message is not None else ""
 
     @property
     def callback_data(self) -> str:
-        return str(self.payload.get("data") or "") if self.type == "callback_query" else ""
+        query = self.callback_query
+        return (query.data or "") if query is not None else ""
 
     def command(self) -> Command | None:
         """The bot command this message starts with, if any (``/name@bot args``)."""
-        if self.type != "message" or not isinstance(self.payload.get("text"), str):
+        if self.message is None or self.message.text is None:
             return None
-        match = _COMMAND_RE.match(self.payload["text"].strip())
+        match = _COMMAND_RE.match(self.message.text.strip())
         if not match:
             return None
         return Command(name=match[1].lower(), mention=match[2], args=(match[3] or "").strip())
 
 
 def parse_update(data: Any) -> Update:
-    """Check ``data`` is an Update and return it typed; raise UpdateShapeError if not."""
+    """``data`` (JSON data, as ``getUpdates`` or a dead letter gives it) as an Update."""
+    if isinstance(data, Update):
+        return data
     if not isinstance(data, dict):
         raise UpdateShapeError("an Update is a JSON object")
-    update_id = data.get("update_id")
-    if not isinstance(update_id, int) or isinstance(update_id, bool) or update_id < 0:
-        raise UpdateShapeError("update_id must be a non-negative integer")
-    kinds = [key for key in data if key != "update_id"]
-    if len(kinds) > 1:
-        raise UpdateShapeError("an Update carries at most one of its optional fields")
-    if not kinds:
-        return Update(update_id=update_id, type="unknown", payload={}, raw=data)
-    kind = kinds[0]
-    payload = data[kind]
-    if not isinstance(payload, dict):
-        raise UpdateShapeError(f"{kind} must be an object")
-    if kind in HANDLED_TYPES:
-        _CHECKS[kind](payload)
-    return Update(update_id=update_id, type=kind, payload=payload, raw=data)
+    try:
+        return Update.model_validate(data)
+    except ValidationError as exc:
+        raise UpdateShapeError(_first_error(exc)) from None
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def parse_update_json(body: bytes) -> Update:
+    """The webhook's body as an Update, parsed and validated in one pass."""
+    try:
+        return Update.model_validate_json(body)
+    except ValidationError as exc:
+        raise UpdateShapeError(_first_error(exc)) from None
 
 
-def _require_int(obj: dict[str, Any], name: str, where: str) -> None:
-    if not _is_int(obj.get(name)):
-        raise UpdateShapeError(f"{where}.{name} must be an integer")
-
-
-def _require_user(obj: dict[str, Any], name: str, where: str, *, optional: bool = False) -> None:
-    value = obj.get(name)
-    if value is None and optional:
-        return
-    if not isinstance(value, dict):
-        raise UpdateShapeError(f"{where}.{name} must be an object")
-    _require_int(value, "id", f"{where}.{name}")
-
-
-def _require_chat(obj: dict[str, Any], where: str) -> None:
-    chat = obj.get("chat")
-    if not isinstance(chat, dict):
-        raise UpdateShapeError(f"{where}.chat must be an object")
-    _require_int(chat, "id", f"{where}.chat")
-    if not isinstance(chat.get("type"), str):
-        raise UpdateShapeError(f"{where}.chat.type must be a string")
-
-
-def _check_message(message: dict[str, Any], where: str = "message") -> None:
-    _require_int(message, "message_id", where)
-    _require_int(message, "date", where)
-    _require_chat(message, where)
-    _require_user(message, "from", where, optional=True)
-    for text_field in ("text", "caption"):
-        if text_field in message and not isinstance(message[text_field], str):
-            raise UpdateShapeError(f"{where}.{text_field} must be a string")
-
-
-def _check_callback_query(query: dict[str, Any]) -> None:
-    if not isinstance(query.get("id"), str):
-        raise UpdateShapeError("callback_query.id must be a string")
-    _require_user(query, "from", "callback_query")
-    if "data" in query and not isinstance(query["data"], str):
-        raise UpdateShapeError("callback_query.data must be a string")
-    message = query.get("message")
-    if message is not None:
-        if not isinstance(message, dict):
-            raise UpdateShapeError("callback_query.message must be an object")
-        _require_int(message, "message_id", "callback_query.message")
-        _require_chat(message, "callback_query.message")
-
-
-def _check_join_request(request: dict[str, Any]) -> None:
-    _require_chat(request, "chat_join_request")
-    _require_user(request, "from", "chat_join_request")
-    _require_int(request, "user_chat_id", "chat_join_request")
-    _require_int(request, "date", "chat_join_request")
-
-
-_CHECKS = {
-    "message": _check_message,
-    "edited_message": lambda message: _check_message(message, "edited_message"),
-    "callback_query": _check_callback_query,
-    "chat_join_request": _check_join_request,
-}
+def _first_error(exc: ValidationError) -> str:
+    """A short, safe description: where and what, never the offending value."""
+    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    if not errors:
+        return "invalid Update"
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "body"
+    return f"{where}: {first['msg']}"[:200]

@@ -262,3 +262,14 @@ def test_a_command_for_another_bot_is_ignored(bot: FakeTelegramServer, post_upda
     ours = post_update(make_message_update("/start@fake_bot", chat_id=-100, user_id=5))
     assert (other.json()["outcome"], ours.json()["outcome"]) == ("ignored", "processed")
     assert len(sent_texts(bot)) == 1
+
+
+def test_the_webhook_is_documented_in_its_own_openapi_schema(client: Client) -> None:
+    response = client.get("/telegram/openapi.json")  # public: not the staff-only /api/v1/
+    assert response.status_code == 200
+    operation = response.json()["paths"]["/telegram/webhook"]["post"]
+    schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["required"] == ["update_id"]
+    assert {"message", "callback_query", "chat_join_request"} <= set(schema["properties"])
+    assert {"200", "400", "401", "413", "415", "503"} <= set(operation["responses"])
+    assert set(response.json()["paths"]["/telegram/webhook"]) == {"post"}

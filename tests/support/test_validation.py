@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from support.validation import Callback, check_callback, check_message_content, parse_ticket_number
+from support.validation import Callback, check_callback, parse_ticket_number
+from support.validation import check_message_content as _check
 from telegram_bot.errors import ValidationError
+from telegram_bot.updates import Message
+
+
+def check_message_content(fields: dict[str, object]) -> object:
+    """The check on a private message carrying ``fields`` (typed, as handlers get it)."""
+    message = {"message_id": 1, "date": 1, "chat": {"id": 5, "type": "private"}, **fields}
+    return _check(Message.model_validate(message))
 
 
 def test_it_keeps_the_largest_photo_and_the_caption() -> None:
     content = check_message_content(
         {
             "photo": [
-                {"file_id": "small", "width": 90, "height": 90},
-                {"file_id": "large", "width": 800, "height": 600},
-                {"file_id": "medium", "width": 320, "height": 240},
+                {"file_id": "small", "file_unique_id": "s", "width": 90, "height": 90},
+                {"file_id": "large", "file_unique_id": "l", "width": 800, "height": 600},
+                {"file_id": "medium", "file_unique_id": "m", "width": 320, "height": 240},
             ],
             "caption": "  look  ",
         }

@@ -31,7 +31,7 @@ from telegram_bot.client import TelegramClient
 from telegram_bot.errors import InternalError, TelegramApiError
 from telegram_bot.pipeline import Outcome, process_update
 from telegram_bot.router import get_router
-from telegram_bot.updates import UpdateShapeError
+from telegram_bot.updates import Update, UpdateShapeError, parse_update
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class Poller:
         backoff_base: float = BACKOFF_BASE_SECONDS,
         backoff_max: float = BACKOFF_MAX_SECONDS,
         sleep: Callable[[float], object] | None = None,
-        process: Callable[[dict[str, Any]], Outcome] = process_update,
+        process: Callable[[Update], Outcome] = process_update,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self.client = client
@@ -167,10 +167,11 @@ class Poller:
     def _handle(self, update: dict[str, Any]) -> Outcome | None:
         """The pipeline's outcome; None for a malformed update (skipped, never retried)."""
         try:
-            outcome = self.process(update)
+            parsed = parse_update(update)  # the edge: parsed once, typed from here on
         except UpdateShapeError as exc:
             log.warning("skipping malformed update %s: %s", _update_id(update), exc)
             return None
+        outcome = self.process(parsed)
         log.info("update %s: %s", _update_id(update), outcome.value)
         return outcome
 

@@ -1,0 +1,130 @@
+"""The group-message update path against a bare django-ninja endpoint, in one run.
+
+Unique group messages go through Django (the test client: URL resolution, middleware, the
+view) into the webhook and the whole pipeline with statistics counting; the baseline is a bare
+django-ninja POST endpoint that reads nothing and answers ``{"ok": true}`` through the same
+client and middleware. Rounds alternate between the two so that a busy machine slows both
+alike; the figure that matters is the ratio (product / bare), never the absolute rate.
+Also printed: the cost of turning a body into an Update alone, against ``json.loads`` of it.
+
+    python bench/update_path.py [--messages 400] [--rounds 5] [--kv memory|db|redis]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_test")
+SECRET_HEADER = "HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN"  # noqa: S105 - a header name
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--kv", choices=("memory", "db", "redis"), default="memory")
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django.db import connection
+    from django.test.utils import override_settings, setup_test_environment
+
+    from bench.stats_throughput import cleanup_kv, open_kv
+
+    setup_test_environment()
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    store = open_kv(args.kv)
+    try:
+        with override_settings(ROOT_URLCONF="bench.urls", ALLOWED_HOSTS=["*"]):
+            run(args, store)
+    finally:
+        cleanup_kv(store)
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+
+
+def run(args: argparse.Namespace, store: Any) -> None:
+    from django.conf import settings
+    from django.db import connection
+    from django.test import Client
+
+    from telegram_bot.state import override_store
+
+    client = Client()
+    headers = {SECRET_HEADER: settings.TELEGRAM_WEBHOOK_SECRET}
+    bare_rates, product_rates = [], []
+    with override_store(store):
+        for round_no in range(args.rounds):
+            bodies = [json.dumps(u) for u in make_updates(args.messages, round_no)]
+            bare_rates.append(rate(client, "/bench/bare", bodies, headers))
+            product_rates.append(rate(client, "/telegram/webhook", bodies, headers))
+    bare, product = statistics.median(bare_rates), statistics.median(product_rates)
+    parse_us, loads_us = parse_cost()
+    print(f"update path: {connection.vendor}, KV {args.kv}, {args.rounds} rounds x "
+          f"{args.messages} unique group messages (medians)")  # fmt: skip
+    print(f"  bare django-ninja endpoint (baseline)  {bare:8.0f} requests/s")
+    print(f"  webhook, group message counted         {product:8.0f} updates/s"
+          f"   ratio {product / bare:.3f} of baseline")  # fmt: skip
+    print(f"  parse one body into an Update          {parse_us:8.1f} us"
+          f"   ratio {parse_us / loads_us:.2f} of json.loads ({loads_us:.1f} us)")  # fmt: skip
+
+
+def rate(client: Any, url: str, bodies: list[str], headers: dict[str, str]) -> float:
+    started = time.perf_counter()
+    for body in bodies:
+        response = client.post(url, data=body, content_type="application/json", **headers)
+        if response.status_code != 200:
+            raise SystemExit(f"{url} answered {response.status_code}: {response.content!r}")
+    return len(bodies) / (time.perf_counter() - started)
+
+
+def parse_cost(repeat: int = 20_000) -> tuple[float, float]:
+    """Microseconds to parse a group message body into an Update, and to json.loads it."""
+    from telegram_bot import updates
+
+    body = json.dumps(make_updates(1, 99)[0]).encode()
+    parse_json = getattr(updates, "parse_update_json", None)
+    if parse_json is None:  # before updates were typed: json.loads + the shape check
+
+        def parse_json(raw: bytes) -> Any:
+            return updates.parse_update(json.loads(raw))
+
+    started = time.perf_counter()
+    for _ in range(repeat):
+        parse_json(body)
+    parse_us = (time.perf_counter() - started) / repeat * 1e6
+    started = time.perf_counter()
+    for _ in range(repeat):
+        json.loads(body)
+    return parse_us, (time.perf_counter() - started) / repeat * 1e6
+
+
+def make_updates(count: int, batch: int) -> list[dict[str, Any]]:
+    now = int(time.time())
+    words = ["hello", "world", "coffee", "weather", "small", "talk", "about", "the", "day"]
+    updates = []
+    for n in range(count):
+        chat_id, user_id = -1001 - n % 5, 1 + n % 60
+        text = " ".join(words[(n + k) % len(words)] for k in range(1 + n % 9))
+        message = {
+            "message_id": batch * 1_000_000 + n,
+            "date": now - n % 3600,
+            "chat": {"id": chat_id, "type": "supergroup", "title": f"Group {chat_id}"},
+            "from": {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"},
+            "text": text,
+        }
+        updates.append({"update_id": 50_000_000 + batch * 1_000_000 + n, "message": message})
+    return updates
+
+
+if __name__ == "__main__":
+    main()
