@@ -1,7 +1,8 @@
 """Telegram handlers of the stats app: count group messages, answer /stats.
 
-Group and supergroup messages that are not commands come to ``count_message`` (edited messages
-are not routed here, so an edit never counts as a new message). The KV ops of a counted message
+``count_message`` observes every group and supergroup message (an observer, so it counts
+also what another feature handles; commands are not counted, and edited messages are not
+observed, so an edit never counts as a new message). The KV ops of a counted message
 are committed with the update's done-marker in one atomic step (``ctx.commit_once``); only when
 that step applied them does the live writer add the same increments to the database.
 ``/stats`` is an expensive command (the pipeline's stricter rate limit) with a per-chat
@@ -18,16 +19,16 @@ from stats.services import (
 )
 from stats.summary import group_summary_text
 from telegram_bot.context import Context
-from telegram_bot.router import PanelEntry, Route
+from telegram_bot.router import Observer, PanelEntry, Route
 
 GROUPS = ("group", "supergroup")
 
 
 def count_message(ctx: Context) -> None:
     message = ctx.update.message
-    if message is None:
+    if message is None or ctx.update.command() is not None:
         return
-    if message.get("new_chat_members"):
+    if message.new_chat_members:
         ctx.commit_once(joins_to_record(message))
         return
     counted = message_to_count(message, store=ctx.store)
@@ -44,8 +45,10 @@ def stats_command(ctx: Context) -> None:
     ctx.reply(group_summary_text(chat_id=chat_id, store=ctx.store))
 
 
+OBSERVERS: list[Observer] = [
+    Observer.on("stats.count", "message", count_message, chat_types=GROUPS, order=900),
+]
 ROUTES: list[Route] = [
-    Route.on_update("message", count_message, chat_types=GROUPS),
     Route.on_command(
         "stats",
         stats_command,

@@ -8,7 +8,7 @@ from typing import Any
 
 from telegram_bot import idempotency
 from telegram_bot.client import TelegramClient
-from telegram_bot.router import Router
+from telegram_bot.router import ROUTE_UNIT, Router
 from telegram_bot.security import Sender
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op
@@ -22,6 +22,10 @@ class Context:
     router: Router
     store: KVStore
     client: TelegramClient
+    # Which unit of the update this is (an observer's name, or the routed handler), and
+    # whether it is the last one to run: its commit_once then also marks the update done.
+    unit: str = ROUTE_UNIT
+    last_unit: bool = True
     # Set once commit_once has written (or found) this update's done-marker.
     done_marked: bool = False
 
@@ -41,10 +45,13 @@ class Context:
         """Apply KV ``ops`` and mark this update done, atomically; False if it was done before.
 
         Use it for effects that live in the KV store (counters): a re-delivered update then
-        counts nothing twice.
+        counts nothing twice. One call per unit: the marker is this unit's, so another
+        observer of the same update commits its own effects independently.
         """
-        applied = idempotency.commit_once(self.store, self.update.update_id, ops)
-        self.done_marked = True
+        applied = idempotency.commit_once(
+            self.store, self.update.update_id, ops, unit=self.unit, finish=self.last_unit
+        )
+        self.done_marked = self.last_unit
         return applied
 
     def reply(self, text: str, **params: Any) -> dict[str, Any]:
@@ -55,16 +62,19 @@ class Context:
 
     def answer_callback(self, text: str | None = None, *, alert: bool = False) -> None:
         """Answer the button press (stops the client's spinner); a no-op for other updates."""
-        if self.update.type == "callback_query":
+        if self.update.callback_query is not None:
             self.client.answer_callback_query(
-                callback_query_id=self.update.payload["id"], text=text, show_alert=alert or None
+                callback_query_id=self.update.callback_query.id,
+                text=text,
+                show_alert=alert or None,
             )
 
     def edit_callback_message(self, text: str, **params: Any) -> None:
         """Replace the text of the message whose button was pressed."""
-        message = self.update.message
+        query = self.update.callback_query
+        message = query.message if query is not None else None
         if message is None:
             return
         self.client.edit_message_text(
-            chat_id=message["chat"]["id"], message_id=message["message_id"], text=text, **params
+            chat_id=message.chat.id, message_id=message.message_id, text=text, **params
         )

@@ -1,8 +1,15 @@
-"""The per-update markers in the KV store (``upd:<update_id>``): claim, done, released.
+"""The per-update markers in the KV store: ``upd:<update_id>`` (claim, done, dead, released)
+and ``upd:<update_id>:<unit>`` (one unit of the update, an observer or the routed handler,
+has committed or finished).
 
-A handler whose effects live in the KV store makes them idempotent with ``commit_once``: its
-ops and the done-marker are written in one atomic step, so a re-delivered update (the worker
-died after the commit but before answering Telegram) changes nothing the second time.
+An update runs as units: its observers, then its routed handler (``pipeline``). A unit whose
+effects live in the KV store makes them idempotent with ``commit_once``: its ops and its own
+unit marker are written in one atomic step, so a re-delivered or replayed update (the worker
+died after the commit, or a later unit failed) changes nothing the second time. The last unit
+to run also writes the update's done-marker in that same step, so the usual group message
+still costs one claim and one commit. Per-unit markers rather than one marker for the update:
+a unit that commits must not make the update done while a later unit has not run yet, or a
+crash between the two would lose the later one.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from typing import Any
 from django.conf import settings
 
 from telegram_bot.state import KVStore
-from telegram_bot.state.base import Op
+from telegram_bot.state.base import Op, Put
 
 DONE: dict[str, Any] = {"s": "done"}
 # A dead-lettered update: final for re-deliveries (answered as duplicates), but unlike DONE it
@@ -24,6 +31,10 @@ DEAD: dict[str, Any] = {"s": "dead"}
 
 def marker_key(update_id: int) -> str:
     return f"upd:{update_id}"
+
+
+def unit_marker_key(update_id: int, unit: str) -> str:
+    return f"upd:{update_id}:{unit}"
 
 
 def done_ttl_ms() -> int:
@@ -59,6 +70,27 @@ def mark_dead(store: KVStore, update_id: int, claim: dict[str, Any] | None) -> N
         store.compare_and_set(marker_key(update_id), claim, DEAD, done_ttl_ms())
 
 
-def commit_once(store: KVStore, update_id: int, ops: Sequence[Op]) -> bool:
-    """Apply ``ops`` together with the done-marker of ``update_id``; False if already done."""
-    return store.apply_once(marker_key(update_id), DONE, ops, done_ttl_ms())
+def commit_once(
+    store: KVStore, update_id: int, ops: Sequence[Op], *, unit: str, finish: bool
+) -> bool:
+    """Apply ``ops`` with the marker of ``unit``; False if that unit had committed before.
+
+    ``finish``: this is the update's last unit, so its done-marker is written in the same
+    atomic step (no separate write after it).
+    """
+    ttl = done_ttl_ms()
+    if finish:
+        ops = [*ops, Put(marker_key(update_id), DONE, ttl)]
+    return store.apply_once(unit_marker_key(update_id, unit), DONE, ops, ttl)
+
+
+def mark_units_done(store: KVStore, update_id: int, units: Sequence[str]) -> None:
+    """Remember the units that finished, for an update that ends as a dead letter: its replay
+    then runs only the units that had not (a reply already sent is not sent again)."""
+    ttl = done_ttl_ms()
+    for unit in units:
+        store.set(unit_marker_key(update_id, unit), DONE, ttl)
+
+
+def unit_done(store: KVStore, update_id: int, unit: str) -> bool:
+    return is_done(store.get(unit_marker_key(update_id, unit)))

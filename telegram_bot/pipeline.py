@@ -3,9 +3,10 @@
 Idempotency per ``update_id`` in the KV store (``upd:<id>``): a short claim while a worker
 handles the update, then a done-marker kept ``UPDATE_DONE_TTL_HOURS``. A done update is not
 processed again; one claimed by another worker is answered IN_PROGRESS (503, Telegram comes
-back). A handler that raises sends the update to the dead-letter queue and the update counts
-as done. The KV store or the database being unreachable is the one UNAVAILABLE case: the claim
-is released and nothing is marked, so the update comes back later.
+back). The update's observers run, then its routed handler, each in isolation (``_handle``).
+A handler that raises sends the update to the dead-letter queue and the update counts as done.
+The KV store or the database being unreachable is the one UNAVAILABLE case: the claim is
+released and nothing is marked, so the update comes back later.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from telegram_bot.context import Context
 from telegram_bot.errors import StateError, StateUnavailableError, TelegramApiError
 from telegram_bot.notifications import chat_reachable_again
 from telegram_bot.redaction import redact
-from telegram_bot.router import Route, get_router
+from telegram_bot.router import ROUTE_UNIT, Handler, Route, Router, get_router
 from telegram_bot.state import KVStore, get_store
 from telegram_bot.state.dead_letters import DeadLetterStore
 from telegram_bot.state.workflows import WorkflowStore
-from telegram_bot.updates import HANDLED_TYPES, Update, parse_update
+from telegram_bot.updates import Update, parse_update
 
 log = logging.getLogger(__name__)
 UNAVAILABLE_ERRORS = (StateUnavailableError, OperationalError, InterfaceError)
@@ -49,10 +50,10 @@ class Outcome(enum.Enum):
         return self not in (Outcome.IN_PROGRESS, Outcome.UNAVAILABLE)
 
 
-def process_update(data: dict[str, Any], *, replay: bool = False) -> Outcome:
-    """Handle one Update (already shape-checked by the caller or checked here)."""
+def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Outcome:
+    """Handle one Update (parsed at the edge, or JSON data that is parsed here)."""
     update = parse_update(data)
-    if update.type not in HANDLED_TYPES:
+    if update.type not in get_router().allowed_updates:
         return Outcome.IGNORED
     try:
         store = get_store()
@@ -75,12 +76,6 @@ def process_update(data: dict[str, Any], *, replay: bool = False) -> Outcome:
         _release(store, update.update_id, claim)
         return Outcome.UNAVAILABLE
     except Exception as exc:
-        log.error(
-            "update %s: handler failed with %s: %s",
-            update.update_id,
-            type(exc).__name__,
-            redact(str(exc)),
-        )
         try:
             dead_letters().put(update.raw, exc)
         except UNAVAILABLE_ERRORS:
@@ -92,7 +87,7 @@ def process_update(data: dict[str, Any], *, replay: bool = False) -> Outcome:
             return Outcome.UNAVAILABLE  # the letter is kept; the claim expires on its own
         return Outcome.DEAD_LETTER
     if marked:
-        return outcome  # the handler's commit_once wrote the done-marker already
+        return outcome  # the last unit's commit_once wrote the done-marker already
     try:
         idempotency.mark_done(store, update.update_id)
     except UNAVAILABLE_ERRORS:
@@ -107,29 +102,96 @@ def dead_letters() -> DeadLetterStore:
 
 
 def _handle(store: KVStore, update: Update, *, replay: bool) -> tuple[Outcome, bool]:
-    """The outcome, and whether the handler marked the update done itself (commit_once).
+    """The outcome, and whether the last unit marked the update done itself (commit_once).
 
-    A replay is an operator's decision: it is not counted against the sender's rate limits.
+    The units of an update are its observers (in their order), then the routed handler.
+    Observers see every update of their kind in a served chat, also when the route refuses
+    the sender. Each unit runs in isolation: one that raises does not stop the others, and
+    the update then goes to the dead-letter queue with the units that finished remembered, so
+    its replay runs only the ones that had not. A replay is an operator's decision: it is not
+    counted against the sender's rate limits.
     """
     if not security.chat_allowed(update) or not _addressed_to_us(update):
         return Outcome.IGNORED, False
     sender = security.identify(update)
     if update.type == "message" and update.chat_type == "private" and sender.user_id:
         chat_reachable_again(sender.user_id)
+    router = get_router()
+    units: list[tuple[str, Handler]] = [
+        (observer.name, observer.handler) for observer in router.observers_for(update)
+    ]
+    outcome = Outcome.PROCESSED
     if not replay and security.over_rate_limit(store, update, sender):
         _refuse(store, update, sender, "rate", "Too many requests. Please wait a minute.")
-        return Outcome.REFUSED, False
-    router = get_router()
-    route = router.match(update, workflow=_workflow_name(store, update))
-    if route is None:
-        return Outcome.IGNORED, False
-    refusal = _route_refusal(store, route, sender, replay=replay)
-    if refusal:
-        _refuse(store, update, sender, *refusal)
-        return Outcome.REFUSED, False
-    context = Context(update=update, sender=sender, router=router, store=store, client=get_client())
-    route.handler(context)
-    return Outcome.PROCESSED, context.done_marked
+        outcome = Outcome.REFUSED
+    else:
+        route = router.match(update, workflow=_workflow_name(store, update))
+        refusal = _route_refusal(store, route, sender, replay=replay) if route else None
+        if refusal:
+            _refuse(store, update, sender, *refusal)
+            outcome = Outcome.REFUSED
+        elif route is not None:
+            units.append((ROUTE_UNIT, route.handler))
+    if not units:
+        return (Outcome.IGNORED if outcome == Outcome.PROCESSED else outcome), False
+    return outcome, _run_units(store, update, sender, router, units, replay=replay)
+
+
+def _run_units(
+    store: KVStore,
+    update: Update,
+    sender: security.Sender,
+    router: Router,
+    units: list[tuple[str, Handler]],
+    *,
+    replay: bool,
+) -> bool:
+    """Run the units; True when the last one wrote the update's done-marker. Raises the first
+    unit's error (after the others ran) so that the update becomes a dead letter."""
+    client = get_client()
+    finished: list[str] = []
+    failures: list[Exception] = []
+    done_marked = False
+    for index, (name, handler) in enumerate(units):
+        if replay and idempotency.unit_done(store, update.update_id, name):
+            continue  # it finished (or committed) before the update was dead-lettered
+        last = index == len(units) - 1
+        context = Context(
+            update=update,
+            sender=sender,
+            router=router,
+            store=store,
+            client=client,
+            unit=name,
+            last_unit=last,
+        )
+        try:
+            handler(context)
+        except UNAVAILABLE_ERRORS:
+            raise  # nothing is marked: the re-delivery runs every unit again
+        except Exception as exc:
+            log.error(
+                "update %s: handler failed in %s with %s: %s",
+                update.update_id,
+                _unit_label(name, handler),
+                type(exc).__name__,
+                redact(str(exc)),
+            )
+            failures.append(exc)
+            continue
+        finished.append(name)
+        done_marked = done_marked or (last and context.done_marked)
+    if failures:
+        if finished and len(units) > 1:
+            idempotency.mark_units_done(store, update.update_id, finished)
+        raise failures[0]
+    return done_marked
+
+
+def _unit_label(name: str, handler: Handler) -> str:
+    module = getattr(handler, "__module__", "?")
+    qualname = getattr(handler, "__qualname__", "?")
+    return f"{name} ({module}.{qualname})"
 
 
 def _addressed_to_us(update: Update) -> bool:
@@ -170,9 +232,9 @@ def _refuse(
         return
     client = get_client()
     try:
-        if update.type == "callback_query":
+        if update.callback_query is not None:
             client.answer_callback_query(
-                callback_query_id=update.payload["id"], text=text, show_alert=True
+                callback_query_id=update.callback_query.id, text=text, show_alert=True
             )
         elif update.chat_type == "private" and update.chat_id is not None:
             client.send_message(chat_id=update.chat_id, text=text)

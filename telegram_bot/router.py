@@ -11,6 +11,7 @@ passes its name in: the router itself reads no state.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ if TYPE_CHECKING:
 
 Handler = Callable[["Context"], None]
 ANY_COMMAND = "*"
+ROUTE_UNIT = "route"  # the unit name of the routed handler (observers have their own)
+_UNIT_NAME_RE = re.compile(r"^[a-z0-9._-]{1,40}$")
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,42 @@ class Route:
 
 
 @dataclass(frozen=True)
+class Observer:
+    """A handler that sees every update of its type and chat types, beside the routed one.
+
+    Several observers may observe one update (statistics counts every group message while
+    moderation checks it and a command handler answers it). They run in ascending ``order``
+    (then in app order), each in isolation, before the routed handler; see ``pipeline``.
+    ``name`` is unique: it names the observer's idempotency marker (``upd:<id>:<name>``).
+    """
+
+    name: str
+    update_type: str
+    handler: Handler
+    chat_types: frozenset[str] | None = None
+    order: int = 100
+
+    @classmethod
+    def on(
+        cls,
+        name: str,
+        update_type: str,
+        handler: Handler,
+        *,
+        chat_types: tuple[str, ...] | None = None,
+        order: int = 100,
+    ) -> Observer:
+        if not _UNIT_NAME_RE.match(name) or name == ROUTE_UNIT:
+            raise ValueError(f"observer name {name!r}: 1-40 of a-z 0-9 . _ -, not {ROUTE_UNIT!r}")
+        return cls(name, update_type, handler, frozenset(chat_types) if chat_types else None, order)
+
+    def accepts(self, update: Update) -> bool:
+        if update.type != self.update_type:
+            return False
+        return self.chat_types is None or update.chat_type in self.chat_types
+
+
+@dataclass(frozen=True)
 class PanelEntry:
     """A button of the /panel menu; ``callback_data`` must be routed by the same app."""
 
@@ -106,9 +145,24 @@ class PanelEntry:
 
 
 class Router:
-    def __init__(self, routes: list[Route], panel_entries: list[PanelEntry] | None = None) -> None:
+    def __init__(
+        self,
+        routes: list[Route],
+        panel_entries: list[PanelEntry] | None = None,
+        observers: list[Observer] | None = None,
+    ) -> None:
         self.routes = list(routes)
         self.panel_entries = sorted(panel_entries or [], key=lambda entry: entry.order)
+        # sorted() is stable: equal orders keep the order the apps declared them in.
+        self.observers = sorted(observers or [], key=lambda observer: observer.order)
+        names = [observer.name for observer in self.observers]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"observer names must be unique: {', '.join(duplicates)}")
+
+    def observers_for(self, update: Update) -> list[Observer]:
+        """The observers of this update, in the order they run."""
+        return [observer for observer in self.observers if observer.accepts(update)]
 
     def match(self, update: Update, *, workflow: str | None = None) -> Route | None:
         command = update.command()
@@ -155,7 +209,8 @@ class Router:
     @property
     def allowed_updates(self) -> list[str]:
         """The update types some route handles, for setWebhook / getUpdates."""
-        return sorted({route.update_type for route in self.routes})
+        types = {route.update_type for route in self.routes}
+        return sorted(types | {observer.update_type for observer in self.observers})
 
     def commands_for(self, role: Role) -> list[Route]:
         """Commands with help text that a sender of ``role`` may use, in routing order."""
@@ -186,10 +241,12 @@ def get_router() -> Router:
 def build_router(module_names: list[str]) -> Router:
     routes: list[Route] = []
     entries: list[PanelEntry] = []
+    observers: list[Observer] = []
     for name in module_names:
         module = import_module(name)
-        routes.extend(module.ROUTES)
+        routes.extend(getattr(module, "ROUTES", []))
         entries.extend(getattr(module, "PANEL_ENTRIES", []))
+        observers.extend(getattr(module, "OBSERVERS", []))
     # The catch-all for unknown commands goes last, whichever module declares it.
     routes.sort(key=lambda route: route.command == ANY_COMMAND)
-    return Router(routes, entries)
+    return Router(routes, entries, observers)

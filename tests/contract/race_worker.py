@@ -43,3 +43,36 @@ def increment_many(url: str, prefix: str, db_name: str | None, times: int, barri
     barrier.wait(timeout=60)
     for _ in range(times):
         store.increment("counter:processes")
+
+
+def observe_and_die(url: str, prefix: str, db_name: str | None, update: dict[str, Any]) -> None:
+    """Run ``update`` through the pipeline with two committing observers; the process is
+    killed (SIGKILL) right after the first observer's commit, before the second runs."""
+    setup_django(db_name)
+    import signal
+
+    from django.conf import settings
+
+    from telegram_bot import pipeline
+
+    settings.UPDATE_CLAIM_TTL_SECONDS = 1  # the dead worker's claim goes away soon
+    from telegram_bot.router import Observer, Router
+    from telegram_bot.state import Increment, open_store, override_store
+
+    def first(ctx: Any) -> None:
+        ctx.commit_once([Increment("counter:first")])
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def second(ctx: Any) -> None:
+        ctx.commit_once([Increment("counter:second")])
+
+    router = Router(
+        [],
+        observers=[
+            Observer.on("t.first", "message", first),
+            Observer.on("t.second", "message", second, order=200),
+        ],
+    )
+    pipeline.get_router = lambda: router  # type: ignore[assignment]
+    with override_store(open_store(url, prefix=prefix)):
+        pipeline.process_update(update)
