@@ -53,7 +53,7 @@ class Outcome(enum.Enum):
 def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Outcome:
     """Handle one Update (parsed at the edge, or JSON data that is parsed here)."""
     update = parse_update(data)
-    if update.type not in get_router().allowed_updates:
+    if not get_router().handles(update.type):
         return Outcome.IGNORED
     try:
         store = get_store()

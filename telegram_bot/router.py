@@ -155,6 +155,8 @@ class Router:
         self.panel_entries = sorted(panel_entries or [], key=lambda entry: entry.order)
         # sorted() is stable: equal orders keep the order the apps declared them in.
         self.observers = sorted(observers or [], key=lambda observer: observer.order)
+        types = {route.update_type for route in self.routes}
+        self._allowed_updates = sorted(types | {obs.update_type for obs in self.observers})
         names = [observer.name for observer in self.observers]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
@@ -163,6 +165,9 @@ class Router:
     def observers_for(self, update: Update) -> list[Observer]:
         """The observers of this update, in the order they run."""
         return [observer for observer in self.observers if observer.accepts(update)]
+
+    def handles(self, update_type: str) -> bool:
+        return update_type in self._allowed_updates
 
     def match(self, update: Update, *, workflow: str | None = None) -> Route | None:
         command = update.command()
@@ -209,8 +214,7 @@ class Router:
     @property
     def allowed_updates(self) -> list[str]:
         """The update types some route handles, for setWebhook / getUpdates."""
-        types = {route.update_type for route in self.routes}
-        return sorted(types | {observer.update_type for observer in self.observers})
+        return list(self._allowed_updates)
 
     def commands_for(self, role: Role) -> list[Route]:
         """Commands with help text that a sender of ``role`` may use, in routing order."""

@@ -208,12 +208,20 @@ class Message(TelegramObject):
     @property
     def is_service(self) -> bool:
         """A join, leave, pin, title change... rather than something a member wrote."""
-        present = {name for name in SERVICE_FIELDS if getattr(self, name, None) is not None}
-        return bool(present or SERVICE_FIELDS & (self.model_extra or {}).keys())
+        # A declared service field that came malformed (dropped to None) still marks the
+        # message as one: it claimed to be a join, a pin...
+        if not _DECLARED_SERVICE_FIELDS.isdisjoint(self.model_fields_set):
+            return True
+        extra = self.model_extra
+        return bool(extra) and not SERVICE_FIELDS.isdisjoint(extra)
 
     @property
     def is_inaccessible(self) -> bool:
         return self.date == 0
+
+
+# The service fields Message declares are attributes; the others arrive as extras.
+_DECLARED_SERVICE_FIELDS = frozenset(SERVICE_FIELDS & Message.model_fields.keys())
 
 
 class CallbackQuery(TelegramObject):
@@ -327,7 +335,7 @@ class Update(TelegramObject):
         """The update as JSON data (what a dead letter keeps and a replay parses again)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
-    @property
+    @cached_property
     def effective_message(self) -> Message | None:
         """The message this update carries or refers to (a callback's message included)."""
         if self.message is not None:
@@ -338,7 +346,7 @@ class Update(TelegramObject):
             return self.callback_query.message
         return None
 
-    @property
+    @cached_property
     def chat(self) -> Chat | None:
         for part in (self.chat_join_request, self.chat_member, self.my_chat_member):
             if part is not None:
