@@ -1,18 +1,18 @@
 """The JSON API at /api/v1/ (django-ninja), staff only, OpenAPI at /api/v1/docs.
 
-Each feature app that has endpoints exposes ``router`` in its ``api.py``; they are mounted here
-under the app's name, in ``settings.API_APPS`` order.
+Each feature app that has endpoints declares its ninja router in its AppConfig (``api_router``,
+``telegram_bot.features``); they are mounted here under the app's label.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest
 from ninja import NinjaAPI
 from ninja.security import SessionAuth
+
+from telegram_bot.features import api_routers
 
 
 class StaffSessionAuth(SessionAuth):
@@ -31,8 +31,8 @@ def build_api() -> NinjaAPI:
         auth=StaffSessionAuth(),
         docs_decorator=_staff_only_docs(),
     )
-    for app in settings.API_APPS:
-        api.add_router(f"/{app}/", import_module(f"{app}.api").router)
+    for label, router in api_routers():
+        api.add_router(f"/{label}/", router)
     return api
 
 

@@ -56,13 +56,6 @@ RATE_LIMIT_EXPENSIVE_PER_MINUTE = env.number("RATE_LIMIT_EXPENSIVE_PER_MINUTE", 
 UPDATE_CLAIM_TTL_SECONDS = env.number("UPDATE_CLAIM_TTL_SECONDS", 90, minimum=5, maximum=3600)
 UPDATE_DONE_TTL_HOURS = env.number("UPDATE_DONE_TTL_HOURS", 48, minimum=24, maximum=24 * 30)
 DEAD_LETTER_RETENTION_DAYS = env.number("DEAD_LETTER_RETENTION_DAYS", 7, minimum=1, maximum=365)
-# The handlers of each app, in routing order (see telegram_bot/router.py).
-FEATURE_APPS = ["support", "community", "content", "stats"]
-BOT_HANDLER_MODULES = ["telegram_bot.handlers", *(f"{app}.handlers" for app in FEATURE_APPS)]
-# Apps whose api.py router is mounted at /api/v1/<app>/ (config/api.py).
-API_APPS = ["stats"]
-# Where schedules are declared (see telegram_bot/scheduling.py).
-SCHEDULE_MODULES = ["telegram_bot.schedules", *(f"{app}.schedules" for app in FEATURE_APPS)]
 # Jobs (telegram_bot/jobs): retry policy and leases.
 # delay = min(max, base * 2 ** (attempt - 1)) + random(0, jitter); a 429 waits at least its
 # retry_after. max_retries counts the retries after the first attempt.
@@ -211,11 +204,13 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_q",
+    # Features: each app's AppConfig declares what it contributes (telegram_bot/features.py);
+    # this order is the routing order.
     "telegram_bot",
-    "stats",
     "support",
-    "content",
     "community",
+    "content",
+    "stats",
 ]
 
 MIDDLEWARE = [

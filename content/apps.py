@@ -1,8 +1,12 @@
 from __future__ import annotations
 
-from django.apps import AppConfig
+from telegram_bot import features
 
 
-class ContentConfig(AppConfig):
+class ContentConfig(features.FeatureConfig):
     name = "content"
     verbose_name = "Content"
+    bot_handlers = "content.handlers"
+    job_handlers = "content.tasks.JOB_HANDLERS"
+    schedules = "content.schedules.SCHEDULES"
+    start_line = "channel posts"

@@ -1,8 +1,18 @@
 from __future__ import annotations
 
-from django.apps import AppConfig
+from telegram_bot import features
 
 
-class StatsConfig(AppConfig):
+class StatsConfig(features.FeatureConfig):
     name = "stats"
     verbose_name = "Statistics"
+    bot_handlers = "stats.handlers"
+    schedules = "stats.schedules.SCHEDULES"
+    api_router = "stats.api.router"
+    start_line = "statistics"
+    key_families = {
+        "msg": "raw message buffer, minimal fields, 7 days",
+        "stats": "daily counters per chat, day and user; poison marks, joins, chat titles",
+        "activity": "daily message total per chat",
+        "last_message": "time of a user's last message in a chat",
+    }

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
-from django.apps import AppConfig
+from telegram_bot import features
 
 
-class SupportConfig(AppConfig):
+class SupportConfig(features.FeatureConfig):
     name = "support"
     verbose_name = "Support"
+    bot_handlers = "support.handlers"
+    job_handlers = "support.tasks.JOB_HANDLERS"
+    schedules = "support.schedules.SCHEDULES"
+    start_line = "support"

@@ -1,11 +1,19 @@
 from __future__ import annotations
 
-from django.apps import AppConfig
+from telegram_bot import features
 
 
-class TelegramBotConfig(AppConfig):
+class TelegramBotConfig(features.FeatureConfig):
+    """The core contributes /start, /help, /panel and admin management, its own job kinds
+    and schedules (KV purge, the jobs tick, cleanup); its key families are declared in
+    ``telegram_bot.state.keys``."""
+
     name = "telegram_bot"
     verbose_name = "Telegram bot"
+    bot_handlers = "telegram_bot.handlers"
+    job_handlers = "telegram_bot.tasks.JOB_HANDLERS"
+    schedules = "telegram_bot.schedules.SCHEDULES"
 
     def ready(self) -> None:
+        super().ready()
         from telegram_bot import checks  # noqa: F401 - registers the system checks

@@ -9,18 +9,23 @@ from telegram_bot import admins
 from telegram_bot.admins import Role
 from telegram_bot.context import Context
 from telegram_bot.errors import BotError
+from telegram_bot.features import start_lines
 from telegram_bot.router import ANY_COMMAND, PanelEntry, Route
 
 # ASCII digits only: str.isdigit() also accepts characters such as "²" that int() refuses.
 _USER_ID = re.compile(r"[0-9]{1,18}")
-START_TEXT = (
-    "Hello! I run this community: support, join requests, channel posts and statistics.\n"
-    "Send /help to see what you can do here."
-)
+
+
+def start_text() -> str:
+    """What the bot does, from the features the installed apps declare."""
+    lines = start_lines()
+    does = ", ".join(lines[:-1]) + (f" and {lines[-1]}" if len(lines) > 1 else "".join(lines))
+    intro = f"Hello! I run this community: {does}." if lines else "Hello!"
+    return f"{intro}\nSend /help to see what you can do here."
 
 
 def start(ctx: Context) -> None:
-    ctx.reply(START_TEXT)
+    ctx.reply(start_text())
 
 
 def help_command(ctx: Context) -> None:

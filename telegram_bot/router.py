@@ -1,7 +1,8 @@
 """Dispatch only: pick the handler for an update. No business logic, no state, no Telegram.
 
-Each app's ``handlers.py`` exports ``ROUTES`` (and optionally ``PANEL_ENTRIES``); the router is
-the explicit, ordered concatenation of those lists for ``settings.BOT_HANDLER_MODULES``.
+Each app's handlers module (its AppConfig's ``bot_handlers``, ``telegram_bot.features``) exports
+``ROUTES``, ``OBSERVERS`` and ``PANEL_ENTRIES``; the router is the explicit, ordered
+concatenation of those lists in ``INSTALLED_APPS`` order.
 Matching: a command goes to the route of that command (else the ``*`` catch-all); a callback
 to the route with the longest matching data prefix; a non-command private message from a user
 with an active (or just expired) workflow to the route that owns that workflow; anything else to the
@@ -13,14 +14,14 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import import_module
+from types import ModuleType
 from typing import TYPE_CHECKING
 
-from django.conf import settings
-
 from telegram_bot.admins import Role
+from telegram_bot.features import handler_modules
 from telegram_bot.updates import Update
 
 if TYPE_CHECKING:
@@ -233,21 +234,21 @@ _lock = threading.Lock()
 
 
 def get_router() -> Router:
-    """The router for ``settings.BOT_HANDLER_MODULES``, built once per process."""
+    """The router of the installed apps' handlers, built once per process."""
     global _router
     if _router is None:
         with _lock:
             if _router is None:
-                _router = build_router(settings.BOT_HANDLER_MODULES)
+                _router = build_router(handler_modules())
     return _router
 
 
-def build_router(module_names: list[str]) -> Router:
+def build_router(modules: Sequence[ModuleType | str]) -> Router:
     routes: list[Route] = []
     entries: list[PanelEntry] = []
     observers: list[Observer] = []
-    for name in module_names:
-        module = import_module(name)
+    for name in modules:
+        module = import_module(name) if isinstance(name, str) else name
         routes.extend(getattr(module, "ROUTES", []))
         entries.extend(getattr(module, "PANEL_ENTRIES", []))
         observers.extend(getattr(module, "OBSERVERS", []))

@@ -9,10 +9,10 @@ admin site are left alone.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import import_module
 
-from django.conf import settings
 from django.db import transaction
+
+from telegram_bot.features import schedule_lists
 
 OWNED_PREFIX = "tgcp."
 
@@ -30,8 +30,8 @@ class ScheduleSpec:
 
 def declared_schedules() -> list[ScheduleSpec]:
     specs: list[ScheduleSpec] = []
-    for module_name in settings.SCHEDULE_MODULES:
-        specs.extend(import_module(module_name).SCHEDULES)
+    for declared in schedule_lists():
+        specs.extend(declared)
     names = [spec.name for spec in specs]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:

@@ -213,7 +213,7 @@ class Message(TelegramObject):
         if not _DECLARED_SERVICE_FIELDS.isdisjoint(self.model_fields_set):
             return True
         extra = self.model_extra
-        return bool(extra) and not SERVICE_FIELDS.isdisjoint(extra)
+        return extra is not None and not SERVICE_FIELDS.isdisjoint(extra)
 
     @property
     def is_inaccessible(self) -> bool:

@@ -1,13 +1,12 @@
-"""Job kinds and their handlers, gathered from each app's ``tasks.py`` (``JOB_HANDLERS``)."""
+"""Job kinds and their handlers, as the installed apps declare them (``job_handlers``)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
+from telegram_bot.features import job_handler_maps
 
 if TYPE_CHECKING:
     from telegram_bot.jobs.runner import JobRun
@@ -29,15 +28,8 @@ def job_handlers() -> dict[str, JobHandler]:
 
 def _collect() -> dict[str, JobHandler]:
     handlers: dict[str, JobHandler] = {}
-    for app in ["telegram_bot", *settings.FEATURE_APPS]:
-        name = f"{app}.tasks"
-        try:
-            module = import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue  # the app has no tasks module
-            raise
-        for kind, handler in getattr(module, "JOB_HANDLERS", {}).items():
+    for declared in job_handler_maps():
+        for kind, handler in declared.items():
             if kind in handlers:
                 raise ValueError(f"job kind {kind!r} declared twice")
             handlers[kind] = handler

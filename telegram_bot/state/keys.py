@@ -1,12 +1,15 @@
 """The declared key families of the KV state.
 
-Every key is ``<family>:<rest>``. A key outside these families is refused before it reaches a
-backend, so that no module can invent an undocumented namespace (ARCHITECTURE.md lists them).
+Every key is ``<family>:<rest>``. A key outside the declared families is refused before it
+reaches a backend, so that no module can invent an undocumented namespace (ARCHITECTURE.md
+lists them). The core's families are below; a feature app declares its own in its AppConfig
+(``key_families``, see ``telegram_bot.features``), and they are added here when it is ready.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 FAMILIES: dict[str, str] = {
     "session": "versioned per-user sessions ({'v': N, 'd': ...})",
@@ -15,12 +18,10 @@ FAMILIES: dict[str, str] = {
     "rl": "rate-limit windows (per user, per chat)",
     "upd": "update ids being processed (claim) or done (kept 24 h)",
     "dlq": "dead letters: updates whose handler raised (retention, default 7 days)",
-    "msg": "raw message buffer, minimal fields, 7 days",
-    "stats": "daily counters per chat, day and user",
-    "activity": "daily message total per chat",
-    "last_message": "time of a user's last message in a chat",
     "lock": "short locks and leases",
 }
+CORE_FAMILIES = frozenset(FAMILIES)
+_owners: dict[str, str] = dict.fromkeys(FAMILIES, "telegram_bot")
 
 MAX_KEY_LENGTH = 512
 _REST_RE = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
@@ -61,6 +62,22 @@ def check_prefix(prefix: object) -> str:
     if rest and not _REST_RE.match(rest):
         raise InvalidKeyError(f"scan prefix {prefix[:80]!r} contains spaces or control characters")
     return prefix
+
+
+def declare_families(owner: str, families: Mapping[str, str]) -> None:
+    """Add an app's key families; a family belongs to one app (declaring it again, by the
+    same app, changes nothing)."""
+    for name, meaning in families.items():
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,30}", name):
+            raise ValueError(f"key family {name!r} of {owner}: 1-31 of a-z 0-9 _")
+        if _owners.get(name, owner) != owner:
+            raise ValueError(f"key family {name!r} of {owner} is already {_owners[name]}'s")
+        _owners[name] = owner
+        FAMILIES[name] = meaning
+
+
+def family_owner(name: str) -> str | None:
+    return _owners.get(name)
 
 
 def family_list() -> str:

@@ -1,0 +1,76 @@
+"""The feature registry: what each installed app contributes to the bot, read from its AppConfig.
+
+An app that contributes subclasses ``FeatureConfig`` in its ``apps.py`` and declares, as dotted
+paths imported when first needed (never at app-loading time):
+
+- ``bot_handlers``: a module exporting ``ROUTES``, ``OBSERVERS`` and ``PANEL_ENTRIES``;
+- ``job_handlers``: a ``{"kind": handler}`` mapping (``telegram_bot.jobs``);
+- ``schedules``: a list of ``ScheduleSpec`` (``manage.py sync_schedules``);
+- ``api_router``: a django-ninja ``Router``, mounted at ``/api/v1/<app label>/``;
+
+and as values: ``key_families`` (the KV key families it owns, declared to the state layer
+when the app is ready) and ``start_line`` (what ``/start`` says the bot does for it; ``/help``
+lists the commands with help text from the routes themselves). Adding a feature is adding its
+app to ``INSTALLED_APPS``; the core names no feature. The order of ``INSTALLED_APPS`` is the
+routing order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from importlib import import_module
+from types import ModuleType
+from typing import Any, ClassVar
+
+from django.apps import AppConfig, apps
+from django.utils.module_loading import import_string
+
+from telegram_bot.state.keys import declare_families
+
+
+class FeatureConfig(AppConfig):
+    """The AppConfig of an app that contributes to the bot (see the module docstring)."""
+
+    bot_handlers: ClassVar[str | None] = None
+    job_handlers: ClassVar[str | None] = None
+    schedules: ClassVar[str | None] = None
+    api_router: ClassVar[str | None] = None
+    key_families: ClassVar[Mapping[str, str]] = {}
+    start_line: ClassVar[str] = ""
+
+    def ready(self) -> None:
+        declare_families(self.label, self.key_families)
+
+
+def feature_configs() -> list[FeatureConfig]:
+    """The contributing apps, in ``INSTALLED_APPS`` order."""
+    return [config for config in apps.get_app_configs() if isinstance(config, FeatureConfig)]
+
+
+def handler_modules() -> list[ModuleType]:
+    return [
+        import_module(config.bot_handlers) for config in feature_configs() if config.bot_handlers
+    ]
+
+
+def job_handler_maps() -> list[Mapping[str, Any]]:
+    return [
+        import_string(config.job_handlers) for config in feature_configs() if config.job_handlers
+    ]
+
+
+def schedule_lists() -> list[list[Any]]:
+    return [import_string(config.schedules) for config in feature_configs() if config.schedules]
+
+
+def api_routers() -> list[tuple[str, Any]]:
+    """``(app label, ninja Router)`` of every app with an API."""
+    return [
+        (config.label, import_string(config.api_router))
+        for config in feature_configs()
+        if config.api_router
+    ]
+
+
+def start_lines() -> list[str]:
+    return [config.start_line for config in feature_configs() if config.start_line]
