@@ -15,9 +15,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from telegram_bot.state.keys import check_key, check_prefix
+from telegram_bot.state.keys import MAX_KEY_LENGTH, check_key, check_prefix
 
 MAX_SCAN_LIMIT = 1000
+MAX_CURSOR_LENGTH = MAX_KEY_LENGTH + 64  # the last key, plus a backend's own position
 
 
 class InvalidValueError(ValueError):
@@ -163,7 +164,9 @@ class KVStore(ABC):
         """One page of at most ``limit`` live keys under ``prefix`` and the next cursor.
 
         Start with ``cursor=None``; the next cursor is None once there is nothing more. Every key
-        that stays live and unwritten during the walk is returned at least once.
+        that stays live and unwritten during the walk is returned at least once. A cursor always
+        starts with ``prefix``; one that does not (a hand-edited page link) is refused with
+        InvalidValueError, so a scan never walks into another family.
         """
         check_prefix(prefix)
         if (
@@ -172,8 +175,8 @@ class KVStore(ABC):
             or not 1 <= limit <= MAX_SCAN_LIMIT
         ):
             raise InvalidValueError(f"scan limit must be 1-{MAX_SCAN_LIMIT}, got {limit!r}")
-        if cursor is not None and not isinstance(cursor, str):
-            raise InvalidValueError("scan cursor must be a string or None")
+        if cursor is not None:
+            check_cursor(prefix, cursor)
         raw_keys, next_cursor = self._scan(self._raw(prefix), cursor, limit)
         strip = len(self.prefix)
         return [key[strip:] for key in raw_keys], next_cursor
@@ -234,6 +237,17 @@ class KVStore(ABC):
 
     @abstractmethod
     def _ping(self) -> None: ...
+
+
+def check_cursor(prefix: str, cursor: object) -> str:
+    """A scan cursor is text that starts with the prefix it continues, and is not too long."""
+    if not isinstance(cursor, str):
+        raise InvalidValueError("scan cursor must be a string or None")
+    if len(cursor) > MAX_CURSOR_LENGTH:
+        raise InvalidValueError(f"scan cursor longer than {MAX_CURSOR_LENGTH} characters")
+    if not cursor.startswith(prefix):
+        raise InvalidValueError(f"scan cursor {cursor[:80]!r} does not continue {prefix!r}")
+    return cursor
 
 
 def prefix_successor(prefix: str) -> str:

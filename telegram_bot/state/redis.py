@@ -12,7 +12,7 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from telegram_bot.errors import StateError, StateUnavailableError
-from telegram_bot.state.base import KVStore, RawOp
+from telegram_bot.state.base import InvalidValueError, KVStore, RawOp
 
 # compare_and_set with an expected value: the GET and the SET run as one step on the server.
 _REPLACE_IF_EQUAL = """
@@ -130,13 +130,14 @@ class RedisStore(KVStore):
     ) -> tuple[list[str], str | None]:
         """Page through SCAN, cut to ``limit`` keys.
 
-        Our cursor is ``<redis cursor>:<skip>:<last key>``: the SCAN call the page starts from,
-        how many of its matches were returned, and the last one. Redis answers the same SCAN
-        call the same way while nothing changes; if a key expired meanwhile the count is off,
-        so a resume looks for the last key by name and, if that one is gone, starts the batch
-        again: a key may come twice, never not at all.
+        Our cursor is ``<last key> <redis cursor> <skip>``: the last key returned (so that the
+        cursor starts with the prefix, as the contract asks), the SCAN call the page starts
+        from, and how many of its matches were returned. Redis answers the same SCAN call the
+        same way while nothing changes; if a key expired meanwhile the count is off, so a
+        resume inside a batch looks for the last key by name and, if that one is gone, starts
+        the batch again: a key may come twice, never not at all.
         """
-        scan_cursor, skip, last_key = _parse_cursor(cursor)
+        scan_cursor, skip, last_key = self._parse_cursor(cursor)
         match = raw_prefix.translate(_GLOB_SPECIAL) + "*"
         page: list[str] = []
         with self._errors():
@@ -148,13 +149,28 @@ class RedisStore(KVStore):
                 room = limit - len(page)
                 if len(keys) > room:
                     page.extend(keys[:room])
-                    return page, f"{scan_cursor}:{start + room}:{page[-1]}"
+                    return page, self._cursor(page[-1], scan_cursor, start + room)
                 page.extend(keys)
                 scan_cursor, skip, last_key = int(next_scan), 0, None
                 if scan_cursor == 0:
                     return page, None
                 if len(page) == limit:
-                    return page, f"{scan_cursor}:0:"
+                    return page, self._cursor(page[-1], scan_cursor, 0)
+
+    def _cursor(self, raw_last_key: str, scan_cursor: int, skip: int) -> str:
+        return f"{raw_last_key[len(self.prefix) :]} {scan_cursor} {skip}"
+
+    def _parse_cursor(self, cursor: str | None) -> tuple[int, int, str | None]:
+        """(SCAN cursor, matches to skip, raw last key or None when nothing is skipped)."""
+        if cursor is None:
+            return 0, 0, None
+        # Keys hold no spaces, so the first two spaces end the key and the SCAN cursor.
+        last_key, _, rest = cursor.partition(" ")
+        head, _, count = rest.partition(" ")
+        if not (_is_number(head, 20) and _is_number(count, 4)):
+            raise InvalidValueError(f"malformed scan cursor {cursor[:80]!r}")
+        skip = int(count)
+        return int(head), skip, (self.prefix + last_key) if skip else None
 
     def _apply_once(
         self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]
@@ -174,18 +190,8 @@ class RedisStore(KVStore):
         self.client.close()
 
 
-def _parse_cursor(cursor: str | None) -> tuple[int, int, str | None]:
-    if cursor is None:
-        return 0, 0, None
-    head, _, rest = cursor.partition(":")
-    count, _, last_key = rest.partition(":")
-    try:
-        scan_cursor, skip = int(head), int(count)
-    except ValueError:
-        raise StateError(f"malformed scan cursor {cursor!r}") from None
-    if scan_cursor < 0 or skip < 0:
-        raise StateError(f"malformed scan cursor {cursor!r}")
-    return scan_cursor, skip, last_key or None
+def _is_number(text: str, digits: int) -> bool:
+    return 0 < len(text) <= digits and text.isascii() and text.isdigit()
 
 
 def _resume_at(keys: list[str], skip: int, last_key: str | None) -> int:
