@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from telegram_bot.state.keys import MAX_KEY_LENGTH, check_key, check_prefix
+from telegram_bot.state.keys import MAX_KEY_LENGTH, check_key, check_not_indexed, check_prefix
 
 MAX_SCAN_LIMIT = 1000
 MAX_CURSOR_LENGTH = MAX_KEY_LENGTH + 64  # the last key, plus a backend's own position
@@ -96,6 +96,15 @@ class KVStore(ABC):
         text = self._get(self._raw(check_key(key)))
         return None if text is None else decode(text)
 
+    def get_many(self, keys: Sequence[str]) -> list[Any | None]:
+        """The values at ``keys`` (None where absent or expired), in one round trip."""
+        if isinstance(keys, str) or len(keys) > MAX_SCAN_LIMIT:
+            raise InvalidValueError(f"get_many takes a list of at most {MAX_SCAN_LIMIT} keys")
+        if not keys:
+            return []
+        texts = self._get_many([self._raw(check_key(key)) for key in keys])
+        return [None if text is None else decode(text) for text in texts]
+
     def set(self, key: str, value: Any, ttl_ms: int | None = None) -> None:
         """Store ``value``; with ``ttl_ms`` it expires after that many milliseconds."""
         self._set(self._raw(check_key(key)), encode(value), check_ttl(ttl_ms))
@@ -124,7 +133,7 @@ class KVStore(ABC):
         """
         if isinstance(by, bool) or not isinstance(by, int):
             raise InvalidValueError(f"increment step must be an integer, got {by!r}")
-        return self._increment(self._raw(check_key(key)), by, check_ttl(ttl_ms))
+        return self._increment(self._raw(check_not_indexed(check_key(key))), by, check_ttl(ttl_ms))
 
     def apply_once(
         self,
@@ -143,7 +152,7 @@ class KVStore(ABC):
         """
         raw_ops = [self._encode_op(op) for op in ops]
         return self._apply_once(
-            self._raw(check_key(marker_key)),
+            self._raw(check_not_indexed(check_key(marker_key))),
             encode(marker_value),
             check_ttl(marker_ttl_ms),
             raw_ops,
@@ -153,9 +162,11 @@ class KVStore(ABC):
         if isinstance(op, Increment):
             if isinstance(op.by, bool) or not isinstance(op.by, int):
                 raise InvalidValueError(f"increment step must be an integer, got {op.by!r}")
-            return RawOp("i", self._raw(check_key(op.key)), str(op.by), check_ttl(op.ttl_ms))
+            key = self._raw(check_not_indexed(check_key(op.key)))
+            return RawOp("i", key, str(op.by), check_ttl(op.ttl_ms))
         if isinstance(op, Put):
-            return RawOp("s", self._raw(check_key(op.key)), encode(op.value), check_ttl(op.ttl_ms))
+            key = self._raw(check_not_indexed(check_key(op.key)))
+            return RawOp("s", key, encode(op.value), check_ttl(op.ttl_ms))
         raise InvalidValueError(f"unknown KV op {op!r}")
 
     def scan(
@@ -207,6 +218,10 @@ class KVStore(ABC):
 
     @abstractmethod
     def _get(self, raw_key: str) -> str | None: ...
+
+    def _get_many(self, raw_keys: list[str]) -> list[str | None]:
+        """One read per key; backends that can read many at once override this."""
+        return [self._get(raw_key) for raw_key in raw_keys]
 
     @abstractmethod
     def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None: ...
