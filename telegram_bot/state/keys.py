@@ -20,6 +20,7 @@ FAMILIES: dict[str, str] = {
     "activity": "daily message total per chat",
     "last_message": "time of a user's last message in a chat",
     "lock": "short locks and leases",
+    "live": "process liveness: live:<process id>, refreshed by a heartbeat thread (10 s TTL)",
 }
 
 # Families listed page by page without walking the keyspace: memory and the database keep every
