@@ -150,6 +150,7 @@ class RedisStore(KVStore):
         self._apply_once_script: Callable[..., Any] = client.register_script(_APPLY_ONCE)
         self._indexed_write_script: Callable[..., Any] = client.register_script(_INDEXED_WRITE)
         self._indexed_scan_script: Callable[..., Any] = client.register_script(_INDEXED_SCAN)
+        self._indexed_checked: set[str] = set()  # families whose upgrade index is known built
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = "") -> RedisStore:
@@ -282,10 +283,50 @@ class RedisStore(KVStore):
         low = f"({self.prefix}{cursor}" if cursor else f"[{raw_prefix}"
         high = f"({prefix_successor(raw_prefix)}"
         with self._errors():
+            self._index_older_keys(indexes)
             batch = self._indexed_scan_script(keys=indexes, args=[low, high, limit])
         page = [_text(key) for key in batch]
         next_cursor = page[-1][len(self.prefix) :] if len(page) == limit else None
         return page, next_cursor
+
+    def _index_older_keys(self, indexes: list[str]) -> None:
+        """Index the keys of a family written before it was indexed (by an older version), once
+        per Redis: one SCAN walk, then ``#indexed:<family>`` says it is done. Each store checks
+        that marker once. A key that goes away meanwhile leaves an entry the scan drops."""
+        family = indexes[0].partition("#index:")[2]
+        if family in self._indexed_checked:
+            return
+        marker = f"{self.prefix}#indexed:{family}"
+        if not self.client.exists(marker):
+            seconds, micros = self.client.time()
+            now_ms = int(seconds) * 1000 + int(micros) // 1000
+            match = f"{self.prefix}{family}:".translate(_GLOB_SPECIAL) + "*"
+            batch: list[str] = []
+            for key in self.client.scan_iter(match=match, count=1000):
+                batch.append(_text(key))
+                if len(batch) == 500:
+                    self._index_batch(indexes, batch, now_ms)
+                    batch = []
+            self._index_batch(indexes, batch, now_ms)
+            self.client.set(marker, "1")
+        self._indexed_checked.add(family)
+
+    def _index_batch(self, indexes: list[str], keys: list[str], now_ms: int) -> None:
+        if not keys:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.pttl(key)
+        ttls = pipe.execute()
+        live = {key: ttl for key, ttl in zip(keys, ttls, strict=True) if ttl != -2}
+        if not live:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zadd(indexes[0], dict.fromkeys(live, 0))
+        expiring = {key: now_ms + ttl for key, ttl in live.items() if ttl >= 0}
+        if expiring:
+            pipe.zadd(indexes[1], expiring)
+        pipe.execute()
 
     def _cursor(self, raw_last_key: str, scan_cursor: int, skip: int) -> str:
         return f"{raw_last_key[len(self.prefix) :]} {scan_cursor} {skip}"
