@@ -10,7 +10,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from telegram_bot.errors import StateError
 from telegram_bot.pipeline import Outcome, dead_letters, process_update
 from telegram_bot.redaction import redact
-from telegram_bot.state import InvalidValueError
+from telegram_bot.state import InvalidKeyError, InvalidValueError
 
 PAGE_SIZE = 50
 PERMISSION = "telegram_bot.manage_dead_letters"
@@ -42,7 +42,11 @@ def dead_letter_list(request: HttpRequest) -> HttpResponse:
     cursor = request.GET.get("cursor") or None
     try:
         letters, next_cursor = dead_letters().page(cursor, PAGE_SIZE)
-    except (StateError, InvalidValueError):
+    except (InvalidValueError, InvalidKeyError):
+        # Not a cursor this page ever gave out (outside dlq:, malformed): refused, never
+        # followed into another key family.
+        return HttpResponseBadRequest("That page link is not valid.", content_type="text/plain")
+    except StateError:
         messages.error(request, "That page link is not valid any more; showing the first page.")
         letters, next_cursor = dead_letters().page(None, PAGE_SIZE)
     rows = [

@@ -2,6 +2,9 @@
 and ``upd:<update_id>:<unit>`` (one unit of the update, an observer or the routed handler,
 has committed or finished).
 
+A claim names its process; when that process is gone (its ``live:`` key expired, see
+``liveness``) another worker takes the claim over at once instead of waiting for its TTL.
+
 An update runs as units: its observers, then its routed handler (``pipeline``). A unit whose
 effects live in the KV store makes them idempotent with ``commit_once``: its ops and its own
 unit marker are written in one atomic step, so a re-delivered or replayed update (the worker
@@ -20,6 +23,7 @@ from typing import Any
 
 from django.conf import settings
 
+from telegram_bot import liveness
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op, Put
 
@@ -41,8 +45,10 @@ def done_ttl_ms() -> int:
     return int(settings.UPDATE_DONE_TTL_HOURS) * 3600 * 1000
 
 
-def new_claim() -> dict[str, Any]:
-    return {"s": "claim", "o": uuid.uuid4().hex}
+def new_claim(store: KVStore) -> dict[str, Any]:
+    """A claim unique to this attempt (``o``) naming this process (``p``), whose liveness key
+    in ``store`` is written if needed and kept fresh while the claim can live."""
+    return {"s": "claim", "o": uuid.uuid4().hex, "p": liveness.current().hold(store)}
 
 
 def is_done(value: Any) -> bool:
@@ -52,6 +58,31 @@ def is_done(value: Any) -> bool:
 def is_claimed(value: Any) -> bool:
     """A worker holds the update (claims expire, so a dead worker's claim goes away)."""
     return isinstance(value, dict) and value.get("s") == "claim"
+
+
+def owner_gone(store: KVStore, value: Any) -> bool:
+    """True when ``value`` is a claim whose process no longer beats (killed, crashed).
+
+    A claim without a process id (written before liveness existed) is never judged gone: it
+    is waited for until its TTL, as before.
+    """
+    if not is_claimed(value) or not liveness.is_process_id(value.get("p")):
+        return False
+    return not liveness.alive(store, value["p"])
+
+
+def take_over(
+    store: KVStore, update_id: int, current: Any, claim: dict[str, Any], ttl_ms: int
+) -> bool:
+    """Replace ``current``, a claim whose process is gone, by ``claim``.
+
+    Compare-and-set from the claim we read: of several claimants only one replaces it, and one
+    that comes later finds the winner's claim, whose process is alive. A live process's claim is
+    never taken: its liveness key is there as long as its heartbeat runs.
+    """
+    return owner_gone(store, current) and store.compare_and_set(
+        marker_key(update_id), current, claim, ttl_ms
+    )
 
 
 def is_final(value: Any) -> bool:

@@ -247,13 +247,13 @@ def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | 
     (its DONE marker stays, so commit_once will not apply its effects again); or the Outcome
     that ends processing here."""
     key = idempotency.marker_key(update_id)
-    claim = idempotency.new_claim()
+    claim = idempotency.new_claim(store)
     ttl = settings.UPDATE_CLAIM_TTL_SECONDS * 1000
     if replay:
         current = store.get(key)
         if idempotency.is_done(current):
             return None
-        if idempotency.is_claimed(current):
+        if idempotency.is_claimed(current) and not idempotency.owner_gone(store, current):
             return Outcome.IN_PROGRESS  # another worker (or replay) holds it right now
         # From the marker we saw: two replays of one letter at once do not both run it.
         if store.compare_and_set(key, current, claim, ttl):
@@ -265,6 +265,8 @@ def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | 
     if idempotency.is_final(current):
         return Outcome.DUPLICATE
     if current is None and store.set_if_absent(key, claim, ttl):  # expired meanwhile
+        return claim
+    if idempotency.take_over(store, update_id, current, claim, ttl):  # its process is gone
         return claim
     return Outcome.IN_PROGRESS
 

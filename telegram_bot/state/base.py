@@ -15,9 +15,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from telegram_bot.state.keys import check_key, check_prefix
+from telegram_bot.state.keys import MAX_KEY_LENGTH, check_key, check_not_indexed, check_prefix
 
 MAX_SCAN_LIMIT = 1000
+MAX_CURSOR_LENGTH = MAX_KEY_LENGTH + 64  # the last key, plus a backend's own position
 
 
 class InvalidValueError(ValueError):
@@ -95,6 +96,15 @@ class KVStore(ABC):
         text = self._get(self._raw(check_key(key)))
         return None if text is None else decode(text)
 
+    def get_many(self, keys: Sequence[str]) -> list[Any | None]:
+        """The values at ``keys`` (None where absent or expired), in one round trip."""
+        if isinstance(keys, str) or len(keys) > MAX_SCAN_LIMIT:
+            raise InvalidValueError(f"get_many takes a list of at most {MAX_SCAN_LIMIT} keys")
+        if not keys:
+            return []
+        texts = self._get_many([self._raw(check_key(key)) for key in keys])
+        return [None if text is None else decode(text) for text in texts]
+
     def set(self, key: str, value: Any, ttl_ms: int | None = None) -> None:
         """Store ``value``; with ``ttl_ms`` it expires after that many milliseconds."""
         self._set(self._raw(check_key(key)), encode(value), check_ttl(ttl_ms))
@@ -123,7 +133,7 @@ class KVStore(ABC):
         """
         if isinstance(by, bool) or not isinstance(by, int):
             raise InvalidValueError(f"increment step must be an integer, got {by!r}")
-        return self._increment(self._raw(check_key(key)), by, check_ttl(ttl_ms))
+        return self._increment(self._raw(check_not_indexed(check_key(key))), by, check_ttl(ttl_ms))
 
     def apply_once(
         self,
@@ -142,7 +152,7 @@ class KVStore(ABC):
         """
         raw_ops = [self._encode_op(op) for op in ops]
         return self._apply_once(
-            self._raw(check_key(marker_key)),
+            self._raw(check_not_indexed(check_key(marker_key))),
             encode(marker_value),
             check_ttl(marker_ttl_ms),
             raw_ops,
@@ -152,9 +162,11 @@ class KVStore(ABC):
         if isinstance(op, Increment):
             if isinstance(op.by, bool) or not isinstance(op.by, int):
                 raise InvalidValueError(f"increment step must be an integer, got {op.by!r}")
-            return RawOp("i", self._raw(check_key(op.key)), str(op.by), check_ttl(op.ttl_ms))
+            key = self._raw(check_not_indexed(check_key(op.key)))
+            return RawOp("i", key, str(op.by), check_ttl(op.ttl_ms))
         if isinstance(op, Put):
-            return RawOp("s", self._raw(check_key(op.key)), encode(op.value), check_ttl(op.ttl_ms))
+            key = self._raw(check_not_indexed(check_key(op.key)))
+            return RawOp("s", key, encode(op.value), check_ttl(op.ttl_ms))
         raise InvalidValueError(f"unknown KV op {op!r}")
 
     def scan(
@@ -163,7 +175,9 @@ class KVStore(ABC):
         """One page of at most ``limit`` live keys under ``prefix`` and the next cursor.
 
         Start with ``cursor=None``; the next cursor is None once there is nothing more. Every key
-        that stays live and unwritten during the walk is returned at least once.
+        that stays live and unwritten during the walk is returned at least once. A cursor always
+        starts with ``prefix``; one that does not (a hand-edited page link) is refused with
+        InvalidValueError, so a scan never walks into another family.
         """
         check_prefix(prefix)
         if (
@@ -172,8 +186,8 @@ class KVStore(ABC):
             or not 1 <= limit <= MAX_SCAN_LIMIT
         ):
             raise InvalidValueError(f"scan limit must be 1-{MAX_SCAN_LIMIT}, got {limit!r}")
-        if cursor is not None and not isinstance(cursor, str):
-            raise InvalidValueError("scan cursor must be a string or None")
+        if cursor is not None:
+            check_cursor(prefix, cursor)
         raw_keys, next_cursor = self._scan(self._raw(prefix), cursor, limit)
         strip = len(self.prefix)
         return [key[strip:] for key in raw_keys], next_cursor
@@ -205,6 +219,10 @@ class KVStore(ABC):
     @abstractmethod
     def _get(self, raw_key: str) -> str | None: ...
 
+    def _get_many(self, raw_keys: list[str]) -> list[str | None]:
+        """One read per key; backends that can read many at once override this."""
+        return [self._get(raw_key) for raw_key in raw_keys]
+
     @abstractmethod
     def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None: ...
 
@@ -234,6 +252,17 @@ class KVStore(ABC):
 
     @abstractmethod
     def _ping(self) -> None: ...
+
+
+def check_cursor(prefix: str, cursor: object) -> str:
+    """A scan cursor is text that starts with the prefix it continues, and is not too long."""
+    if not isinstance(cursor, str):
+        raise InvalidValueError("scan cursor must be a string or None")
+    if len(cursor) > MAX_CURSOR_LENGTH:
+        raise InvalidValueError(f"scan cursor longer than {MAX_CURSOR_LENGTH} characters")
+    if not cursor.startswith(prefix):
+        raise InvalidValueError(f"scan cursor {cursor[:80]!r} does not continue {prefix!r}")
+    return cursor
 
 
 def prefix_successor(prefix: str) -> str:

@@ -91,6 +91,16 @@ class DatabaseStore(KVStore):
             row = cursor.fetchone()
         return None if row is None else row[0]
 
+    def _get_many(self, raw_keys: list[str]) -> list[str | None]:
+        marks = ", ".join(["%s"] * len(raw_keys))
+        with self._cursor() as cursor:
+            cursor.execute(
+                f'SELECT "key", "value" FROM {TABLE} WHERE "key" IN ({marks}) AND {_LIVE}',
+                [*raw_keys, _now_ms()],
+            )
+            found = dict(cursor.fetchall())
+        return [found.get(raw_key) for raw_key in raw_keys]
+
     def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None:
         with self._cursor() as cursor:
             cursor.execute(_UPSERT, [raw_key, text, _expiry(ttl_ms, _now_ms())])

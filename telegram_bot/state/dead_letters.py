@@ -1,8 +1,9 @@
 """The dead-letter queue: updates whose handler raised, kept for replay or drop.
 
 Letters live under ``dlq:<update_id>`` with a retention TTL (default 7 days), so a bot crashing
-in a loop cannot fill the store forever. The payload is kept as received (operators replay it);
-the error text is redacted of tokens before it is stored.
+in a loop cannot fill the store forever. ``dlq:`` is an indexed family: listing a page costs a
+page, not a walk of the keyspace, on every backend. The payload is kept as received (operators
+replay it); the error text is redacted of tokens before it is stored.
 """
 
 from __future__ import annotations
@@ -64,21 +65,16 @@ class DeadLetterStore:
         return letter
 
     def get(self, update_id: int) -> DeadLetter | None:
-        raw = self.store.get(self.key(update_id))
-        if not isinstance(raw, dict):
-            return None
-        try:
-            return DeadLetter(**raw)
-        except TypeError:
-            return None
+        return _letter(self.store.get(self.key(update_id)))
 
     def page(
         self, cursor: str | None = None, limit: int = 50
     ) -> tuple[list[DeadLetter], str | None]:
+        """A page of letters in key order: two store calls, whatever else the store holds
+        (``dlq:`` is an indexed family, see keys.INDEXED_FAMILIES). ``cursor`` must be one this
+        method returned; any other is refused with InvalidValueError."""
         keys, next_cursor = self.store.scan("dlq:", cursor, limit)
-        letters = [
-            letter for key in keys if (letter := self.get(int(key.partition(":")[2]))) is not None
-        ]
+        letters = [letter for raw in self.store.get_many(keys) if (letter := _letter(raw))]
         return letters, next_cursor
 
     def drop(self, update_id: int) -> None:
@@ -90,3 +86,13 @@ def update_type(update: dict[str, Any]) -> str:
         if name in update:
             return name
     return next((key for key in update if key != "update_id"), "unknown")
+
+
+def _letter(raw: Any) -> DeadLetter | None:
+    """A stored letter, or None for an absent or unreadable value."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return DeadLetter(**raw)
+    except TypeError:
+        return None

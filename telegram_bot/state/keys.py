@@ -19,9 +19,16 @@ FAMILIES: dict[str, str] = {
     "upd": "update ids being processed (claim) or done (kept 24 h)",
     "dlq": "dead letters: updates whose handler raised (retention, default 7 days)",
     "lock": "short locks and leases",
+    "live": "process liveness: live:<process id>, refreshed by a heartbeat thread (10 s TTL)",
 }
 CORE_FAMILIES = frozenset(FAMILIES)
 _owners: dict[str, str] = dict.fromkeys(FAMILIES, "telegram_bot")
+
+# Families listed page by page without walking the keyspace: memory and the database keep every
+# family in key order anyway; Redis keeps these in a sorted set beside the keys (written in the
+# same Lua script as the key). They take get, set, set_if_absent, compare_and_set, delete and
+# scan; increments and apply_once ops on them are refused (they would bypass the index).
+INDEXED_FAMILIES = frozenset({"dlq"})
 
 MAX_KEY_LENGTH = 512
 _REST_RE = re.compile(r"^[^\s\x00-\x1f\x7f]+$")
@@ -82,3 +89,18 @@ def family_owner(name: str) -> str | None:
 
 def family_list() -> str:
     return ", ".join(f"{name}:" for name in FAMILIES)
+
+
+def family_of(key: str) -> str:
+    """The family of a checked key or prefix (``dlq`` for ``dlq:42``)."""
+    return key.partition(":")[0]
+
+
+def check_not_indexed(key: str) -> str:
+    """Refuse an increment or apply_once op on a key of an indexed family."""
+    if family_of(key) in INDEXED_FAMILIES:
+        raise InvalidKeyError(
+            f"{family_of(key)}: keys are indexed; write them with set, set_if_absent, "
+            "compare_and_set or delete"
+        )
+    return key

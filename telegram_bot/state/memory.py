@@ -1,4 +1,8 @@
-"""In-process backend: one dict under a lock. For tests and single-process tools only."""
+"""In-process backend: one dict under a lock. For tests and single-process tools only.
+
+Beside the dict, each family's keys are kept in a sorted list, so a scan reads its family and
+not the whole store (the database's primary key and Redis's index sets do the same there).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,20 @@ class MemoryStore(KVStore):
         super().__init__(prefix=prefix)
         self._lock = threading.Lock()
         self._data: dict[str, tuple[str, int | None]] = {}
+        self._sorted: dict[str, list[str]] = {}  # family -> its raw keys, sorted
+
+    def _family(self, raw_key: str) -> list[str]:
+        return self._sorted.setdefault(raw_key[len(self.prefix) :].partition(":")[0], [])
+
+    def _put(self, raw_key: str, text: str, expires: int | None) -> None:
+        if raw_key not in self._data:
+            bisect.insort(self._family(raw_key), raw_key)
+        self._data[raw_key] = (text, expires)
+
+    def _forget(self, raw_key: str) -> None:
+        if self._data.pop(raw_key, None) is not None:
+            keys = self._family(raw_key)
+            del keys[bisect.bisect_left(keys, raw_key)]
 
     def _live(self, raw_key: str, now: int) -> str | None:
         entry = self._data.get(raw_key)
@@ -30,7 +48,7 @@ class MemoryStore(KVStore):
             return None
         text, expires = entry
         if expires is not None and expires <= now:
-            del self._data[raw_key]
+            self._forget(raw_key)
             return None
         return text
 
@@ -42,20 +60,25 @@ class MemoryStore(KVStore):
         with self._lock:
             return self._live(raw_key, _now_ms())
 
+    def _get_many(self, raw_keys: list[str]) -> list[str | None]:
+        with self._lock:
+            now = _now_ms()
+            return [self._live(raw_key, now) for raw_key in raw_keys]
+
     def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None:
         with self._lock:
-            self._data[raw_key] = (text, self._expiry(ttl_ms, _now_ms()))
+            self._put(raw_key, text, self._expiry(ttl_ms, _now_ms()))
 
     def _delete(self, raw_key: str) -> None:
         with self._lock:
-            self._data.pop(raw_key, None)
+            self._forget(raw_key)
 
     def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
         with self._lock:
             now = _now_ms()
             if self._live(raw_key, now) is not None:
                 return False
-            self._data[raw_key] = (text, self._expiry(ttl_ms, now))
+            self._put(raw_key, text, self._expiry(ttl_ms, now))
             return True
 
     def _replace_if_equal(self, raw_key: str, expected: str, text: str, ttl_ms: int | None) -> bool:
@@ -63,7 +86,7 @@ class MemoryStore(KVStore):
             now = _now_ms()
             if self._live(raw_key, now) != expected:
                 return False
-            self._data[raw_key] = (text, self._expiry(ttl_ms, now))
+            self._put(raw_key, text, self._expiry(ttl_ms, now))
             return True
 
     def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int:
@@ -71,7 +94,7 @@ class MemoryStore(KVStore):
             now = _now_ms()
             current = self._live(raw_key, now)
             if current is None:
-                self._data[raw_key] = (str(by), self._expiry(ttl_ms, now))
+                self._put(raw_key, str(by), self._expiry(ttl_ms, now))
                 return by
             if not is_integer_text(current):
                 raise StateError(f"cannot increment {raw_key!r}: it does not hold an integer")
@@ -84,7 +107,7 @@ class MemoryStore(KVStore):
     ) -> tuple[list[str], str | None]:
         with self._lock:
             now = _now_ms()
-            keys = sorted(self._data)
+            keys = self._family(raw_prefix)
             start = (
                 bisect.bisect_right(keys, self.prefix + cursor)
                 if cursor
@@ -92,7 +115,7 @@ class MemoryStore(KVStore):
             )
             end = bisect.bisect_left(keys, prefix_successor(raw_prefix))
             page = []
-            for raw_key in keys[start:end]:
+            for raw_key in keys[start:end]:  # a copy: _live may forget expired keys
                 if self._live(raw_key, now) is not None:
                     page.append(raw_key)
                     if len(page) == limit:
@@ -114,10 +137,10 @@ class MemoryStore(KVStore):
             for op in ops:
                 current = self._live(op.key, now)
                 if op.kind == "s" or current is None:
-                    self._data[op.key] = (op.arg, self._expiry(op.ttl_ms, now))
+                    self._put(op.key, op.arg, self._expiry(op.ttl_ms, now))
                 else:
                     self._data[op.key] = (str(int(current) + int(op.arg)), self._data[op.key][1])
-            self._data[raw_marker] = (marker_text, self._expiry(marker_ttl_ms, now))
+            self._put(raw_marker, marker_text, self._expiry(marker_ttl_ms, now))
             return True
 
     def _ping(self) -> None:

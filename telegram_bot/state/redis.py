@@ -12,7 +12,8 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from telegram_bot.errors import StateError, StateUnavailableError
-from telegram_bot.state.base import KVStore, RawOp
+from telegram_bot.state.base import InvalidValueError, KVStore, RawOp, prefix_successor
+from telegram_bot.state.keys import INDEXED_FAMILIES
 
 # compare_and_set with an expected value: the GET and the SET run as one step on the server.
 _REPLACE_IF_EQUAL = """
@@ -56,6 +57,80 @@ if ARGV[2] == '' then redis.call('SET', KEYS[1], ARGV[1])
 else redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
 return 1
 """
+# The keys of an indexed family (keys.INDEXED_FAMILIES) are listed from two sorted sets beside
+# them, so that a page never walks the keyspace: ``#index:<family>`` holds every key at score 0
+# (ZRANGEBYLEX gives key order, as on the other backends) and ``#expiry:<family>`` holds the keys
+# that have a TTL, scored by their expiry time. Neither name can be a KV key (no family starts
+# with '#'). Every write of such a key goes through _INDEXED_WRITE, so the key and its entries
+# change together; a key that expires leaves its entries behind until the next write or scan
+# of the family drops them (entries whose expiry passed, at most 200 per call; the scan also
+# drops any entry whose key it finds gone).
+_DROP_EXPIRED = """
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function drop_expired(index, expiry, now)
+  local gone = redis.call('ZRANGEBYSCORE', expiry, '-inf', '(' .. now, 'LIMIT', 0, 200)
+  for i = 1, #gone do
+    redis.call('ZREM', index, gone[i])
+    redis.call('ZREM', expiry, gone[i])
+  end
+end
+"""
+# KEYS: the key, its family's index, its family's expiry set. ARGV: mode ('set', 'nx': only if
+# absent, 'eq': only if it holds ARGV[4], 'del'), the value, the TTL in ms or ''.
+_INDEXED_WRITE = (
+    _DROP_EXPIRED
+    + """
+local now = now_ms()
+drop_expired(KEYS[2], KEYS[3], now)
+local mode = ARGV[1]
+if mode == 'del' then
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[2], KEYS[1])
+  redis.call('ZREM', KEYS[3], KEYS[1])
+  return 1
+end
+if mode ~= 'set' then
+  local current = redis.call('GET', KEYS[1])
+  if mode == 'nx' and current then return 0 end
+  if mode == 'eq' and current ~= ARGV[4] then return 0 end
+end
+if ARGV[3] == '' then
+  redis.call('SET', KEYS[1], ARGV[2])
+  redis.call('ZREM', KEYS[3], KEYS[1])
+else
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  redis.call('ZADD', KEYS[3], now + tonumber(ARGV[3]), KEYS[1])
+end
+redis.call('ZADD', KEYS[2], 0, KEYS[1])
+return 1
+"""
+)
+# KEYS: the family's index and expiry set. ARGV: the ZRANGEBYLEX bounds, the page size. The keys
+# the entries name are read with EXISTS (not declared in KEYS: a single Redis, not a cluster).
+_INDEXED_SCAN = (
+    _DROP_EXPIRED
+    + """
+drop_expired(KEYS[1], KEYS[2], now_ms())
+local page, low, limit = {}, ARGV[1], tonumber(ARGV[3])
+while #page < limit do
+  local batch = redis.call('ZRANGEBYLEX', KEYS[1], low, ARGV[2], 'LIMIT', 0, limit - #page)
+  if #batch == 0 then break end
+  for i = 1, #batch do
+    if redis.call('EXISTS', batch[i]) == 1 then
+      page[#page + 1] = batch[i]
+    else
+      redis.call('ZREM', KEYS[1], batch[i])
+      redis.call('ZREM', KEYS[2], batch[i])
+    end
+  end
+  low = '(' .. batch[#batch]
+end
+return page
+"""
+)
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "*?[]\\^"})
 
 
@@ -73,6 +148,9 @@ class RedisStore(KVStore):
         self._replace_script: Callable[..., Any] = client.register_script(_REPLACE_IF_EQUAL)
         self._increment_script: Callable[..., Any] = client.register_script(_INCREMENT)
         self._apply_once_script: Callable[..., Any] = client.register_script(_APPLY_ONCE)
+        self._indexed_write_script: Callable[..., Any] = client.register_script(_INDEXED_WRITE)
+        self._indexed_scan_script: Callable[..., Any] = client.register_script(_INDEXED_SCAN)
+        self._indexed_checked: set[str] = set()  # families whose upgrade index is known built
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = "") -> RedisStore:
@@ -94,24 +172,62 @@ class RedisStore(KVStore):
         except RedisError as exc:
             raise StateError(f"Redis KV store error: {exc}") from exc
 
+    def _indexes(self, raw_key: str) -> list[str] | None:
+        """The index and expiry sets of ``raw_key``'s family, if that family is indexed."""
+        family = raw_key[len(self.prefix) :].partition(":")[0]
+        if family not in INDEXED_FAMILIES:
+            return None
+        return [f"{self.prefix}#index:{family}", f"{self.prefix}#expiry:{family}"]
+
+    def _indexed_write(
+        self,
+        raw_key: str,
+        indexes: list[str],
+        mode: str,
+        text: str = "",
+        ttl_ms: int | None = None,
+        expected: str = "",
+    ) -> bool:
+        with self._errors():
+            done = self._indexed_write_script(
+                keys=[raw_key, *indexes],
+                args=[mode, text, "" if ttl_ms is None else ttl_ms, expected],
+            )
+        return bool(done)
+
     def _get(self, raw_key: str) -> str | None:
         with self._errors():
             value = self.client.get(raw_key)
         return None if value is None else _text(value)
 
+    def _get_many(self, raw_keys: list[str]) -> list[str | None]:
+        with self._errors():
+            values = self.client.mget(raw_keys)
+        return [None if value is None else _text(value) for value in values]
+
     def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None:
+        if (indexes := self._indexes(raw_key)) is not None:
+            self._indexed_write(raw_key, indexes, "set", text, ttl_ms)
+            return
         with self._errors():
             self.client.set(raw_key, text, px=ttl_ms)
 
     def _delete(self, raw_key: str) -> None:
+        if (indexes := self._indexes(raw_key)) is not None:
+            self._indexed_write(raw_key, indexes, "del")
+            return
         with self._errors():
             self.client.delete(raw_key)
 
     def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
+        if (indexes := self._indexes(raw_key)) is not None:
+            return self._indexed_write(raw_key, indexes, "nx", text, ttl_ms)
         with self._errors():
             return bool(self.client.set(raw_key, text, px=ttl_ms, nx=True))
 
     def _replace_if_equal(self, raw_key: str, expected: str, text: str, ttl_ms: int | None) -> bool:
+        if (indexes := self._indexes(raw_key)) is not None:
+            return self._indexed_write(raw_key, indexes, "eq", text, ttl_ms, expected)
         with self._errors():
             done = self._replace_script(
                 keys=[raw_key], args=[expected, text, "" if ttl_ms is None else ttl_ms]
@@ -130,13 +246,16 @@ class RedisStore(KVStore):
     ) -> tuple[list[str], str | None]:
         """Page through SCAN, cut to ``limit`` keys.
 
-        Our cursor is ``<redis cursor>:<skip>:<last key>``: the SCAN call the page starts from,
-        how many of its matches were returned, and the last one. Redis answers the same SCAN
-        call the same way while nothing changes; if a key expired meanwhile the count is off,
-        so a resume looks for the last key by name and, if that one is gone, starts the batch
-        again: a key may come twice, never not at all.
+        Our cursor is ``<last key> <redis cursor> <skip>``: the last key returned (so that the
+        cursor starts with the prefix, as the contract asks), the SCAN call the page starts
+        from, and how many of its matches were returned. Redis answers the same SCAN call the
+        same way while nothing changes; if a key expired meanwhile the count is off, so a
+        resume inside a batch looks for the last key by name and, if that one is gone, starts
+        the batch again: a key may come twice, never not at all.
         """
-        scan_cursor, skip, last_key = _parse_cursor(cursor)
+        if (indexes := self._indexes(raw_prefix)) is not None:
+            return self._indexed_scan(raw_prefix, indexes, cursor, limit)
+        scan_cursor, skip, last_key = self._parse_cursor(cursor)
         match = raw_prefix.translate(_GLOB_SPECIAL) + "*"
         page: list[str] = []
         with self._errors():
@@ -148,13 +267,81 @@ class RedisStore(KVStore):
                 room = limit - len(page)
                 if len(keys) > room:
                     page.extend(keys[:room])
-                    return page, f"{scan_cursor}:{start + room}:{page[-1]}"
+                    return page, self._cursor(page[-1], scan_cursor, start + room)
                 page.extend(keys)
                 scan_cursor, skip, last_key = int(next_scan), 0, None
                 if scan_cursor == 0:
                     return page, None
                 if len(page) == limit:
-                    return page, f"{scan_cursor}:0:"
+                    return page, self._cursor(page[-1], scan_cursor, 0)
+
+    def _indexed_scan(
+        self, raw_prefix: str, indexes: list[str], cursor: str | None, limit: int
+    ) -> tuple[list[str], str | None]:
+        """A page of an indexed family from its index: one script call, whatever else the
+        Redis holds. The cursor is the last key returned, as on the other backends."""
+        low = f"({self.prefix}{cursor}" if cursor else f"[{raw_prefix}"
+        high = f"({prefix_successor(raw_prefix)}"
+        with self._errors():
+            self._index_older_keys(indexes)
+            batch = self._indexed_scan_script(keys=indexes, args=[low, high, limit])
+        page = [_text(key) for key in batch]
+        next_cursor = page[-1][len(self.prefix) :] if len(page) == limit else None
+        return page, next_cursor
+
+    def _index_older_keys(self, indexes: list[str]) -> None:
+        """Index the keys of a family written before it was indexed (by an older version), once
+        per Redis: one SCAN walk, then ``#indexed:<family>`` says it is done. Each store checks
+        that marker once. A key that goes away meanwhile leaves an entry the scan drops."""
+        family = indexes[0].partition("#index:")[2]
+        if family in self._indexed_checked:
+            return
+        marker = f"{self.prefix}#indexed:{family}"
+        if not self.client.exists(marker):
+            seconds, micros = self.client.time()
+            now_ms = int(seconds) * 1000 + int(micros) // 1000
+            match = f"{self.prefix}{family}:".translate(_GLOB_SPECIAL) + "*"
+            batch: list[str] = []
+            for key in self.client.scan_iter(match=match, count=1000):
+                batch.append(_text(key))
+                if len(batch) == 500:
+                    self._index_batch(indexes, batch, now_ms)
+                    batch = []
+            self._index_batch(indexes, batch, now_ms)
+            self.client.set(marker, "1")
+        self._indexed_checked.add(family)
+
+    def _index_batch(self, indexes: list[str], keys: list[str], now_ms: int) -> None:
+        if not keys:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.pttl(key)
+        ttls = pipe.execute()
+        live = {key: ttl for key, ttl in zip(keys, ttls, strict=True) if ttl != -2}
+        if not live:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        pipe.zadd(indexes[0], dict.fromkeys(live, 0))
+        expiring = {key: now_ms + ttl for key, ttl in live.items() if ttl >= 0}
+        if expiring:
+            pipe.zadd(indexes[1], expiring)
+        pipe.execute()
+
+    def _cursor(self, raw_last_key: str, scan_cursor: int, skip: int) -> str:
+        return f"{raw_last_key[len(self.prefix) :]} {scan_cursor} {skip}"
+
+    def _parse_cursor(self, cursor: str | None) -> tuple[int, int, str | None]:
+        """(SCAN cursor, matches to skip, raw last key or None when nothing is skipped)."""
+        if cursor is None:
+            return 0, 0, None
+        # Keys hold no spaces, so the first two spaces end the key and the SCAN cursor.
+        last_key, _, rest = cursor.partition(" ")
+        head, _, count = rest.partition(" ")
+        if not (_is_number(head, 20) and _is_number(count, 4)):
+            raise InvalidValueError(f"malformed scan cursor {cursor[:80]!r}")
+        skip = int(count)
+        return int(head), skip, (self.prefix + last_key) if skip else None
 
     def _apply_once(
         self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]
@@ -174,18 +361,8 @@ class RedisStore(KVStore):
         self.client.close()
 
 
-def _parse_cursor(cursor: str | None) -> tuple[int, int, str | None]:
-    if cursor is None:
-        return 0, 0, None
-    head, _, rest = cursor.partition(":")
-    count, _, last_key = rest.partition(":")
-    try:
-        scan_cursor, skip = int(head), int(count)
-    except ValueError:
-        raise StateError(f"malformed scan cursor {cursor!r}") from None
-    if scan_cursor < 0 or skip < 0:
-        raise StateError(f"malformed scan cursor {cursor!r}")
-    return scan_cursor, skip, last_key or None
+def _is_number(text: str, digits: int) -> bool:
+    return 0 < len(text) <= digits and text.isascii() and text.isdigit()
 
 
 def _resume_at(keys: list[str], skip: int, last_key: str | None) -> int:

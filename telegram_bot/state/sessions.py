@@ -4,6 +4,13 @@ A build that changes the shape of its session data bumps ``version`` and gives `
 which receives the stored version (0 for a value written without an envelope) and the raw
 payload. A value that fails to decode or migrate is logged and read as absent, so the caller
 falls back to a fresh session instead of crashing on it.
+
+Nothing uses it yet, on purpose: the per-user state kept today is not session state (rate-limit
+windows and refusal flags under ``rl:``, stats facts such as ``last_message:``, the join-request
+pointer ``lock:jrq:`` that belongs to its record, conversations in ``WorkflowStore``). It is the
+store for the per-user preferences the members and language features will keep (a member's
+profile, the chosen language), so that those have versioning and migration from day one instead
+of raw keys.
 """
 
 from __future__ import annotations

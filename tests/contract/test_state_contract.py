@@ -235,6 +235,47 @@ def test_scan_refuses_bad_arguments(kv: KVStore) -> None:
             kv.scan("lock:", None, limit)  # type: ignore[arg-type]
 
 
+def test_scan_refuses_a_cursor_outside_its_prefix(kv: KVStore) -> None:
+    """A cursor is a position inside the prefix: a foreign one (a hand-edited page link) is
+    refused instead of walking the families between it and the prefix."""
+    kv.set("activity:1", 1)
+    kv.set("counter:1", 1)
+    kv.set("dlq:1", 1)
+    kv.set("dlq:2", 1)
+    kv.set("session:scan:1", 1)
+    kv.set("session:scanner", 1)
+    for prefix, cursor in [
+        ("dlq:", "activity:"),
+        ("dlq:", "a"),
+        ("dlq:", ""),
+        ("dlq:", "dl"),
+        ("dlq:", "counter:0"),
+        ("session:scan:", "session:scanner"),
+        ("session:scan:", "session:"),
+        ("dlq:", "dlq:" + "9" * 600),
+    ]:
+        with pytest.raises(InvalidValueError, match="cursor"):
+            kv.scan(prefix, cursor, 10)
+    with pytest.raises(InvalidValueError, match="cursor"):
+        kv.scan("dlq:", 5, 10)  # type: ignore[arg-type]
+
+
+def test_scan_cursors_it_returns_start_with_the_prefix(kv: KVStore) -> None:
+    for i in range(7):
+        kv.set(f"dlq:{i}", i)
+    kv.set("activity:1", 1)
+    kv.set("session:1", 1)
+    seen: list[str] = []
+    cursor = None
+    while True:
+        page, cursor = kv.scan("dlq:", cursor, 3)
+        seen.extend(page)
+        if cursor is None:
+            break
+        assert cursor.startswith("dlq:")
+    assert sorted(set(seen)) == [f"dlq:{i}" for i in range(7)]
+
+
 def test_ping_answers(kv: KVStore) -> None:
     kv.ping()
 

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from telegram_bot.errors import StateError
-from telegram_bot.state import KVStore
+from telegram_bot.state import KVStore, override_store
 from telegram_bot.state.dead_letters import DeadLetterStore
 from tests.builders import make_message_update
 from tests.fakes.telegram import FakeTelegramServer
@@ -103,3 +103,31 @@ def test_a_failed_get_me_is_not_asked_again_for_every_mention(
     for _ in range(3):
         post_update(make_message_update("/start@some_bot", chat_id=-100, user_id=5))
     assert len(bot.calls_to("getMe")) == 1
+
+
+FOREIGN_CURSORS = ["activity:", "a", "counter:0", "0:0:activity:1", "stats:x 0 1", "dl"]
+
+
+@pytest.mark.parametrize("cursor", FOREIGN_CURSORS)
+def test_a_page_link_outside_the_dead_letters_is_refused(
+    kv: KVStore, admin_client: Client, cursor: str
+) -> None:
+    """Hand-edited links must not walk other key families (nor crash on their keys)."""
+    for key in ("activity:-100:2026-01-01", "counter:x", "stats:x:1", "session:u:1"):
+        kv.set(key, 1)
+    with override_store(kv):
+        DeadLetterStore(kv).put({"update_id": 7, "message": {"text": "hi"}}, RuntimeError("x"))
+        response = admin_client.get("/admin/dead-letters/", {"cursor": cursor})
+        assert response.status_code == 400
+        assert response.content.decode() == "That page link is not valid."
+        # The links the page gives out still work on every backend.
+        for update_id in range(8, 60):
+            DeadLetterStore(kv).put({"update_id": update_id, "message": {}}, RuntimeError("x"))
+        first = admin_client.get("/admin/dead-letters/")
+        assert first.status_code == 200
+        link = first.context["next_cursor"]
+        assert link
+        second = admin_client.get("/admin/dead-letters/", {"cursor": link})
+        assert second.status_code == 200
+        shown = [row["update_id"] for row in first.context["rows"] + second.context["rows"]]
+        assert sorted(set(shown)) == list(range(7, 60))

@@ -1,0 +1,165 @@
+"""Per-process liveness: ``live:<process id>`` in the KV store, kept fresh by a heartbeat thread.
+
+An update's claim names the process holding it (``{"s": "claim", "o": <claim>, "p": <process>}``).
+While the process runs, a heartbeat thread rewrites its liveness key every third of
+``UPDATE_LIVENESS_TTL_SECONDS`` (10 s); once the process is gone (killed, crashed, its machine
+lost) the key expires within that TTL, and a claimant that finds the key gone may take the claim
+over with compare-and-set (``idempotency.take_over``) instead of answering 503 until the claim's
+own TTL (``UPDATE_CLAIM_TTL_SECONDS``, 90 s) runs out.
+
+The heartbeat is a thread of its own, so a slow handler (waiting on Telegram) does not stop it:
+only a whole process frozen for longer than the TTL (SIGSTOP, a stalled VM) is taken for dead,
+the trade-off of every lease, and the process logs it when it wakes. A process beats into a
+store only while claims it made there may still be held (``UPDATE_CLAIM_TTL_SECONDS`` after its
+last claim) and never into a store that was closed or dropped, so an idle process and a test's
+throw-away store cost nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+import uuid
+import weakref
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import connections
+
+from telegram_bot.redaction import redact
+from telegram_bot.state import KVStore
+
+log = logging.getLogger(__name__)
+_PROCESS_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+
+
+def liveness_key(process_id: str) -> str:
+    return f"live:{process_id}"
+
+
+def ttl_seconds() -> float:
+    return float(settings.UPDATE_LIVENESS_TTL_SECONDS)
+
+
+def is_process_id(value: object) -> bool:
+    return isinstance(value, str) and _PROCESS_ID_RE.match(value) is not None
+
+
+def alive(store: KVStore, process_id: str) -> bool:
+    """Whether the process that wrote ``process_id`` into a claim still beats in ``store``."""
+    return store.get(liveness_key(process_id)) is not None
+
+
+@dataclass
+class _Beat:
+    store: weakref.ref[KVStore]
+    until: float  # monotonic: beat until then (the last claim's TTL)
+    last_ok: float  # monotonic time of the last successful write
+
+
+class Liveness:
+    """This process's identity and heartbeat (one per process: see ``current()``)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.process_id = uuid.uuid4().hex
+        self._lock = threading.Lock()
+        self._beats: dict[int, _Beat] = {}
+        self._thread: threading.Thread | None = None
+        self._stopped = threading.Event()
+
+    def hold(self, store: KVStore) -> str:
+        """The process id a new claim in ``store`` names; its liveness key is written now
+        unless a recent beat wrote it, and kept fresh for as long as that claim can live."""
+        now = time.monotonic()
+        hold_for = float(settings.UPDATE_CLAIM_TTL_SECONDS)
+        with self._lock:
+            beat = self._beats.get(id(store))
+            if beat is None or beat.store() is not store:
+                beat = _Beat(store=weakref.ref(store), until=0.0, last_ok=float("-inf"))
+                self._beats[id(store)] = beat
+            beat.until = max(beat.until, now + hold_for)
+            fresh = now - beat.last_ok < ttl_seconds() / 2
+            if self._thread is None:
+                self._stopped.clear()
+                self._thread = threading.Thread(target=self._run, name="tgcp-liveness", daemon=True)
+                self._thread.start()
+        if not fresh:
+            self._write(store, beat, now)  # raises when the store is unavailable: no claim then
+        return self.process_id
+
+    def stop(self) -> None:
+        """Stop beating and forget the liveness keys (a clean shutdown; tests)."""
+        with self._lock:
+            beats, self._beats = list(self._beats.values()), {}
+            thread, self._thread = self._thread, None
+        self._stopped.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+        for beat in beats:
+            store = beat.store()
+            if store is not None:
+                try:
+                    store.delete(liveness_key(self.process_id))
+                except Exception as exc:  # it expires on its own
+                    log.info("liveness key not deleted: %s", redact(str(exc)))
+
+    def _write(self, store: KVStore, beat: _Beat, now: float) -> None:
+        ttl = ttl_seconds()
+        if beat.last_ok != float("-inf") and now - beat.last_ok > ttl:
+            log.warning(
+                "process %s was not seen alive for %.0f s (over the %.0f s liveness TTL): "
+                "updates it had claimed may have been taken over by another worker",
+                self.process_id,
+                now - beat.last_ok,
+                ttl,
+            )
+        store.set(liveness_key(self.process_id), {"pid": self.pid}, ttl_ms=max(1, int(ttl * 1000)))
+        beat.last_ok = now
+
+    def _run(self) -> None:
+        try:
+            while not self._stopped.wait(ttl_seconds() / 3):
+                if not self._tick():
+                    return
+        finally:
+            connections.close_all()  # this thread's own database connections, if any
+
+    def _tick(self) -> bool:
+        """Beat every store still held; False (and the thread ends) when none is left."""
+        now = time.monotonic()
+        with self._lock:
+            for key, beat in list(self._beats.items()):
+                if beat.store() is None or now > beat.until:
+                    del self._beats[key]
+            if not self._beats:
+                self._thread = None
+                return False
+            beats = list(self._beats.values())
+        for beat in beats:
+            store = beat.store()
+            if store is None:
+                continue
+            try:
+                self._write(store, beat, now)
+            except Exception as exc:  # the next beat tries again
+                log.warning("liveness beat failed: %s", redact(str(exc)))
+            finally:
+                connections.close_all()
+        return True
+
+
+_current: Liveness | None = None
+_current_lock = threading.Lock()
+
+
+def current() -> Liveness:
+    """This process's liveness; a forked child gets its own identity and thread."""
+    global _current
+    with _current_lock:
+        if _current is None or _current.pid != os.getpid():
+            _current = Liveness()
+        return _current

@@ -1,0 +1,196 @@
+"""A claim names its process: a killed worker's claim is taken over within the liveness TTL,
+never the claim of a live one (in-process checks on every backend, real processes on the
+backends several processes share)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+import uuid
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from telegram_bot import idempotency, liveness
+from telegram_bot.pipeline import Outcome, _claim, process_update
+from telegram_bot.state import KVStore, override_store
+from tests.builders import make_message_update
+from tests.conftest import wire_bot
+from tests.fakes.telegram import FakeTelegramServer
+
+LIVENESS_TTL = 3
+
+
+def _db_name(store: KVStore) -> str | None:
+    return connection.settings_dict["NAME"] if store.url.startswith("db://") else None
+
+
+def _dead_claim() -> dict[str, Any]:
+    """A claim of a process that never beat (as one killed long ago)."""
+    return {"s": "claim", "o": "dead-worker", "p": uuid.uuid4().hex}
+
+
+# --- in one process, every backend ---------------------------------------------------------------
+def test_a_claim_names_this_process_and_its_liveness_key_is_there(kv: KVStore) -> None:
+    claim = _claim(kv, 1, replay=False)
+    assert isinstance(claim, dict)
+    assert claim["p"] == liveness.current().process_id
+    assert kv.get(f"live:{claim['p']}") == {"pid": os.getpid()}
+    assert kv.get("upd:1") == claim
+
+
+def test_a_claim_whose_process_is_gone_is_taken_over_at_once(kv: KVStore, settings: Any) -> None:
+    settings.UPDATE_CLAIM_TTL_SECONDS = 3600
+    dead = _dead_claim()
+    kv.set("upd:2", dead, ttl_ms=3_600_000)
+    claim = _claim(kv, 2, replay=False)
+    assert isinstance(claim, dict)
+    assert kv.get("upd:2") == claim
+    assert _claim(kv, 2, replay=False) == Outcome.IN_PROGRESS  # ours now, and we are alive
+
+
+def test_a_replay_takes_over_a_claim_whose_process_is_gone(kv: KVStore) -> None:
+    kv.set("upd:3", _dead_claim(), ttl_ms=3_600_000)
+    claim = _claim(kv, 3, replay=True)
+    assert isinstance(claim, dict)
+    assert kv.get("upd:3") == claim
+
+
+def test_a_claim_of_a_live_process_or_without_a_process_is_never_taken(kv: KVStore) -> None:
+    other = uuid.uuid4().hex
+    kv.set(f"live:{other}", {"pid": 1}, ttl_ms=60_000)
+    live = {"s": "claim", "o": "busy", "p": other}
+    for update_id, held in [
+        (4, live),
+        (5, {"s": "claim", "o": "before liveness existed"}),
+        (6, {"s": "claim", "o": "odd", "p": "not-a-process-id"}),
+    ]:
+        kv.set(f"upd:{update_id}", held, ttl_ms=60_000)
+        assert _claim(kv, update_id, replay=False) == Outcome.IN_PROGRESS
+        assert _claim(kv, update_id, replay=True) == Outcome.IN_PROGRESS
+        assert kv.get(f"upd:{update_id}") == held
+
+
+def test_the_heartbeat_keeps_the_key_while_claims_may_live_then_stops(
+    kv: KVStore, settings: Any
+) -> None:
+    settings.UPDATE_LIVENESS_TTL_SECONDS = 0.6
+    settings.UPDATE_CLAIM_TTL_SECONDS = 2
+    process = liveness.Liveness()
+    process_id = process.hold(kv)
+    try:
+        time.sleep(1.5)  # 2.5 liveness TTLs: only the heartbeat can have kept it
+        assert liveness.alive(kv, process_id)
+        time.sleep(2.5)  # past the claim TTL: no claim can need it, the beats stop
+        assert not liveness.alive(kv, process_id)
+        assert process._thread is None
+        assert process.hold(kv) == process_id  # a new claim starts it again
+        assert liveness.alive(kv, process_id)
+    finally:
+        process.stop()
+    assert not liveness.alive(kv, process_id)
+
+
+# --- real processes, on the shared backends ------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_killed_workers_update_is_handled_on_redelivery_within_the_liveness_ttl(
+    shared_kv: KVStore, fake_telegram: FakeTelegramServer, settings: Any
+) -> None:
+    from tests.integration.claim_worker import hold_claim
+
+    wire_bot(settings, fake_telegram)
+    settings.UPDATE_CLAIM_TTL_SECONDS = 3600  # the claim itself would block for an hour
+    settings.UPDATE_LIVENESS_TTL_SECONDS = LIVENESS_TTL
+    update = make_message_update("/start", chat_id=5, user_id=5)
+    ctx = multiprocessing.get_context("spawn")
+    events = ctx.Queue()
+    worker = ctx.Process(
+        target=hold_claim,
+        args=(
+            shared_kv.url,
+            shared_kv.prefix,
+            _db_name(shared_kv),
+            LIVENESS_TTL,
+            update["update_id"],
+            events,
+        ),
+    )
+    worker.start()
+    try:
+        kind, claim = events.get(timeout=120)
+        assert kind == "claimed" and isinstance(claim, dict)
+        with override_store(shared_kv):
+            # Alive, its heartbeat keeps the claim for longer than the liveness TTL.
+            time.sleep(2 * LIVENESS_TTL)
+            assert process_update(update) == Outcome.IN_PROGRESS
+            os.kill(worker.pid, signal.SIGKILL)  # type: ignore[arg-type]
+            worker.join(timeout=30)
+            killed_at = time.monotonic()
+            outcome = Outcome.IN_PROGRESS
+            while outcome == Outcome.IN_PROGRESS and time.monotonic() - killed_at < 120:
+                time.sleep(0.5)
+                outcome = process_update(update)
+            waited = time.monotonic() - killed_at
+    finally:
+        if worker.is_alive():
+            worker.kill()
+            worker.join(timeout=30)
+    assert outcome == Outcome.PROCESSED, outcome
+    print(f"re-delivery handled {waited:.1f} s after SIGKILL (liveness TTL {LIVENESS_TTL} s)")
+    assert idempotency.is_done(shared_kv.get(f"upd:{update['update_id']}"))
+    assert len(fake_telegram.calls_to("sendMessage")) == 1
+    assert worker.exitcode == -signal.SIGKILL
+
+
+ROUNDS = 18
+RACERS = 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_live_workers_racing_for_one_update_never_both_win(
+    shared_kv: KVStore, settings: Any
+) -> None:
+    """Each round the parent sets the marker up (absent, a dead process's claim, a live
+    process's claim), then four worker processes claim that update at once."""
+    from tests.integration.claim_worker import race_claims
+
+    settings.UPDATE_LIVENESS_TTL_SECONDS = LIVENESS_TTL
+    first = 700_000 + (uuid.uuid4().int % 1000) * 100
+    live_id = liveness.current().hold(shared_kv)  # the parent beats: a live owner
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(RACERS + 1)
+    results = ctx.Queue()
+    args = (shared_kv.url, shared_kv.prefix, _db_name(shared_kv), LIVENESS_TTL, first, ROUNDS)
+    workers = [
+        ctx.Process(target=race_claims, args=(*args, barrier, results, n)) for n in range(RACERS)
+    ]
+    for worker in workers:
+        worker.start()
+    kinds = ["absent", "dead", "live"]
+    for round_no in range(ROUNDS):
+        kind = kinds[round_no % 3]
+        key = f"upd:{first + round_no}"
+        if kind == "dead":
+            shared_kv.set(key, _dead_claim(), ttl_ms=3_600_000)
+        elif kind == "live":
+            shared_kv.set(key, {"s": "claim", "o": "parent", "p": live_id}, ttl_ms=3_600_000)
+        barrier.wait(timeout=120)
+        barrier.wait(timeout=120)
+    won = [results.get(timeout=120) for _ in workers]
+    for worker in workers:
+        worker.join(timeout=60)
+        assert worker.exitcode == 0
+    for round_no in range(ROUNDS):
+        winners = [o for _, rounds in won for (r, o) in rounds if r == round_no]
+        marker = shared_kv.get(f"upd:{first + round_no}")
+        if kinds[round_no % 3] == "live":
+            assert winners == [], round_no
+            assert marker["o"] == "parent"
+        else:
+            assert len(winners) == 1, (round_no, winners)
+            assert marker["o"] == winners[0]
