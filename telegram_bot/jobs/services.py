@@ -9,10 +9,12 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from telegram_bot.errors import SchedulerError
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.registry import job_handlers
 
 FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+_DEDUPE_ROUNDS = 100
 
 
 def job_enqueue(
@@ -45,17 +47,26 @@ def job_enqueue(
 def _create(fields: dict[str, Any], dedupe_key: str | None) -> Job:
     if dedupe_key is None:
         return Job.objects.create(**fields)
-    try:
-        with transaction.atomic():
-            return Job.objects.create(dedupe_key=dedupe_key, **fields)
-    except IntegrityError:
-        existing = Job.objects.get(dedupe_key=dedupe_key)
+    # Every round either creates the job, finds the unfinished job of the key (returned), or
+    # frees the key of a finished one; a lost race (another caller created or freed it first)
+    # only sends us round again, so racing callers never see an IntegrityError. Another round
+    # is needed only when someone else made progress, so the bound is never reached in
+    # practice.
+    for _ in range(_DEDUPE_ROUNDS):
+        try:
+            with transaction.atomic():
+                return Job.objects.create(dedupe_key=dedupe_key, **fields)
+        except IntegrityError:
+            pass
+        existing = Job.objects.filter(dedupe_key=dedupe_key).first()
+        if existing is None:
+            continue  # freed (or deleted) since our insert failed: try again
         if existing.status not in FINISHED:
             return existing
-        # A finished job gives its key up to the new one, atomically.
-        with transaction.atomic():
-            Job.objects.filter(pk=existing.pk, status__in=FINISHED).update(dedupe_key=None)
-            return Job.objects.create(dedupe_key=dedupe_key, **fields)
+        # A finished job gives its key up to the new one. Two callers may both free it: one
+        # UPDATE changes the row, the other none, and only one of the inserts that follow wins.
+        Job.objects.filter(pk=existing.pk, status__in=FINISHED).update(dedupe_key=None)
+    raise SchedulerError(f"could not enqueue a job for dedupe key {dedupe_key!r}")
 
 
 def job_cancel(*, job_id: int) -> bool:

@@ -260,3 +260,40 @@ def test_a_claimed_job_whose_lease_ran_out_is_not_started() -> None:
     Job.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     assert run_job(job, "w1") == "lost"
     assert calls == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_enqueues_of_one_dedupe_key_share_one_job_and_never_crash() -> None:
+    # Each round starts with the key held by a finished job, so every caller's insert fails
+    # and every caller tries to free the key and insert again at the same moment.
+    callers, rounds = 8, 4
+    previous = job_enqueue("test.record", {"name": "r"}, dedupe_key="race:1")
+    for _ in range(rounds):
+        Job.objects.filter(pk=previous.pk).update(status=JobStatus.SUCCEEDED)
+        barrier = threading.Barrier(callers)
+        got: list[int] = []
+        errors: list[BaseException] = []
+
+        def enqueue() -> None:
+            try:
+                barrier.wait()
+                got.append(job_enqueue("test.record", {"name": "r"}, dedupe_key="race:1").pk)
+            except BaseException as exc:  # collected: an exception in a thread is not raised
+                errors.append(exc)
+            finally:
+                connections.close_all()
+
+        threads = [threading.Thread(target=enqueue) for _ in range(callers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert len(got) == callers and len(set(got)) == 1  # all callers got the one new job
+        assert got[0] != previous.pk
+        unfinished = Job.objects.filter(dedupe_key="race:1").exclude(
+            status__in=(JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+        )
+        assert list(unfinished.values_list("pk", flat=True)) == [got[0]]
+        previous = Job.objects.get(pk=got[0])
+    assert Job.objects.filter(kind="test.record").count() == rounds + 1
