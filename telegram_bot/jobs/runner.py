@@ -14,7 +14,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -139,6 +139,25 @@ def run_due(owner: str, *, limit: int = 10, lease_seconds: int | None = None) ->
     return ran
 
 
+def run_until_idle(seconds: float, *, owner: str | None = None) -> int:
+    """Run due jobs until none is due, for at most about ``seconds``; return how many ran.
+
+    The django-q2 tick: it returns as soon as nothing is due, so it holds a worker only while
+    there is work (other schedules and kicks do not queue behind an idle loop, and a stopping
+    cluster does not wait for one). Jobs that fall due later run at the next tick, or at once
+    when they were enqueued with ``kick``.
+    """
+    owner = owner or new_owner()
+    deadline = time.monotonic() + seconds
+    total = 0
+    while time.monotonic() < deadline:
+        ran = run_due(owner)
+        total += ran
+        if not ran:
+            break
+    return total
+
+
 def run_for(
     seconds: float,
     *,
@@ -146,7 +165,8 @@ def run_for(
     idle_sleep: float = 1.0,
     lease_seconds: int | None = None,
 ) -> int:
-    """Keep running due jobs for about ``seconds`` (the django-q2 tick); return how many ran."""
+    """Keep running due jobs for about ``seconds``, waiting for more when none is due (a
+    dedicated worker: ``manage.py run_jobs --seconds``); return how many ran."""
     owner = owner or new_owner()
     deadline = time.monotonic() + seconds
     total = 0
@@ -159,8 +179,6 @@ def run_for(
 
 
 def _with_job_maximum(policy: RetryPolicy, max_retries: int) -> RetryPolicy:
-    from dataclasses import replace
-
     return replace(policy, max_retries=max_retries)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from telegram_bot.errors import SchedulerError
 from telegram_bot.jobs.models import Job, JobStatus
@@ -103,6 +104,4 @@ def jobs_delete_finished(*, older_than: timedelta | None = None) -> int:
 
 
 def _kick() -> None:
-    from django_q.tasks import async_task
-
     async_task("telegram_bot.tasks.jobs_run_due", task_name="jobs_run_due")

@@ -297,3 +297,39 @@ def test_racing_enqueues_of_one_dedupe_key_share_one_job_and_never_crash() -> No
         assert list(unfinished.values_list("pk", flat=True)) == [got[0]]
         previous = Job.objects.get(pk=got[0])
     assert Job.objects.filter(kind="test.record").count() == rounds + 1
+
+
+@pytest.mark.django_db
+def test_a_tick_runs_what_is_due_and_returns_as_soon_as_nothing_is(monkeypatch: Any) -> None:
+    from telegram_bot import tasks
+    from telegram_bot.jobs import runner
+
+    due = [job_enqueue("test.record", {"name": f"d{i}"}).pk for i in range(12)]  # > one round
+    later = job_enqueue("test.record", {"name": "later"}, run_at=timezone.now() + timedelta(hours=1))
+
+    def no_waiting(seconds: float) -> None:
+        raise AssertionError(f"the tick waited {seconds} s for more work")
+
+    monkeypatch.setattr(runner.time, "sleep", no_waiting)
+    assert tasks.jobs_tick() == 12
+    assert set(Job.objects.filter(pk__in=due).values_list("status", flat=True)) == {"succeeded"}
+    assert tasks.jobs_tick() == 0  # nothing due: back at once, the later job left waiting
+    assert Job.objects.get(pk=later.pk).status == JobStatus.QUEUED
+
+
+@pytest.mark.django_db
+def test_an_enqueue_with_kick_starts_the_job_at_once_after_commit(
+    monkeypatch: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)  # django-q2 runs the queued task in this process
+    with django_capture_on_commit_callbacks(execute=True):
+        quiet = job_enqueue("test.record", {"name": "quiet"}, run_at=timezone.now())
+        assert calls == []
+    assert Job.objects.get(pk=quiet.pk).status == JobStatus.QUEUED  # waits for the next tick
+    with django_capture_on_commit_callbacks(execute=True):
+        kicked = job_enqueue("test.record", {"name": "kicked"}, kick=True)
+        assert calls == []  # not before the enqueue is committed
+    assert Job.objects.get(pk=kicked.pk).status == JobStatus.SUCCEEDED
+    assert {payload["name"] for _, payload, _ in calls} == {"quiet", "kicked"}
