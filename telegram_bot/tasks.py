@@ -9,6 +9,7 @@ from django.conf import settings
 
 from telegram_bot.jobs.runner import JobRun, new_owner, run_due, run_until_idle
 from telegram_bot.jobs.services import jobs_delete_finished
+from telegram_bot.notifications import ADMIN_NOTICE_JOB, admin_notice_job
 from telegram_bot.state import get_store
 
 log = logging.getLogger(__name__)
@@ -46,4 +47,4 @@ def noop_job(payload: dict[str, Any], run: JobRun) -> None:
     """A job that does nothing: operators can check that the worker runs jobs at all."""
 
 
-JOB_HANDLERS = {"core.noop": noop_job}
+JOB_HANDLERS = {"core.noop": noop_job, ADMIN_NOTICE_JOB: admin_notice_job}

@@ -25,6 +25,7 @@ from django.utils import timezone
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.registry import job_handlers
 from telegram_bot.jobs.retry import RetryPolicy, decide
+from telegram_bot.notifications import ADMIN_NOTICE_JOB, notify_admins
 from telegram_bot.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,24 @@ class JobRun:
     kind: str
     attempt: int
     owner: str
+    max_retries: int | None = None  # None: read from the job
+
+    @property
+    def last_attempt(self) -> bool:
+        """True when a failure of this attempt is final: the runner will not retry it."""
+        return self.attempt > self._max_retries()
+
+    def will_retry(self, exc: BaseException) -> bool:
+        """What the runner will decide when this attempt ends with ``exc`` (the same policy):
+        a sender records "failed" or "retrying" before it raises."""
+        policy = replace(RetryPolicy.from_settings(), max_retries=self._max_retries())
+        return decide(exc, attempt=self.attempt, policy=policy).retry
+
+    def _max_retries(self) -> int:
+        if self.max_retries is not None:
+            return self.max_retries
+        stored = Job.objects.filter(pk=self.job_id).values_list("max_retries", flat=True).first()
+        return settings.JOB_MAX_RETRIES if stored is None else stored
 
     def still_owned(self) -> bool:
         """True while this worker holds the job's lease (check before a final side effect)."""
@@ -100,9 +119,14 @@ def run_job(job: Job, owner: str, *, policy: RetryPolicy | None = None) -> str:
             f"gave up: the lease expired on all {job.max_retries + 1} attempts",
         )
     try:
-        handler(
-            job.payload, JobRun(job_id=job.pk, kind=job.kind, attempt=job.attempts, owner=owner)
+        run = JobRun(
+            job_id=job.pk,
+            kind=job.kind,
+            attempt=job.attempts,
+            owner=owner,
+            max_retries=job.max_retries,
         )
+        handler(job.payload, run)
     except Exception as exc:  # the policy decides; nothing escapes the worker
         error = f"{type(exc).__name__}: {redact(str(exc))}"[:2000]
         decision = decide(
@@ -214,8 +238,8 @@ def _lost(job: Job, owner: str) -> str:
 
 
 def _notify_failure(job: Job, error: str) -> None:
-    from telegram_bot.notifications import notify_admins
-
+    if job.kind == ADMIN_NOTICE_JOB:
+        return  # recorded as a delivery failure; a notice about a lost notice could loop
     text = f"Job {job.kind} #{job.pk} failed after {job.attempts} attempt(s).\n{error[:500]}"
     try:
         notify_admins(text, purpose="job_failed")

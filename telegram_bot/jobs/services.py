@@ -1,4 +1,4 @@
-"""Writes on jobs: enqueue, cancel, retry now, clean up."""
+"""Writes on jobs: enqueue, reschedule, retry later, cancel, retry now, clean up."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django_q.tasks import async_task
 from telegram_bot.errors import SchedulerError
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.registry import job_handlers
+from telegram_bot.jobs.retry import retry_delay
 
 FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 _DEDUPE_ROUNDS = 100
@@ -68,6 +69,55 @@ def _create(fields: dict[str, Any], dedupe_key: str | None) -> Job:
         # UPDATE changes the row, the other none, and only one of the inserts that follow wins.
         Job.objects.filter(pk=existing.pk, status__in=FINISHED).update(dedupe_key=None)
     raise SchedulerError(f"could not enqueue a job for dedupe key {dedupe_key!r}")
+
+
+def job_reschedule(
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    dedupe_key: str,
+    run_at: datetime,
+    max_retries: int | None = None,
+) -> Job:
+    """Make the one job of ``dedupe_key`` due at ``run_at``, in one transaction: a queued one
+    is cancelled and a new one queued. A running one is kept and returned: it has the work in
+    hand and decides for itself (a sender that finds another attempt in flight comes back
+    after that attempt's deadline)."""
+    with transaction.atomic():
+        job_cancel_key(dedupe_key)
+        return job_enqueue(
+            kind, payload, run_at=run_at, max_retries=max_retries, dedupe_key=dedupe_key
+        )
+
+
+def job_retry_later(
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    dedupe_key: str,
+    error: BaseException | None = None,
+    not_before: float = 0.0,
+    max_retries: int | None = None,
+) -> Job:
+    """Hand a send that failed retryably outside a job (a webhook, a button, the admin site)
+    to the job of ``dedupe_key``, due when the retry policy brings a failed first attempt back
+    (never before Telegram's ``retry_after``, nor before ``not_before`` seconds). The job's own
+    attempts then follow the same policy: every sender retries on one schedule."""
+    delay = max(retry_delay(error, attempt=1), not_before)
+    return job_reschedule(
+        kind,
+        payload,
+        dedupe_key=dedupe_key,
+        run_at=timezone.now() + timedelta(seconds=delay),
+        max_retries=max_retries,
+    )
+
+
+def job_cancel_key(dedupe_key: str) -> int:
+    """Cancel the queued job of ``dedupe_key``, if there is one; return how many."""
+    return Job.objects.filter(dedupe_key=dedupe_key, status=JobStatus.QUEUED).update(
+        status=JobStatus.CANCELLED, finished_at=timezone.now()
+    )
 
 
 def job_cancel(*, job_id: int) -> bool:

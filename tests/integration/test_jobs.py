@@ -267,23 +267,25 @@ def test_racing_enqueues_of_one_dedupe_key_share_one_job_and_never_crash() -> No
     # Each round starts with the key held by a finished job, so every caller's insert fails
     # and every caller tries to free the key and insert again at the same moment.
     callers, rounds = 8, 4
+
+    def enqueue(barrier: threading.Barrier, got: list[int], errors: list[BaseException]) -> None:
+        try:
+            barrier.wait()
+            got.append(job_enqueue("test.record", {"name": "r"}, dedupe_key="race:1").pk)
+        except BaseException as exc:  # collected: an exception in a thread is not raised
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
     previous = job_enqueue("test.record", {"name": "r"}, dedupe_key="race:1")
     for _ in range(rounds):
         Job.objects.filter(pk=previous.pk).update(status=JobStatus.SUCCEEDED)
         barrier = threading.Barrier(callers)
         got: list[int] = []
         errors: list[BaseException] = []
-
-        def enqueue() -> None:
-            try:
-                barrier.wait()
-                got.append(job_enqueue("test.record", {"name": "r"}, dedupe_key="race:1").pk)
-            except BaseException as exc:  # collected: an exception in a thread is not raised
-                errors.append(exc)
-            finally:
-                connections.close_all()
-
-        threads = [threading.Thread(target=enqueue) for _ in range(callers)]
+        threads = [
+            threading.Thread(target=enqueue, args=(barrier, got, errors)) for _ in range(callers)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -305,7 +307,9 @@ def test_a_tick_runs_what_is_due_and_returns_as_soon_as_nothing_is(monkeypatch: 
     from telegram_bot.jobs import runner
 
     due = [job_enqueue("test.record", {"name": f"d{i}"}).pk for i in range(12)]  # > one round
-    later = job_enqueue("test.record", {"name": "later"}, run_at=timezone.now() + timedelta(hours=1))
+    later = job_enqueue(
+        "test.record", {"name": "later"}, run_at=timezone.now() + timedelta(hours=1)
+    )
 
     def no_waiting(seconds: float) -> None:
         raise AssertionError(f"the tick waited {seconds} s for more work")
