@@ -88,3 +88,26 @@ def test_a_new_ticket_notice_lost_to_a_server_error_arrives_by_its_retry_and_is_
     )
     assert texts(bot, USER)[-1] == "Support · ticket #1\n\nOn it."
     assert set(Job.objects.values_list("status", flat=True)) == {JobStatus.SUCCEEDED}
+
+
+def test_a_late_notice_of_a_file_is_followed_by_the_file(
+    bot: FakeTelegramServer, post_update: Any, settings: Any
+) -> None:
+    settings.JOB_RETRY_BASE_DELAY = 0.01
+    settings.JOB_RETRY_JITTER = 0
+    post_update(message("/support"))
+    photo = [{"file_id": "shot", "file_unique_id": "s", "width": 10, "height": 10}]
+    bot.fail_next("sendMessage", status=500, times=2)  # the user's confirmation, the notice
+    post_update(message(None, photo=photo, caption="error screen"))  # opens the ticket
+    assert sent(bot, "sendPhoto") == []  # the file follows the notice, which did not arrive
+    Job.objects.filter(status=JobStatus.QUEUED).update(next_attempt=timezone.now())
+    run_due("test-worker")
+    notice = last_message_id(bot, OWNER_ID, "New ticket #1")
+    [file] = sent(bot, "sendPhoto")
+    assert (file.params["chat_id"], file.params["photo"]) == (OWNER_ID, "shot")
+    assert file.params["reply_parameters"]["message_id"] == notice
+    linked = TicketBotMessage.objects.filter(audience="admin", chat_id=OWNER_ID)
+    assert sorted(linked.values_list("message_id", flat=True)) == [notice, notice + 1]
+    # Replying to the file answers the ticket, as with one sent with its notice.
+    post_update(reply_to(notice + 1, "Thanks for the screenshot", user_id=OWNER_ID))
+    assert texts(bot, USER)[-1] == "Support · ticket #1\n\nThanks for the screenshot"
