@@ -28,6 +28,7 @@ from telegram_bot.bot import get_client
 from telegram_bot.client import TelegramClient, clip
 from telegram_bot.delivery import send_once
 from telegram_bot.errors import TelegramApiError
+from telegram_bot.jobs.registry import job_handlers
 from telegram_bot.jobs.services import job_enqueue, job_retry_later
 from telegram_bot.models import BlockedChat, DeliveryFailure
 from telegram_bot.redaction import redact
@@ -48,6 +49,11 @@ class FollowUp:
 
     kind: str
     payload: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        # Checked when the notice is sent, not when a late copy arrives and it is too late.
+        if self.kind not in job_handlers():
+            raise ValueError(f"unknown job kind {self.kind!r}")
 
 
 @dataclass
@@ -82,7 +88,7 @@ def notify_admins(
             continue
         try:
             _Notice(admin_id, text, purpose, reply_markup, on_sent).deliver(client, report)
-        except Exception:  # a bug sending to one admin (already recorded) stops no other
+        except Exception:  # a bug, or the database gone, for one admin stops no other
             log.exception("notifying admin %s failed (%s)", admin_id, purpose)
     return report
 
@@ -111,10 +117,10 @@ class _Notice:
                 report.failed[self.chat_id] = delivery_failed(self.chat_id, self.purpose, exc)
                 return
             report.failed[self.chat_id] = redact(str(exc))[:500]
-            report.retrying.append(self.chat_id)
             job_retry_later(
                 ADMIN_NOTICE_JOB, self.payload(), dedupe_key=self.dedupe_key(), error=exc
             )
+            report.retrying.append(self.chat_id)
             log.info(
                 "notice to admin %s (%s) retried by a job: %s", self.chat_id, self.purpose, exc
             )
@@ -185,7 +191,9 @@ def admin_notice_job(payload: dict[str, Any], run: JobRun) -> None:
 
 def _arrived(notice: _Notice, message: dict[str, Any]) -> None:
     log.info("notice to admin %s (%s) delivered by its retry", notice.chat_id, notice.purpose)
-    if notice.on_sent is not None:
+    if notice.on_sent is None:
+        return
+    try:
         job_enqueue(
             notice.on_sent.kind,
             {
@@ -194,6 +202,10 @@ def _arrived(notice: _Notice, message: dict[str, Any]) -> None:
                 "message_id": int(message["message_id"]),
             },
             kick=True,
+        )
+    except Exception:  # raising would make the runner send the notice a second time
+        log.exception(
+            "notice to admin %s (%s): its follow-up was not queued", notice.chat_id, notice.purpose
         )
 
 

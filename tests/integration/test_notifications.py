@@ -11,7 +11,7 @@ from django.utils import timezone
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.runner import run_due
 from telegram_bot.models import BlockedChat, BotAdmin, DeliveryFailure
-from telegram_bot.notifications import ADMIN_NOTICE_JOB, notify_admins
+from telegram_bot.notifications import ADMIN_NOTICE_JOB, FollowUp, notify_admins
 from tests.builders import make_message_update
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
@@ -147,3 +147,11 @@ def test_a_notice_that_may_have_arrived_is_recorded_and_not_sent_again(
     assert failure.description.startswith("outcome unknown")
     assert not Job.objects.exists()
     assert len(bot.calls_to("sendMessage")) == 1
+
+
+def test_a_follow_up_of_an_unknown_job_kind_is_refused_before_anything_is_sent(
+    bot: FakeTelegramServer,
+) -> None:
+    with pytest.raises(ValueError, match="unknown job kind 'nope.linked'"):
+        notify_admins("hello", purpose="test", on_sent=FollowUp("nope.linked", {}))
+    assert bot.calls_to("sendMessage") == []
