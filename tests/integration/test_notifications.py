@@ -152,6 +152,6 @@ def test_a_notice_that_may_have_arrived_is_recorded_and_not_sent_again(
 def test_a_follow_up_of_an_unknown_job_kind_is_refused_before_anything_is_sent(
     bot: FakeTelegramServer,
 ) -> None:
-    with pytest.raises(ValueError, match="unknown job kind 'nope.linked'"):
+    with pytest.raises(ValueError, match="unknown job kind 'nope\\.linked'"):
         notify_admins("hello", purpose="test", on_sent=FollowUp("nope.linked", {}))
     assert bot.calls_to("sendMessage") == []
