@@ -337,3 +337,44 @@ def test_an_enqueue_with_kick_starts_the_job_at_once_after_commit(
         assert calls == []  # not before the enqueue is committed
     assert Job.objects.get(pk=kicked.pk).status == JobStatus.SUCCEEDED
     assert {payload["name"] for _, payload, _ in calls} == {"quiet", "kicked"}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(180)
+def test_processes_racing_enqueues_of_one_dedupe_key_share_one_job() -> None:
+    import multiprocessing
+
+    from tests.integration.jobs_race_worker import enqueue_rounds
+
+    processes, rounds = 4, 3
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(processes + 1)  # this process starts and ends every round
+    results = ctx.Queue()
+    db_name = connections["default"].settings_dict["NAME"]
+    workers = [
+        ctx.Process(target=enqueue_rounds, args=(db_name, "race:p", rounds, barrier, results))
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    previous = job_enqueue("core.noop", {}, dedupe_key="race:p")
+    try:
+        for round_no in range(rounds):
+            # The key is held by a finished job: every process frees it and inserts at once.
+            Job.objects.filter(pk=previous.pk).update(status=JobStatus.SUCCEEDED)
+            barrier.wait(timeout=60)
+            barrier.wait(timeout=60)
+            got = [results.get(timeout=60) for _ in workers]
+            assert all(r == round_no for r, _ in got)
+            pks = {pk for _, pk in got}
+            assert len(pks) == 1 and all(isinstance(pk, int) for pk in pks), got
+            [pk] = pks
+            assert pk != previous.pk
+            previous = Job.objects.get(pk=pk)
+    finally:
+        barrier.abort()  # a failed round must not leave the workers waiting for the next one
+        for worker in workers:
+            worker.join(timeout=60)
+    assert [worker.exitcode for worker in workers] == [0] * processes
+    assert Job.objects.filter(dedupe_key="race:p").count() == 1
+    assert Job.objects.filter(kind="core.noop").count() == rounds + 1
