@@ -3,7 +3,9 @@
 ``deliver(entry)`` does whatever is still pending for a conversation entry (confirm to the
 user, notify the admins, send an answer to the user) and records it, so running it again for
 the same entry (a re-delivered update) sends nothing twice. Admin notifications go through the
-core's isolated ``notify_admins``.
+core's isolated ``notify_admins``: a transient failure is retried by the core's job, and a
+notice that arrives late is linked to the ticket (and followed by the user's file) by the
+``support.admin_notice_sent`` job.
 
 The message to the user is sent at most once automatically:
 
@@ -12,9 +14,10 @@ The message to the user is sent at most once automatically:
    support.deliver job, the admin site's Retry button), with a deadline after which an
    attempt that never came back is presumed dead.
 2. Send, outside any transaction.
-3. Record: delivered; or, when Telegram answered that it did not send it (or the request never
-   left: connection refused), the claim is released with the error, and a transient error
-   (429, 5xx, a refused connection) is retried by the support.deliver job; or, when the
+3. Record (``telegram_bot.delivery.send_once`` tells which): delivered; or, when Telegram
+   answered that it did not send it (or the request never left: connection refused), the
+   claim is released with the error, and a transient error (429, 5xx, a refused connection)
+   is retried by the support.deliver job (``job_retry_later``); or, when the
    outcome is unknown (a read timeout, a dropped connection, a proxy's 502/504, an attempt
    that died), the entry is marked ``delivery_uncertain``: the Bot API has no idempotency key
    and no way to ask whether the message arrived, so it is never sent again automatically (a
