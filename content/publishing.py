@@ -54,7 +54,8 @@ def post_publish(*, post_id: int, run: JobRun | None = None) -> Post:
        now" the client's longest possible call), and commits. A lease that is lost or about to
        end raises ``LeaseTooShortError`` (retryable, nothing sent): the job comes back with a
        fresh lease rather than racing its own expiry.
-    2. Send: one sendMessage/sendPhoto, no lock held. Its parameters (and an uploaded photo's
+    2. Send: one sendMessage/sendPhoto (the core's ``send_once`` sorts its outcome into
+       sent, refused or unknown), no lock held. Its parameters (and an uploaded photo's
        bytes) were prepared before the claim, so nothing else happens while it is in flight.
     3. Record: in one short transaction, fenced on the token, the status becomes ``published``
        with the channel's message id. An error Telegram answered moves the post back to
