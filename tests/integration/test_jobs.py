@@ -378,3 +378,33 @@ def test_processes_racing_enqueues_of_one_dedupe_key_share_one_job() -> None:
     assert [worker.exitcode for worker in workers] == [0] * processes
     assert Job.objects.filter(dedupe_key="race:p").count() == 1
     assert Job.objects.filter(kind="core.noop").count() == rounds + 1
+
+
+@pytest.mark.django_db
+def test_retry_later_replaces_the_queued_job_of_its_key_on_the_policys_delay(
+    settings: Any,
+) -> None:
+    from telegram_bot.jobs.services import job_retry_later
+
+    settings.JOB_RETRY_BASE_DELAY = 2
+    settings.JOB_RETRY_JITTER = 0
+    watchdog = job_enqueue(
+        "test.record", {"name": "w"}, run_at=timezone.now() + timedelta(minutes=5), dedupe_key="k"
+    )
+    before = timezone.now()
+    flood = TelegramRateLimitError("sendMessage", retry_after=7)
+    retry = job_retry_later("test.record", {"name": "r"}, dedupe_key="k", error=flood)
+    watchdog.refresh_from_db()
+    assert watchdog.status == JobStatus.CANCELLED and retry.pk != watchdog.pk
+    assert 7 <= (retry.next_attempt - before).total_seconds() < 8  # never before retry_after
+    server = TelegramApiError("sendMessage", status=500, error_code=500)
+    again = job_retry_later("test.record", {"name": "r"}, dedupe_key="k", error=server)
+    assert 2 <= (again.next_attempt - before).total_seconds() < 3  # the policy's first delay
+    assert list(Job.objects.filter(status=JobStatus.QUEUED).values_list("pk", flat=True)) == [
+        again.pk
+    ]
+    # A job of the key that is running keeps the work: it is returned, nothing is queued.
+    make_due(again)
+    [running] = claim_due("w1", limit=1)
+    assert job_retry_later("test.record", {}, dedupe_key="k", error=server).pk == running.pk
+    assert not Job.objects.filter(status=JobStatus.QUEUED).exists()
