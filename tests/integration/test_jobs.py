@@ -371,8 +371,10 @@ def test_processes_racing_enqueues_of_one_dedupe_key_share_one_job() -> None:
             [pk] = pks
             assert pk != previous.pk
             previous = Job.objects.get(pk=pk)
-    finally:
+    except BaseException:
         barrier.abort()  # a failed round must not leave the workers waiting for the next one
+        raise
+    finally:
         for worker in workers:
             worker.join(timeout=60)
     assert [worker.exitcode for worker in workers] == [0] * processes
