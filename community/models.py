@@ -9,11 +9,13 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from telegram_bot.client import TEXT_LIMIT
+
 # Telegram lets the bot write to a requester's user_chat_id for 5 minutes after the request:
 # the question must be asked, and answered, inside that window.
 MIN_TIMEOUT_SECONDS = 30
 MAX_TIMEOUT_SECONDS = 300
-MAX_MESSAGE_LENGTH = 4096
+MAX_MESSAGE_LENGTH = TEXT_LIMIT  # what one sendMessage carries
 # A first name and a last name are at most 64 characters each in Telegram.
 LONGEST_NAME = "x" * 129
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")

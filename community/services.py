@@ -29,7 +29,6 @@ import time
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
-from django.db import transaction
 from django.utils import timezone
 
 from community import texts
@@ -53,10 +52,8 @@ from community.records import (
 from community.selectors import policy_for_chat
 from telegram_bot.bot import get_client
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.jobs.retry import RetryPolicy
-from telegram_bot.jobs.retry import decide as retry_decision
-from telegram_bot.jobs.services import job_cancel, job_enqueue
-from telegram_bot.notifications import delivery_failed, notify_admins
+from telegram_bot.jobs.services import job_cancel, job_enqueue, job_retry_later
+from telegram_bot.notifications import FollowUp, delivery_failed, notify_admins
 from telegram_bot.state import get_store
 from telegram_bot.state.workflows import WorkflowStore
 from telegram_bot.updates import ChatJoinRequest
@@ -66,6 +63,8 @@ log = logging.getLogger(__name__)
 WORKFLOW = "community.join_question"
 DECIDE_JOB = "community.decide"
 TIMEOUT_JOB = "community.question_timeout"
+# Queued by the core when an admin's copy of a request arrived late (its retry job).
+COPY_SENT_JOB = "community.copy_sent"
 # When the watchdog of a decision comes: after the longest Telegram call can have ended (the
 # client's timeouts: connect 5 s + write 10 s + read 35 s + pool 5 s), so that it does not
 # race the webhook's own call, and soon enough that the request does not look stuck for long.
@@ -212,7 +211,7 @@ def join_request_decide(*, token: str, action: str, decider: Decider) -> DecideR
     return _carry_out(record, watchdog=watchdog, in_job=False, last_attempt=False)
 
 
-def join_request_retry(*, token: str, attempt: int, max_retries: int) -> None:
+def join_request_retry(*, token: str, attempt: int, last_attempt: bool) -> None:
     """One job attempt at a decision still "deciding": after a retryable failure, or the
     watchdog finding it stuck (the webhook stopped before recording Telegram's answer).
     Raises to be retried."""
@@ -220,7 +219,18 @@ def join_request_retry(*, token: str, attempt: int, max_retries: int) -> None:
     if record is None or record.status != DECIDING:
         return  # carried out, put back or expired meanwhile: nothing to do
     log.info("join request %s: asking Telegram again (job attempt %s)", token, attempt)
-    _carry_out(record, watchdog=None, in_job=True, last_attempt=attempt > max_retries)
+    _carry_out(record, watchdog=None, in_job=True, last_attempt=last_attempt)
+
+
+def join_request_copy_sent(*, token: str, chat_id: int, message_id: int) -> None:
+    """An admin's copy the core's retry job delivered late: keep it with the others (so the
+    decision is shown on it), and show at once a decision taken meanwhile."""
+    copy = [chat_id, message_id]
+    current, _ = _records().update(
+        token, lambda r: None if copy in r.copies else replace(r, copies=[*r.copies, copy])
+    )
+    if current is not None and not current.pending:
+        _edit_copies(current, only=[copy])
 
 
 def join_request_answer(*, chat_id: int, user_id: int, text: str) -> str | None:
@@ -310,7 +320,7 @@ def _carry_out(
             _unwatch(watchdog)
             return DecideResult(RESULT_CLOSED, closed, texts.already_decided(closed))
         if exc.retryable and not in_job:
-            _schedule_retry(record, exc, watchdog)
+            _schedule_retry(record, exc)
             _edit_copies(record)
             return DecideResult(
                 RESULT_RETRYING, record, "Telegram is busy: the decision will be retried."
@@ -392,12 +402,10 @@ def _decide_job_key(token: str) -> str:
 def _watch(token: str) -> int:
     """Queue the watchdog of a decision about to be taken; its id. One job per token: two
     presses at once share it, and so does the retry of a busy Telegram."""
-    policy = RetryPolicy.from_settings()
     job = job_enqueue(
         DECIDE_JOB,
-        {"token": token, "max_retries": policy.max_retries},
+        {"token": token},
         run_at=timezone.now() + timedelta(seconds=WATCHDOG_SECONDS),
-        max_retries=policy.max_retries,
         dedupe_key=_decide_job_key(token),
     )
     return job.pk
@@ -409,22 +417,16 @@ def _unwatch(watchdog: int | None) -> None:
         job_cancel(job_id=watchdog)
 
 
-def _schedule_retry(record: JoinRequestRecord, exc: TelegramApiError, watchdog: int | None) -> None:
-    """The watchdog becomes the retry, due when the retry policy says: cancelled and queued
-    again in one transaction, so the decision is never left without a job."""
-    policy = RetryPolicy.from_settings()
-    # The webhook's attempt counts as the first one: its delay honours retry_after.
-    delay = retry_decision(exc, attempt=1, policy=policy).delay
-    with transaction.atomic():
-        _unwatch(watchdog)
-        job_enqueue(
-            DECIDE_JOB,
-            {"token": record.token, "max_retries": policy.max_retries},
-            run_at=timezone.now() + timedelta(seconds=delay),
-            max_retries=policy.max_retries,
-            dedupe_key=_decide_job_key(record.token),
-        )
-    log.info("join request %s: Telegram busy (%s), retry in %.1fs", record.token, exc, delay)
+def _schedule_retry(record: JoinRequestRecord, exc: TelegramApiError) -> None:
+    """The watchdog (the job of the token's key) becomes the retry, due when the retry policy
+    says (the webhook's attempt counts as the first one; never before retry_after): replaced
+    in one transaction, so the decision is never left without a job."""
+    job = job_retry_later(
+        DECIDE_JOB, {"token": record.token}, dedupe_key=_decide_job_key(record.token), error=exc
+    )
+    log.info(
+        "join request %s: Telegram busy (%s), retry at %s", record.token, exc, job.next_attempt
+    )
 
 
 def _become_newest(record: JoinRequestRecord) -> bool:
@@ -461,7 +463,10 @@ def _hand_to_admins(token: str, *, note: str, from_stage: str) -> JoinRequestRec
     if record is None or not moved:
         return record
     report = notify_admins(
-        texts.copy_text(record), purpose="join_request", reply_markup=texts.copy_markup(record)
+        texts.copy_text(record),
+        purpose="join_request",
+        reply_markup=texts.copy_markup(record),
+        on_sent=FollowUp(COPY_SENT_JOB, {"token": token}),
     )
     sent = [[admin_id, message["message_id"]] for admin_id, message in report.sent.items()]
     current, _ = records.update(

@@ -12,9 +12,7 @@ def decide_job(payload: dict[str, Any], run: JobRun) -> None:
     """Ask Telegram again for a decision that met a 429, a 5xx or a network error, or that the
     webhook left "deciding" (the watchdog): nothing to do once the decision is recorded."""
     services.join_request_retry(
-        token=str(payload["token"]),
-        attempt=run.attempt,
-        max_retries=int(payload.get("max_retries", 0)),
+        token=str(payload["token"]), attempt=run.attempt, last_attempt=run.last_attempt
     )
 
 
@@ -23,7 +21,17 @@ def question_timeout_job(payload: dict[str, Any], run: JobRun) -> None:
     services.join_request_question_timeout(token=str(payload["token"]))
 
 
+def copy_sent_job(payload: dict[str, Any], run: JobRun) -> None:
+    """An admin's copy of a request arrived late (the core retried it): keep it."""
+    services.join_request_copy_sent(
+        token=str(payload["token"]),
+        chat_id=int(payload["chat_id"]),
+        message_id=int(payload["message_id"]),
+    )
+
+
 JOB_HANDLERS = {
     services.DECIDE_JOB: decide_job,
     services.TIMEOUT_JOB: question_timeout_job,
+    services.COPY_SENT_JOB: copy_sent_job,
 }

@@ -20,13 +20,14 @@ from community.records import (
     Decision,
     JoinRequestRecord,
 )
+from telegram_bot.client import TEXT_LIMIT
 from telegram_bot.updates import ChatJoinRequest, User
 
 CALLBACK_PREFIX = "jr:"
 LIST_CALLBACK = "jr:list"
 _CALLBACK_RE = re.compile(r"jr:([ad]):([A-Za-z0-9_-]{12})")
 _ACTIONS = {"a": APPROVE, "d": DECLINE}
-MAX_TEXT = 4096
+MAX_TEXT = TEXT_LIMIT
 PANEL_LIMIT = 10
 
 # Telegram's answers meaning "nothing left to decide": the request was handled elsewhere.

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
-# Telegram's limits (https://core.telegram.org/bots/api#sendmessage, #sendphoto).
-TEXT_LIMIT = 4096
-CAPTION_LIMIT = 1024
+# Telegram's photo limits (https://core.telegram.org/bots/api#sendphoto); the text and caption
+# limits are every sender's: telegram_bot.client.TEXT_LIMIT and CAPTION_LIMIT.
 PHOTO_MAX_BYTES = 10 * 1024 * 1024
 PHOTO_MAX_SIDES = 10_000  # width + height
 PHOTO_MAX_RATIO = 20
@@ -22,9 +21,6 @@ MAX_SCHEDULE_DAYS = 366
 DUE_TOLERANCE_SECONDS = 2.0
 # A send is not started with less lease left than this: it could not finish in time.
 MIN_SEND_SECONDS = 1.0
-# Added to the Telegram client's timeouts: how long after the start of a send its process may
-# still be recording the answer.
-SEND_MARGIN_SECONDS = 5.0
 PANEL_PAGE_SIZE = 5
 # A post this long past its time with no job queued or running is reconciled.
 RECONCILE_GRACE_SECONDS = 600

@@ -11,14 +11,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from content import conf, validation
+from content import validation
 from content.models import Post
 from telegram_bot.bot import get_client
-from telegram_bot.client import MAX_CALL_SECONDS
 from telegram_bot.errors import TelegramApiError
 
-# The longest a send can take with the client's timeouts, plus the time to record its answer.
-SEND_WINDOW_SECONDS = MAX_CALL_SECONDS + conf.SEND_MARGIN_SECONDS
 NOT_MODIFIED = "message is not modified"
 ALREADY_DELETED = "message to delete not found"
 
@@ -61,13 +58,6 @@ def sent_photo_file_id(message: dict[str, Any]) -> str:
     """The file_id of the largest size of a sent photo ('' for a text message)."""
     sizes = message.get("photo") or []
     return str(sizes[-1].get("file_id") or "") if sizes else ""
-
-
-def reached_telegram(exc: TelegramApiError) -> bool | None:
-    """Whether a failed call got an answer saying nothing was published (True), never left
-    this machine (False), or may have been processed without us hearing back (None); the
-    client decides (``TelegramApiError.reached``)."""
-    return exc.reached
 
 
 def edit(post: Post, *, text: str, buttons: validation.Buttons) -> None:

@@ -1,6 +1,6 @@
 """The post's publication job (``content.publish``, one per post by its dedupe key).
 
-Both helpers must be called while holding the post's row lock (``select_for_update``): every
+Every helper must be called while holding the post's row lock (``select_for_update``): every
 change of a post's schedule goes through that lock, so the queued job always matches it.
 """
 
@@ -9,8 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from content import conf
-from telegram_bot.jobs.models import Job, JobStatus
-from telegram_bot.jobs.services import job_cancel, job_enqueue
+from telegram_bot.errors import TelegramApiError
+from telegram_bot.jobs.models import Job
+from telegram_bot.jobs.services import job_cancel_key, job_reschedule, job_retry_later
 
 PUBLISH_KIND = "content.publish"
 
@@ -25,18 +26,27 @@ def publish_job_set(post_id: int, *, run_at: datetime) -> Job:
     A job that is running right now is kept: it takes the post's lock after us and sees the
     new schedule (a post not due yet sends it back to wait for ``publish_at``).
     """
-    publish_job_cancel(post_id)
-    return job_enqueue(
+    return job_reschedule(
         PUBLISH_KIND,
         {"post_id": post_id},
+        dedupe_key=dedupe_key(post_id),
         run_at=run_at,
         max_retries=conf.publish_max_retries(),
+    )
+
+
+def publish_job_retry(post_id: int, error: TelegramApiError) -> Job:
+    """After a retryable error of "publish now": the job tries again when the core retry
+    policy says (as it would after a failed first attempt of its own)."""
+    return job_retry_later(
+        PUBLISH_KIND,
+        {"post_id": post_id},
         dedupe_key=dedupe_key(post_id),
+        error=error,
+        max_retries=conf.publish_max_retries(),
     )
 
 
 def publish_job_cancel(post_id: int) -> None:
     """Cancel the post's queued publication job, if it has one."""
-    queued = Job.objects.filter(dedupe_key=dedupe_key(post_id), status=JobStatus.QUEUED)
-    for job_id in queued.values_list("pk", flat=True):
-        job_cancel(job_id=job_id)
+    job_cancel_key(dedupe_key(post_id))

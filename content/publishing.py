@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from django.db import transaction
 from django.utils import timezone
@@ -22,11 +22,12 @@ from content.errors import (
 )
 from content.models import UNPUBLISHED, Post, PostStatus
 from content.notices import UNKNOWN_OUTCOME, notify, unknown_text
+from content.selectors import post_locked
+from telegram_bot.client import SEND_WINDOW_SECONDS
+from telegram_bot.delivery import describe, send_once
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.models import Job, JobStatus
-from telegram_bot.jobs.retry import RetryPolicy, decide
 from telegram_bot.jobs.runner import JobRun
-from telegram_bot.redaction import redact
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,8 @@ def post_publish(*, post_id: int, run: JobRun | None = None) -> Post:
        now" the client's longest possible call), and commits. A lease that is lost or about to
        end raises ``LeaseTooShortError`` (retryable, nothing sent): the job comes back with a
        fresh lease rather than racing its own expiry.
-    2. Send: one sendMessage/sendPhoto, no lock held. Its parameters (and an uploaded photo's
+    2. Send: one sendMessage/sendPhoto (the core's ``send_once`` sorts its outcome into
+       sent, refused or unknown), no lock held. Its parameters (and an uploaded photo's
        bytes) were prepared before the claim, so nothing else happens while it is in flight.
     3. Record: in one short transaction, fenced on the token, the status becomes ``published``
        with the channel's message id. An error Telegram answered moves the post back to
@@ -77,15 +79,12 @@ def post_publish(*, post_id: int, run: JobRun | None = None) -> Post:
     claim = _claim(post_id, run, prepared)
     if claim is None:
         return _get(post_id)
-    try:
-        message = delivery.send(claim.outgoing)
-    except TelegramApiError as exc:
-        _send_failed(claim, exc, run)
-        raise
-    except Exception as exc:  # after the request left, anything may have happened
-        _mark_unknown(claim.post_id, claim.token, f"{type(exc).__name__}: {exc}")
-        raise PublishOutcomeUnknownError(unknown_text(claim.post_id)) from exc
-    return _record(claim, message)
+    return send_once(
+        lambda: delivery.send(claim.outgoing),
+        sent=lambda message: _record(claim, message),
+        refused=lambda exc: _send_failed(claim, exc, run),
+        unknown=lambda why, exc: _send_unknown(claim, why, exc),
+    )
 
 
 def post_publish_now(*, post_id: int) -> Post:
@@ -99,7 +98,7 @@ def post_publish_now(*, post_id: int) -> Post:
     """
     now = timezone.now()
     with transaction.atomic():
-        post = _locked(post_id)
+        post = post_locked(post_id)
         in_flight = post.status == PostStatus.PUBLISHING
         if post.status not in UNPUBLISHED and not in_flight:
             raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be published now.")
@@ -108,7 +107,7 @@ def post_publish_now(*, post_id: int) -> Post:
         # that died: that one is judged (outcome unknown), never sent again from here.
         return post_publish(post_id=post_id)
     with transaction.atomic():
-        post = _locked(post_id)
+        post = post_locked(post_id)
         if post.status not in UNPUBLISHED:
             raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be published now.")
         post.clean()
@@ -120,9 +119,7 @@ def post_publish_now(*, post_id: int) -> Post:
             last_error="",
             updated_at=now,
         )
-        jobs.publish_job_set(
-            post.pk, run_at=now + timedelta(seconds=delivery.SEND_WINDOW_SECONDS + 1)
-        )
+        jobs.publish_job_set(post.pk, run_at=now + timedelta(seconds=SEND_WINDOW_SECONDS + 1))
     try:
         post = post_publish(post_id=post_id)
     except TelegramApiError as exc:
@@ -142,7 +139,7 @@ def post_mark_published(*, post_id: int, message_id: int | None = None) -> Post:
     """An operator checked the channel: the post whose outcome was unknown is there."""
     now = timezone.now()
     with transaction.atomic():
-        post = _locked(post_id)
+        post = post_locked(post_id)
         if not post.needs_review:
             raise PostStateError(
                 f"Post #{post.pk} is {post.status}: only a post whose outcome is unknown can be "
@@ -256,7 +253,7 @@ def _deadline(post_id: int, run: JobRun | None, now: datetime) -> datetime:
     started then would be judged "outcome unknown" by the next attempt, and returning without
     an error would let the runner mark the job succeeded while the post stays scheduled.
     """
-    window = now + timedelta(seconds=delivery.SEND_WINDOW_SECONDS)
+    window = now + timedelta(seconds=SEND_WINDOW_SECONDS)
     if run is None:
         return window
     expires = (
@@ -277,14 +274,12 @@ def _deadline(post_id: int, run: JobRun | None, now: datetime) -> datetime:
     return min(window, expires)
 
 
-def _send_failed(claim: _Claim, exc: TelegramApiError, run: JobRun | None) -> None:
-    """Step 3 after an error: back to scheduled (retried), failed, or outcome unknown."""
-    error = f"{type(exc).__name__}: {redact(str(exc))}"[:2000]
-    reached = delivery.reached_telegram(exc)
-    if reached is None:
-        _mark_unknown(claim.post_id, claim.token, error)
-        raise PublishOutcomeUnknownError(unknown_text(claim.post_id)) from exc
-    retry = _will_retry(exc, run)
+def _send_failed(claim: _Claim, exc: TelegramApiError, run: JobRun | None) -> NoReturn:
+    """Step 3 after Telegram refused (or the request never left): back to scheduled when the
+    job retries it, else failed (admins told); the error is raised for the caller or the job
+    runner."""
+    error = describe(exc)
+    retry = exc.retryable if run is None else run.will_retry(exc)  # now: the job retries
     updated = Post.objects.filter(
         pk=claim.post_id, attempt_token=claim.token, status=PostStatus.PUBLISHING
     ).update(
@@ -300,6 +295,13 @@ def _send_failed(claim: _Claim, exc: TelegramApiError, run: JobRun | None) -> No
             f"Post #{claim.post_id} could not be published and is marked failed: {error[:500]}\n"
             "Fix it in the admin site or the panel, then publish it again.",
         )
+    raise exc
+
+
+def _send_unknown(claim: _Claim, why: str, exc: BaseException) -> NoReturn:
+    """Step 3 when the post may or may not be in the channel: never sent again, admins told."""
+    _mark_unknown(claim.post_id, claim.token, why)
+    raise PublishOutcomeUnknownError(unknown_text(claim.post_id)) from exc
 
 
 def _mark_unknown(post_id: int, token: str, error: str) -> None:
@@ -366,24 +368,12 @@ def _record(claim: _Claim, message: dict[str, Any]) -> Post:
     return post
 
 
-def _will_retry(exc: TelegramApiError, run: JobRun | None) -> bool:
-    """What the job runner will decide for this error (it uses the same policy)."""
-    if run is None:
-        return exc.retryable  # "publish now" hands a retryable error to the job
-    max_retries = Job.objects.filter(pk=run.job_id).values_list("max_retries", flat=True).first()
-    policy = RetryPolicy.from_settings()
-    if max_retries is not None:
-        policy = replace(policy, max_retries=max_retries)
-    return decide(exc, attempt=run.attempt, policy=policy).retry
-
-
 def _retry_later(post_id: int, exc: TelegramApiError) -> None:
     """After a retryable error of "publish now": the job tries again after the policy's delay."""
-    delay = decide(exc, attempt=1, policy=RetryPolicy.from_settings()).delay
     with transaction.atomic():
-        post = _locked(post_id)
+        post = post_locked(post_id)
         if post.status == PostStatus.SCHEDULED:
-            jobs.publish_job_set(post_id, run_at=timezone.now() + timedelta(seconds=delay))
+            jobs.publish_job_retry(post_id, exc)
 
 
 def _drop_safety_job(post_id: int) -> None:
@@ -395,13 +385,6 @@ def _drop_safety_job(post_id: int) -> None:
 
 
 # --- helpers ----------------------------------------------------------------------------------
-def _locked(post_id: int) -> Post:
-    post = Post.objects.select_for_update().filter(pk=post_id).first()
-    if post is None:
-        raise PostNotFoundError(f"Post #{post_id} does not exist.")
-    return post
-
-
 def _get(post_id: int) -> Post:
     post = Post.objects.filter(pk=post_id).first()
     if post is None:

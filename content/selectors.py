@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from content.errors import PostNotFoundError
 from content.models import Post, PostStatus
 
 
 def post_find(post_id: int) -> Post | None:
     return Post.objects.filter(pk=post_id).first()
+
+
+def post_locked(post_id: int) -> Post:
+    """The post's row, locked until the end of the caller's transaction: every change of a
+    post's status or schedule goes through this lock."""
+    post = Post.objects.select_for_update().filter(pk=post_id).first()
+    if post is None:
+        raise PostNotFoundError(f"Post #{post_id} does not exist.")
+    return post
 
 
 def posts_active() -> QuerySet[Post]:

@@ -17,9 +17,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from content import delivery, jobs, validation
-from content.errors import PostNotFoundError, PostStateError
+from content.errors import PostStateError
 from content.models import UNPUBLISHED, Post, PostStatus
 from content.publishing import post_mark_published, post_publish, post_publish_now
+from content.selectors import post_locked
+from telegram_bot.client import SEND_WINDOW_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +112,7 @@ def post_update(*, post_id: int, changes: PostChanges) -> Post:
     (or caption) and the buttons can change: the channel message is edited first
     (editMessageText or editMessageCaption), then the post; its channel and photo cannot."""
     with transaction.atomic():
-        post = _locked(post_id)
+        post = post_locked(post_id)
         if post.status in UNPUBLISHED:
             _apply(post, changes)
             return post
@@ -150,7 +152,7 @@ def post_update(*, post_id: int, changes: PostChanges) -> Post:
 @transaction.atomic
 def post_schedule(*, post_id: int, publish_at: datetime) -> Post:
     """Publish at ``publish_at`` (aware, in the future): the post's job is set to that time."""
-    post = _locked(post_id)
+    post = post_locked(post_id)
     if post.status not in UNPUBLISHED:
         raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be scheduled.")
     post.clean()
@@ -162,7 +164,7 @@ def post_schedule(*, post_id: int, publish_at: datetime) -> Post:
 @transaction.atomic
 def post_unschedule(*, post_id: int) -> Post:
     """Back to draft: the job is cancelled."""
-    post = _locked(post_id)
+    post = post_locked(post_id)
     if post.status not in UNPUBLISHED:
         raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot go back to draft.")
     jobs.publish_job_cancel(post.pk)
@@ -177,7 +179,7 @@ def post_archive(*, post_id: int, delete_message: bool = False) -> Post:
     one stays in the channel unless ``delete_message`` (deleteMessage first; a message that is
     already gone counts as deleted). Archiving an archived post changes nothing."""
     with transaction.atomic():
-        post = _locked(post_id)
+        post = post_locked(post_id)
         if post.status == PostStatus.ARCHIVED:
             return post
         if post.status == PostStatus.PUBLISHING:
@@ -211,7 +213,7 @@ def post_archive(*, post_id: int, delete_message: bool = False) -> Post:
 @transaction.atomic
 def post_delete_draft(*, post_id: int) -> None:
     """Delete a post that never reached the channel (draft, or archived before publication)."""
-    post = _locked(post_id)
+    post = post_locked(post_id)
     if post.status != PostStatus.DRAFT and not (
         post.status == PostStatus.ARCHIVED and post.channel_message_id is None
     ):
@@ -230,13 +232,6 @@ def post_photo_remember(*, post_id: int, file_id: str) -> None:
 
 
 # --- helpers ----------------------------------------------------------------------------------
-def _locked(post_id: int) -> Post:
-    post = Post.objects.select_for_update().filter(pk=post_id).first()
-    if post is None:
-        raise PostNotFoundError(f"Post #{post_id} does not exist.")
-    return post
-
-
 def _apply(post: Post, changes: PostChanges) -> None:
     """Change an unpublished post in place (validated); call under its lock."""
     if changes.text is not None:
@@ -271,7 +266,7 @@ def _claim_channel_message(post: Post) -> str:
         raise PostStateError(f"Post #{post.pk} is being changed right now: try again shortly.")
     token = uuid.uuid4().hex
     post.attempt_token = token
-    post.attempt_deadline = now + timedelta(seconds=delivery.SEND_WINDOW_SECONDS)
+    post.attempt_deadline = now + timedelta(seconds=SEND_WINDOW_SECONDS)
     post.save(update_fields=["attempt_token", "attempt_deadline"])
     return token
 

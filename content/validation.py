@@ -18,6 +18,7 @@ from django.core.validators import URLValidator
 from django.utils import timezone
 
 from content import conf
+from telegram_bot.client import CAPTION_LIMIT, TEXT_LIMIT
 
 Buttons = list[list[dict[str, str]]]
 
@@ -33,7 +34,7 @@ LABEL_SEPARATOR = "|"
 # --- text -------------------------------------------------------------------------------------
 def check_text(text: str, *, has_photo: bool) -> None:
     """A text post needs 1-4096 characters; a photo's caption may be empty, at most 1024."""
-    limit = conf.CAPTION_LIMIT if has_photo else conf.TEXT_LIMIT
+    limit = CAPTION_LIMIT if has_photo else TEXT_LIMIT
     if not has_photo and not text.strip():
         raise ValidationError({"text": "A text post needs a text (or add a photo)."})
     if len(text) > limit:

@@ -3,7 +3,9 @@
 ``deliver(entry)`` does whatever is still pending for a conversation entry (confirm to the
 user, notify the admins, send an answer to the user) and records it, so running it again for
 the same entry (a re-delivered update) sends nothing twice. Admin notifications go through the
-core's isolated ``notify_admins``.
+core's isolated ``notify_admins``: a transient failure is retried by the core's job, and a
+notice that arrives late is linked to the ticket (and followed by the user's file) by the
+``support.admin_notice_sent`` job.
 
 The message to the user is sent at most once automatically:
 
@@ -12,9 +14,10 @@ The message to the user is sent at most once automatically:
    support.deliver job, the admin site's Retry button), with a deadline after which an
    attempt that never came back is presumed dead.
 2. Send, outside any transaction.
-3. Record: delivered; or, when Telegram answered that it did not send it (or the request never
-   left: connection refused), the claim is released with the error, and a transient error
-   (429, 5xx, a refused connection) is retried by the support.deliver job; or, when the
+3. Record (``telegram_bot.delivery.send_once`` tells which): delivered; or, when Telegram
+   answered that it did not send it (or the request never left: connection refused), the
+   claim is released with the error, and a transient error (429, 5xx, a refused connection)
+   is retried by the support.deliver job (``job_retry_later``); or, when the
    outcome is unknown (a read timeout, a dropped connection, a proxy's 502/504, an attempt
    that died), the entry is marked ``delivery_uncertain``: the Bot API has no idempotency key
    and no way to ask whether the message arrived, so it is never sent again automatically (a
@@ -29,7 +32,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from support import selectors, services
@@ -37,22 +39,19 @@ from support.conf import reopen_window
 from support.errors import DeliveryInProgressError
 from support.models import Ticket, TicketBotMessage, TicketMessage
 from telegram_bot.bot import get_client
-from telegram_bot.client import MAX_CALL_SECONDS, TelegramClient
+from telegram_bot.client import CAPTION_LIMIT, SEND_WINDOW_SECONDS, TEXT_LIMIT, TelegramClient, clip
+from telegram_bot.delivery import send_once
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.jobs.services import job_enqueue
-from telegram_bot.notifications import delivery_failed, notify_admins
+from telegram_bot.jobs.services import job_retry_later
+from telegram_bot.notifications import FollowUp, delivery_failed, notify_admins
 
 log = logging.getLogger(__name__)
-MESSAGE_LIMIT = 4096
-CAPTION_LIMIT = 1024
 FILE_METHODS = {"photo": "sendPhoto", "document": "sendDocument", "voice": "sendVoice"}
 RETRY_JOB = "support.deliver"
+# Queued by the core when an admin's notice of an entry arrived late (its retry job).
+ADMIN_NOTICE_SENT_JOB = "support.admin_notice_sent"
 RETRYING = services.RETRYING
 UNCERTAIN = "delivery uncertain"
-# The longest one send can take with the client's timeouts, plus the time to record it: an
-# attempt that has not come back by then is presumed dead.
-SEND_MARGIN_SECONDS = 5.0
-SEND_WINDOW_SECONDS = MAX_CALL_SECONDS + SEND_MARGIN_SECONDS
 Event = TicketMessage.Event
 
 
@@ -79,13 +78,6 @@ def deliver(entry: TicketMessage, *, client: TelegramClient | None = None) -> De
     return result
 
 
-def reached_telegram(exc: TelegramApiError) -> bool | None:
-    """Whether a failed call got an answer saying nothing was sent (True), never left this
-    machine (False), or may have been processed without us hearing back (None); the client
-    decides (``TelegramApiError.reached``)."""
-    return exc.reached
-
-
 def buttons(ticket: Ticket) -> dict[str, Any]:
     """Reply and Resolve, under every admin notification of an open ticket."""
     return {
@@ -108,10 +100,6 @@ def link_admin_message(ticket: Ticket, sent: dict[str, Any]) -> None:
         message_id=sent["message_id"],
         audience=TicketBotMessage.Audience.ADMIN,
     )
-
-
-def clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- to the user -----------------------------------------------------------------------------
@@ -146,7 +134,7 @@ def redeliver(entry: TicketMessage, *, final: bool, client: TelegramClient | Non
     if attempt.state == _UNCERTAIN and entry.sender == TicketMessage.Sender.ADMIN:
         _tell_admins_uncertain(client, ticket, entry, attempt.error)
     if attempt.state == _FAILED and attempt.exc is not None and attempt.recorded:
-        raise attempt.exc
+        raise attempt.exc  # the job's policy: retry (429, 5xx, network) or give up
 
 
 def _send_to_user(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> Delivery:
@@ -157,12 +145,12 @@ def _send_to_user(client: TelegramClient, ticket: Ticket, entry: TicketMessage) 
         return Delivery(False, attempt.error, uncertain=True)
     if attempt.state == _BUSY:
         # Should that attempt have died, the job finds it presumed dead after its deadline.
-        _schedule_retry(entry, attempt.wait + 1)
+        _schedule_retry(entry, error=None, wait=attempt.wait + 1)
         return Delivery(None, in_progress=True)
     if attempt.state == _FAILED and attempt.exc is not None:
         exc = attempt.exc
         if exc.retryable and attempt.recorded:  # 429, 5xx, network: the job tries again
-            _schedule_retry(entry, float(exc.retry_after or 0))
+            _schedule_retry(entry, error=exc)
             return Delivery(False, attempt.error, retrying=True)
         return Delivery(False, attempt.error)
     return Delivery(None)  # delivered, or given up, by another attempt
@@ -188,7 +176,7 @@ def _attempt(
     after_failure: bool,
     final: bool,
 ) -> _Attempt:
-    """Claim, send and record the user's message of ``entry``."""
+    """Claim, send once and record the user's message of ``entry`` (``send_once``)."""
     now = timezone.now()
     token = services.entry_delivery_claim(
         entry_id=entry.pk,
@@ -197,25 +185,33 @@ def _attempt(
     )
     if token is None:
         return _not_claimed(entry, now)
-    try:
-        sent = _send_user_message(client, ticket, entry)
-    except TelegramApiError as exc:
-        why = _why(exc, delivery_failed(ticket.chat_id, f"support #{ticket.number}", exc))
-        if reached_telegram(exc) is None:
-            services.entry_delivery_uncertain(entry=entry, error=_uncertain(why), token=token)
-            log.warning("support #%s entry %s: %s (%s)", ticket.number, entry.pk, UNCERTAIN, why)
-            return _Attempt(_UNCERTAIN, why, exc)
+    purpose = f"support #{ticket.number}"
+
+    def sent(message_id: int) -> _Attempt:
+        services.entry_user_notified(entry=entry, chat_id=ticket.chat_id, message_id=message_id)
+        return _Attempt(_SENT)
+
+    def refused(exc: TelegramApiError) -> _Attempt:
+        why = _why(exc, delivery_failed(ticket.chat_id, purpose, exc))
         error = why
         if exc.retryable:
             error += " (gave up retrying)" if final else RETRYING
         recorded = services.entry_delivery_failed(entry=entry, error=error, token=token)
         return _Attempt(_FAILED, why, exc, recorded=recorded)
-    except Exception as exc:  # after the request left, anything may have happened
-        why = f"{type(exc).__name__}: {exc}"
+
+    def unknown(why: str, exc: BaseException) -> _Attempt:
+        if isinstance(exc, TelegramApiError):
+            why = _why(exc, delivery_failed(ticket.chat_id, purpose, exc))
         services.entry_delivery_uncertain(entry=entry, error=_uncertain(why), token=token)
-        raise
-    services.entry_user_notified(entry=entry, chat_id=ticket.chat_id, message_id=sent)
-    return _Attempt(_SENT)
+        log.warning("support #%s entry %s: %s (%s)", ticket.number, entry.pk, UNCERTAIN, why)
+        return _Attempt(_UNCERTAIN, why, exc if isinstance(exc, TelegramApiError) else None)
+
+    return send_once(
+        lambda: _send_user_message(client, ticket, entry),
+        sent=sent,
+        refused=refused,
+        unknown=unknown,
+    )
 
 
 def _not_claimed(entry: TicketMessage, now: datetime) -> _Attempt:
@@ -263,13 +259,16 @@ def _tell_admins_uncertain(
     notify_admins(clip(text), purpose=f"support #{ticket.number} uncertain", client=client)
 
 
-def _schedule_retry(entry: TicketMessage, wait: float) -> None:
-    wait = max(float(settings.JOB_RETRY_BASE_DELAY), wait)
-    job_enqueue(
+def _schedule_retry(
+    entry: TicketMessage, *, error: TelegramApiError | None, wait: float = 0
+) -> None:
+    """The support.deliver job sends it again on the core retry policy."""
+    job_retry_later(
         RETRY_JOB,
         {"entry_id": entry.pk},
-        run_at=timezone.now() + timedelta(seconds=wait),
         dedupe_key=f"{RETRY_JOB}:{entry.pk}",
+        error=error,
+        not_before=wait,
     )
 
 
@@ -341,12 +340,42 @@ def _admin_notice_due(entry: TicketMessage) -> bool:
 def _notify_admins(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> None:
     text, markup = _admin_notice(ticket, entry)
     report = notify_admins(
-        text, purpose=f"support #{ticket.number}", reply_markup=markup, client=client
+        text,
+        purpose=f"support #{ticket.number}",
+        reply_markup=markup,
+        client=client,
+        on_sent=FollowUp(ADMIN_NOTICE_SENT_JOB, {"entry_id": entry.pk}),
     )
     messages = [(admin, int(sent["message_id"])) for admin, sent in report.sent.items()]
     if entry.file_id:
         messages += _send_file_to_admins(client, ticket, entry, report.sent, markup)
     services.entry_admins_notified(entry=entry, messages=messages)
+
+
+def admin_notice_arrived(
+    *, entry_id: int, chat_id: int, message_id: int, client: TelegramClient | None = None
+) -> None:
+    """A notice the core's retry job delivered late to one admin: link it to the ticket (so a
+    reply to it answers the ticket) and send that admin the user's file, as the others got it
+    with their notice."""
+    entry = TicketMessage.objects.select_related("ticket").filter(pk=entry_id).first()
+    if entry is None:
+        return  # the ticket was deleted meanwhile
+    ticket = entry.ticket
+    messages = [(chat_id, message_id)]
+    if entry.file_id:
+        client = client or get_client()
+        _, markup = _admin_notice(ticket, entry)
+        notice = {chat_id: {"message_id": message_id}}
+        messages += _send_file_to_admins(client, ticket, entry, notice, markup)
+    for admin_chat, sent_id in messages:
+        services.bot_message_link(
+            ticket_id=ticket.pk,
+            entry=entry,
+            chat_id=admin_chat,
+            message_id=sent_id,
+            audience=TicketBotMessage.Audience.ADMIN,
+        )
 
 
 def _admin_notice(ticket: Ticket, entry: TicketMessage) -> tuple[str, dict[str, Any] | None]:
@@ -362,7 +391,7 @@ def _admin_notice(ticket: Ticket, entry: TicketMessage) -> tuple[str, dict[str, 
         head = f"Ticket #{number}, new message from {who}:"
     body = _entry_summary(entry)
     tail = "\n\nReply to this message, or press Reply, to answer."
-    room = MESSAGE_LIMIT - len(head) - len(tail) - 1
+    room = TEXT_LIMIT - len(head) - len(tail) - 1
     return f"{head}\n{clip(body, room)}{tail}", buttons(ticket)
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
 from support import delivery
 from support.models import TicketMessage
 from telegram_bot.jobs.runner import JobRun
@@ -18,7 +16,19 @@ def deliver_job(payload: dict[str, Any], run: JobRun) -> None:
     entry = TicketMessage.objects.select_related("ticket").filter(pk=entry_id).first()
     if entry is None:
         return  # the ticket was deleted meanwhile
-    delivery.redeliver(entry, final=run.attempt > settings.JOB_MAX_RETRIES)
+    delivery.redeliver(entry, final=run.last_attempt)
 
 
-JOB_HANDLERS = {delivery.RETRY_JOB: deliver_job}
+def admin_notice_sent_job(payload: dict[str, Any], run: JobRun) -> None:
+    """An admin's notice of an entry arrived late (the core retried it): link it."""
+    delivery.admin_notice_arrived(
+        entry_id=int(payload["entry_id"]),
+        chat_id=int(payload["chat_id"]),
+        message_id=int(payload["message_id"]),
+    )
+
+
+JOB_HANDLERS = {
+    delivery.RETRY_JOB: deliver_job,
+    delivery.ADMIN_NOTICE_SENT_JOB: admin_notice_sent_job,
+}

@@ -7,14 +7,15 @@ from typing import Any
 
 from django.conf import settings
 
-from telegram_bot.jobs.runner import JobRun, run_due, run_for
+from telegram_bot.jobs.runner import JobRun, new_owner, run_due, run_until_idle
 from telegram_bot.jobs.services import jobs_delete_finished
+from telegram_bot.notifications import ADMIN_NOTICE_JOB, admin_notice_job
 from telegram_bot.state import get_store
 
 log = logging.getLogger(__name__)
 
-# The django-q2 tick runs jobs for this long (its schedule fires every minute; the cluster's
-# timeout is 120 s).
+# The most one django-q2 tick spends running due jobs (its schedule fires every minute; the
+# cluster's timeout is 120 s). It returns sooner, as soon as no job is due.
 TICK_SECONDS = 50
 
 
@@ -28,14 +29,12 @@ def kv_purge_expired() -> int:
 
 
 def jobs_tick() -> int:
-    """Claim and run due jobs for about TICK_SECONDS."""
-    return run_for(TICK_SECONDS)
+    """Claim and run the jobs that are due, until none is (at most TICK_SECONDS)."""
+    return run_until_idle(TICK_SECONDS)
 
 
 def jobs_run_due() -> int:
     """Run what is due right now (queued by ``job_enqueue(kick=True)``)."""
-    from telegram_bot.jobs.runner import new_owner
-
     return run_due(new_owner())
 
 
@@ -48,4 +47,4 @@ def noop_job(payload: dict[str, Any], run: JobRun) -> None:
     """A job that does nothing: operators can check that the worker runs jobs at all."""
 
 
-JOB_HANDLERS = {"core.noop": noop_job}
+JOB_HANDLERS = {"core.noop": noop_job, ADMIN_NOTICE_JOB: admin_notice_job}

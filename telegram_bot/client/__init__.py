@@ -9,11 +9,21 @@ from telegram_bot.client.core import (
     TelegramClient,
     telegram_error,
 )
+from telegram_bot.client.limits import (
+    CAPTION_LIMIT,
+    SEND_WINDOW_SECONDS,
+    TEXT_LIMIT,
+    clip,
+)
 
 __all__ = [
+    "CAPTION_LIMIT",
     "DEFAULT_BASE_URL",
     "DEFAULT_TIMEOUT",
     "MAX_CALL_SECONDS",
+    "SEND_WINDOW_SECONDS",
+    "TEXT_LIMIT",
     "TelegramClient",
+    "clip",
     "telegram_error",
 ]

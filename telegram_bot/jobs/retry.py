@@ -70,13 +70,27 @@ def decide(
         return Decision(False, 0.0, reason)
     if attempt > policy.max_retries:
         return Decision(False, 0.0, f"gave up after {attempt} attempts ({reason})")
+    return Decision(True, retry_delay(exc, attempt=attempt, policy=policy, rng=rng), reason)
+
+
+def retry_delay(
+    exc: BaseException | None,
+    *,
+    attempt: int = 1,
+    policy: RetryPolicy | None = None,
+    rng: Callable[[], float] = random.random,
+) -> float:
+    """Seconds to wait after attempt ``attempt`` failed with ``exc``: the policy's backoff,
+    never less than Telegram's ``retry_after``. ``exc`` None: nothing failed, the attempt
+    only has to come back later (another one was in flight)."""
+    policy = policy or RetryPolicy.from_settings()
     delay = backoff_delay(
         attempt, base=policy.base_delay, max_delay=policy.max_delay, jitter=policy.jitter, rng=rng
     )
     retry_after = getattr(exc, "retry_after", None)
     if isinstance(retry_after, int | float) and retry_after > delay:
         delay = float(retry_after)  # flood control: never come back before Telegram allows
-    return Decision(True, delay, reason)
+    return delay
 
 
 def classify(exc: BaseException, policy: RetryPolicy) -> tuple[bool, str]:

@@ -14,7 +14,7 @@ import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -25,6 +25,7 @@ from django.utils import timezone
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.registry import job_handlers
 from telegram_bot.jobs.retry import RetryPolicy, decide
+from telegram_bot.notifications import ADMIN_NOTICE_JOB, notify_admins
 from telegram_bot.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,24 @@ class JobRun:
     kind: str
     attempt: int
     owner: str
+    max_retries: int | None = None  # None: read from the job
+
+    @property
+    def last_attempt(self) -> bool:
+        """True when a failure of this attempt is final: the runner will not retry it."""
+        return self.attempt > self._max_retries()
+
+    def will_retry(self, exc: BaseException) -> bool:
+        """What the runner will decide when this attempt ends with ``exc`` (the same policy):
+        a sender records "failed" or "retrying" before it raises."""
+        policy = replace(RetryPolicy.from_settings(), max_retries=self._max_retries())
+        return decide(exc, attempt=self.attempt, policy=policy).retry
+
+    def _max_retries(self) -> int:
+        if self.max_retries is not None:
+            return self.max_retries
+        stored = Job.objects.filter(pk=self.job_id).values_list("max_retries", flat=True).first()
+        return settings.JOB_MAX_RETRIES if stored is None else stored
 
     def still_owned(self) -> bool:
         """True while this worker holds the job's lease (check before a final side effect)."""
@@ -100,9 +119,14 @@ def run_job(job: Job, owner: str, *, policy: RetryPolicy | None = None) -> str:
             f"gave up: the lease expired on all {job.max_retries + 1} attempts",
         )
     try:
-        handler(
-            job.payload, JobRun(job_id=job.pk, kind=job.kind, attempt=job.attempts, owner=owner)
+        run = JobRun(
+            job_id=job.pk,
+            kind=job.kind,
+            attempt=job.attempts,
+            owner=owner,
+            max_retries=job.max_retries,
         )
+        handler(job.payload, run)
     except Exception as exc:  # the policy decides; nothing escapes the worker
         error = f"{type(exc).__name__}: {redact(str(exc))}"[:2000]
         decision = decide(
@@ -139,6 +163,25 @@ def run_due(owner: str, *, limit: int = 10, lease_seconds: int | None = None) ->
     return ran
 
 
+def run_until_idle(seconds: float, *, owner: str | None = None) -> int:
+    """Run due jobs until none is due, for at most about ``seconds``; return how many ran.
+
+    The django-q2 tick: it returns as soon as nothing is due, so it holds a worker only while
+    there is work (other schedules and kicks do not queue behind an idle loop, and a stopping
+    cluster does not wait for one). Jobs that fall due later run at the next tick, or at once
+    when they were enqueued with ``kick``.
+    """
+    owner = owner or new_owner()
+    deadline = time.monotonic() + seconds
+    total = 0
+    while time.monotonic() < deadline:
+        ran = run_due(owner)
+        total += ran
+        if not ran:
+            break
+    return total
+
+
 def run_for(
     seconds: float,
     *,
@@ -146,7 +189,8 @@ def run_for(
     idle_sleep: float = 1.0,
     lease_seconds: int | None = None,
 ) -> int:
-    """Keep running due jobs for about ``seconds`` (the django-q2 tick); return how many ran."""
+    """Keep running due jobs for about ``seconds``, waiting for more when none is due (a
+    dedicated worker: ``manage.py run_jobs --seconds``); return how many ran."""
     owner = owner or new_owner()
     deadline = time.monotonic() + seconds
     total = 0
@@ -159,8 +203,6 @@ def run_for(
 
 
 def _with_job_maximum(policy: RetryPolicy, max_retries: int) -> RetryPolicy:
-    from dataclasses import replace
-
     return replace(policy, max_retries=max_retries)
 
 
@@ -196,8 +238,8 @@ def _lost(job: Job, owner: str) -> str:
 
 
 def _notify_failure(job: Job, error: str) -> None:
-    from telegram_bot.notifications import notify_admins
-
+    if job.kind == ADMIN_NOTICE_JOB:
+        return  # recorded as a delivery failure; a notice about a lost notice could loop
     text = f"Job {job.kind} #{job.pk} failed after {job.attempts} attempt(s).\n{error[:500]}"
     try:
         notify_admins(text, purpose="job_failed")

@@ -1,4 +1,4 @@
-"""Writes on jobs: enqueue, cancel, retry now, clean up."""
+"""Writes on jobs: enqueue, reschedule, retry later, cancel, retry now, clean up."""
 
 from __future__ import annotations
 
@@ -8,11 +8,15 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django_q.tasks import async_task
 
+from telegram_bot.errors import SchedulerError
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.registry import job_handlers
+from telegram_bot.jobs.retry import retry_delay
 
 FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+_DEDUPE_ROUNDS = 100
 
 
 def job_enqueue(
@@ -45,17 +49,75 @@ def job_enqueue(
 def _create(fields: dict[str, Any], dedupe_key: str | None) -> Job:
     if dedupe_key is None:
         return Job.objects.create(**fields)
-    try:
-        with transaction.atomic():
-            return Job.objects.create(dedupe_key=dedupe_key, **fields)
-    except IntegrityError:
-        existing = Job.objects.get(dedupe_key=dedupe_key)
+    # Every round either creates the job, finds the unfinished job of the key (returned), or
+    # frees the key of a finished one; a lost race (another caller created or freed it first)
+    # only sends us round again, so racing callers never see an IntegrityError. Another round
+    # is needed only when someone else made progress, so the bound is never reached in
+    # practice.
+    for _ in range(_DEDUPE_ROUNDS):
+        try:
+            with transaction.atomic():
+                return Job.objects.create(dedupe_key=dedupe_key, **fields)
+        except IntegrityError:
+            pass
+        existing = Job.objects.filter(dedupe_key=dedupe_key).first()
+        if existing is None:
+            continue  # freed (or deleted) since our insert failed: try again
         if existing.status not in FINISHED:
             return existing
-        # A finished job gives its key up to the new one, atomically.
-        with transaction.atomic():
-            Job.objects.filter(pk=existing.pk, status__in=FINISHED).update(dedupe_key=None)
-            return Job.objects.create(dedupe_key=dedupe_key, **fields)
+        # A finished job gives its key up to the new one. Two callers may both free it: one
+        # UPDATE changes the row, the other none, and only one of the inserts that follow wins.
+        Job.objects.filter(pk=existing.pk, status__in=FINISHED).update(dedupe_key=None)
+    raise SchedulerError(f"could not enqueue a job for dedupe key {dedupe_key!r}")
+
+
+def job_reschedule(
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    dedupe_key: str,
+    run_at: datetime,
+    max_retries: int | None = None,
+) -> Job:
+    """Make the one job of ``dedupe_key`` due at ``run_at``, in one transaction: a queued one
+    is cancelled and a new one queued. A running one is kept and returned: it has the work in
+    hand and decides for itself (a sender that finds another attempt in flight comes back
+    after that attempt's deadline)."""
+    with transaction.atomic():
+        job_cancel_key(dedupe_key)
+        return job_enqueue(
+            kind, payload, run_at=run_at, max_retries=max_retries, dedupe_key=dedupe_key
+        )
+
+
+def job_retry_later(
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    dedupe_key: str,
+    error: BaseException | None = None,
+    not_before: float = 0.0,
+    max_retries: int | None = None,
+) -> Job:
+    """Hand a send that failed retryably outside a job (a webhook, a button, the admin site)
+    to the job of ``dedupe_key``, due when the retry policy brings a failed first attempt back
+    (never before Telegram's ``retry_after``, nor before ``not_before`` seconds). The job's own
+    attempts then follow the same policy: every sender retries on one schedule."""
+    delay = max(retry_delay(error, attempt=1), not_before)
+    return job_reschedule(
+        kind,
+        payload,
+        dedupe_key=dedupe_key,
+        run_at=timezone.now() + timedelta(seconds=delay),
+        max_retries=max_retries,
+    )
+
+
+def job_cancel_key(dedupe_key: str) -> int:
+    """Cancel the queued job of ``dedupe_key``, if there is one; return how many."""
+    return Job.objects.filter(dedupe_key=dedupe_key, status=JobStatus.QUEUED).update(
+        status=JobStatus.CANCELLED, finished_at=timezone.now()
+    )
 
 
 def job_cancel(*, job_id: int) -> bool:
@@ -92,6 +154,4 @@ def jobs_delete_finished(*, older_than: timedelta | None = None) -> int:
 
 
 def _kick() -> None:
-    from django_q.tasks import async_task
-
     async_task("telegram_bot.tasks.jobs_run_due", task_name="jobs_run_due")

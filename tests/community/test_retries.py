@@ -131,3 +131,22 @@ def test_a_network_error_in_the_webhook_is_retried_by_the_job(
     make_jobs_due()
     run_due("test-worker")
     assert len(succeeded(bot, "approveChatJoinRequest")) == 1
+
+
+def test_an_admin_copy_lost_to_a_server_error_arrives_late_and_shows_the_decision(
+    bot: FakeTelegramServer, post_update: Any, fast_retries: None
+) -> None:
+    BotAdmin.objects.create(telegram_id=11)
+    bot.fail_next("sendMessage", status=500)  # the owner's copy (the owner is notified first)
+    data = join_and_notify(bot, post_update)
+    assert [c.params["chat_id"] for c in notifications(bot)] == [11]
+    post_update(press_update(data["Approve"], user_id=11, name="Ivan"))
+    assert len(succeeded(bot, "approveChatJoinRequest")) == 1
+    make_jobs_due()
+    run_due("test-worker")  # the owner's copy again, then keeping it with the others
+    assert len([c for c in notifications(bot) if c.params["chat_id"] == OWNER_ID]) == 1
+    # Decided while it was on its way: the copy it became is edited to say so, without buttons.
+    [edit] = edits_to(bot, OWNER_ID)
+    assert edit.params["message_id"] == copy_of(data["Approve"], OWNER_ID)
+    assert "Approved by Ivan at " in edit.params["text"] and "reply_markup" not in edit.params
+    assert len(succeeded(bot, "approveChatJoinRequest")) == 1

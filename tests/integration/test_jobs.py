@@ -260,3 +260,153 @@ def test_a_claimed_job_whose_lease_ran_out_is_not_started() -> None:
     Job.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     assert run_job(job, "w1") == "lost"
     assert calls == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_enqueues_of_one_dedupe_key_share_one_job_and_never_crash() -> None:
+    # Each round starts with the key held by a finished job, so every caller's insert fails
+    # and every caller tries to free the key and insert again at the same moment.
+    callers, rounds = 8, 4
+
+    def enqueue(barrier: threading.Barrier, got: list[int], errors: list[BaseException]) -> None:
+        try:
+            barrier.wait()
+            got.append(job_enqueue("test.record", {"name": "r"}, dedupe_key="race:1").pk)
+        except BaseException as exc:  # collected: an exception in a thread is not raised
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    previous = job_enqueue("test.record", {"name": "r"}, dedupe_key="race:1")
+    for _ in range(rounds):
+        Job.objects.filter(pk=previous.pk).update(status=JobStatus.SUCCEEDED)
+        barrier = threading.Barrier(callers)
+        got: list[int] = []
+        errors: list[BaseException] = []
+        threads = [
+            threading.Thread(target=enqueue, args=(barrier, got, errors)) for _ in range(callers)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert len(got) == callers and len(set(got)) == 1  # all callers got the one new job
+        assert got[0] != previous.pk
+        unfinished = Job.objects.filter(dedupe_key="race:1").exclude(
+            status__in=(JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+        )
+        assert list(unfinished.values_list("pk", flat=True)) == [got[0]]
+        previous = Job.objects.get(pk=got[0])
+    assert Job.objects.filter(kind="test.record").count() == rounds + 1
+
+
+@pytest.mark.django_db
+def test_a_tick_runs_what_is_due_and_returns_as_soon_as_nothing_is(monkeypatch: Any) -> None:
+    from telegram_bot import tasks
+    from telegram_bot.jobs import runner
+
+    due = [job_enqueue("test.record", {"name": f"d{i}"}).pk for i in range(12)]  # > one round
+    later = job_enqueue(
+        "test.record", {"name": "later"}, run_at=timezone.now() + timedelta(hours=1)
+    )
+
+    def no_waiting(seconds: float) -> None:
+        raise AssertionError(f"the tick waited {seconds} s for more work")
+
+    monkeypatch.setattr(runner.time, "sleep", no_waiting)
+    assert tasks.jobs_tick() == 12
+    assert set(Job.objects.filter(pk__in=due).values_list("status", flat=True)) == {"succeeded"}
+    assert tasks.jobs_tick() == 0  # nothing due: back at once, the later job left waiting
+    assert Job.objects.get(pk=later.pk).status == JobStatus.QUEUED
+
+
+@pytest.mark.django_db
+def test_an_enqueue_with_kick_starts_the_job_at_once_after_commit(
+    monkeypatch: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", True)  # django-q2 runs the queued task in this process
+    with django_capture_on_commit_callbacks(execute=True):
+        quiet = job_enqueue("test.record", {"name": "quiet"}, run_at=timezone.now())
+        assert calls == []
+    assert Job.objects.get(pk=quiet.pk).status == JobStatus.QUEUED  # waits for the next tick
+    with django_capture_on_commit_callbacks(execute=True):
+        kicked = job_enqueue("test.record", {"name": "kicked"}, kick=True)
+        assert calls == []  # not before the enqueue is committed
+    assert Job.objects.get(pk=kicked.pk).status == JobStatus.SUCCEEDED
+    assert {payload["name"] for _, payload, _ in calls} == {"quiet", "kicked"}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(180)
+def test_processes_racing_enqueues_of_one_dedupe_key_share_one_job() -> None:
+    import multiprocessing
+
+    from tests.integration.jobs_race_worker import enqueue_rounds
+
+    processes, rounds = 4, 3
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(processes + 1)  # this process starts and ends every round
+    results = ctx.Queue()
+    db_name = connections["default"].settings_dict["NAME"]
+    workers = [
+        ctx.Process(target=enqueue_rounds, args=(db_name, "race:p", rounds, barrier, results))
+        for _ in range(processes)
+    ]
+    for worker in workers:
+        worker.start()
+    previous = job_enqueue("core.noop", {}, dedupe_key="race:p")
+    try:
+        for round_no in range(rounds):
+            # The key is held by a finished job: every process frees it and inserts at once.
+            Job.objects.filter(pk=previous.pk).update(status=JobStatus.SUCCEEDED)
+            barrier.wait(timeout=60)
+            barrier.wait(timeout=60)
+            got = [results.get(timeout=60) for _ in workers]
+            assert all(r == round_no for r, _ in got)
+            pks = {pk for _, pk in got}
+            assert len(pks) == 1 and all(isinstance(pk, int) for pk in pks), got
+            [pk] = pks
+            assert pk != previous.pk
+            previous = Job.objects.get(pk=pk)
+    except BaseException:
+        barrier.abort()  # a failed round must not leave the workers waiting for the next one
+        raise
+    finally:
+        for worker in workers:
+            worker.join(timeout=60)
+    assert [worker.exitcode for worker in workers] == [0] * processes
+    assert Job.objects.filter(dedupe_key="race:p").count() == 1
+    assert Job.objects.filter(kind="core.noop").count() == rounds + 1
+
+
+@pytest.mark.django_db
+def test_retry_later_replaces_the_queued_job_of_its_key_on_the_policys_delay(
+    settings: Any,
+) -> None:
+    from telegram_bot.jobs.services import job_retry_later
+
+    settings.JOB_RETRY_BASE_DELAY = 2
+    settings.JOB_RETRY_JITTER = 0
+    watchdog = job_enqueue(
+        "test.record", {"name": "w"}, run_at=timezone.now() + timedelta(minutes=5), dedupe_key="k"
+    )
+    before = timezone.now()
+    flood = TelegramRateLimitError("sendMessage", retry_after=7)
+    retry = job_retry_later("test.record", {"name": "r"}, dedupe_key="k", error=flood)
+    watchdog.refresh_from_db()
+    assert watchdog.status == JobStatus.CANCELLED and retry.pk != watchdog.pk
+    assert 7 <= (retry.next_attempt - before).total_seconds() < 8  # never before retry_after
+    server = TelegramApiError("sendMessage", status=500, error_code=500)
+    again = job_retry_later("test.record", {"name": "r"}, dedupe_key="k", error=server)
+    assert 2 <= (again.next_attempt - before).total_seconds() < 3  # the policy's first delay
+    assert list(Job.objects.filter(status=JobStatus.QUEUED).values_list("pk", flat=True)) == [
+        again.pk
+    ]
+    # A job of the key that is running keeps the work: it is returned, nothing is queued.
+    make_due(again)
+    [running] = claim_due("w1", limit=1)
+    assert job_retry_later("test.record", {}, dedupe_key="k", error=server).pk == running.pk
+    assert not Job.objects.filter(status=JobStatus.QUEUED).exists()

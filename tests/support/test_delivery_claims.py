@@ -348,7 +348,7 @@ def _mapped(**kwargs: Any) -> TelegramApiError:
 def test_which_failures_may_have_reached_the_user(
     error: TelegramApiError, reached: bool | None
 ) -> None:
-    assert delivery.reached_telegram(error) is reached
+    assert error.reached is reached  # what every sender reads (telegram_bot.delivery)
 
 
 # --- the admin decides ---------------------------------------------------------------------------
