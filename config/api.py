@@ -1,7 +1,9 @@
 """The JSON API at /api/v1/ (django-ninja), staff only, OpenAPI at /api/v1/docs.
 
-Each feature app that has endpoints exposes ``router`` in its ``api.py``; they are mounted here
-under the app's name, in ``settings.API_APPS`` order.
+Each feature app that has endpoints exposes ``router`` and ``PERMISSION`` (``app.codename``)
+in its ``api.py``; the router is mounted under the app's name, in ``settings.API_APPS`` order,
+behind the admin session of a staff user who holds that permission (401 without a staff
+session, 403 without the permission). An app without ``PERMISSION`` stops the start.
 """
 
 from __future__ import annotations
@@ -10,17 +12,28 @@ from importlib import import_module
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest
 from ninja import NinjaAPI
+from ninja.errors import HttpError
 from ninja.security import SessionAuth
 
 
 class StaffSessionAuth(SessionAuth):
-    """The admin site's session, for staff users only (CSRF-checked on unsafe methods)."""
+    """The admin site's session, for staff users only (CSRF-checked on unsafe methods), and
+    with ``permission`` for users who hold it."""
+
+    def __init__(self, permission: str | None = None) -> None:
+        super().__init__()
+        self.permission = permission
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Any:
         user = super().authenticate(request, key)
-        return user if user is not None and user.is_staff and user.is_active else None
+        if user is None or not (user.is_staff and user.is_active):
+            return None
+        if self.permission is not None and not user.has_perm(self.permission):
+            raise HttpError(403, "You do not have permission to use this endpoint.")
+        return user
 
 
 def build_api() -> NinjaAPI:
@@ -32,7 +45,11 @@ def build_api() -> NinjaAPI:
         docs_decorator=_staff_only_docs(),
     )
     for app in settings.API_APPS:
-        api.add_router(f"/{app}/", import_module(f"{app}.api").router)
+        module = import_module(f"{app}.api")
+        permission = getattr(module, "PERMISSION", None)
+        if not isinstance(permission, str) or "." not in permission:
+            raise ImproperlyConfigured(f"{app}.api must name its PERMISSION ('app.codename')")
+        api.add_router(f"/{app}/", module.router, auth=StaffSessionAuth(permission))
     return api
 
 

@@ -8,8 +8,7 @@ import mimetypes
 from typing import Any
 
 from django.contrib import admin, messages
-from django.contrib.auth import get_permission_codename
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpRequest
 from django.urls import reverse
@@ -29,10 +28,8 @@ _FAILED_FLAG = "_content_admin_failed"
 
 
 def post_photo(request: HttpRequest, post_id: int) -> Any:
-    """The uploaded photo of a post: registered through the admin site (staff only), and only
-    for a user who may view or change posts."""
-    if not _may_view_posts(request):
-        raise PermissionDenied
+    """The uploaded photo of a post: registered through the admin site for staff who may view
+    or change posts."""
     post = selectors.post_find(post_id)
     if post is None or not post.photo:
         raise Http404("no photo")
@@ -40,16 +37,13 @@ def post_photo(request: HttpRequest, post_id: int) -> Any:
     return FileResponse(post.photo.open("rb"), content_type=content_type)
 
 
-register_view("content/posts/<int:post_id>/photo/", post_photo, name="content-post-photo", title="")
-
-
-def _may_view_posts(request: HttpRequest) -> bool:
-    """What ``ModelAdmin.has_view_or_change_permission`` checks, for the photo view."""
-    opts = Post._meta
-    return any(
-        request.user.has_perm(f"{opts.app_label}.{get_permission_codename(action, opts)}")
-        for action in ("view", "change")
-    )
+register_view(
+    "content/posts/<int:post_id>/photo/",
+    post_photo,
+    name="content-post-photo",
+    title="",
+    permissions=("content.view_post", "content.change_post"),
+)
 
 
 @admin.register(Post)
