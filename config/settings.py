@@ -270,11 +270,47 @@ STORAGES = {
 }
 MEDIA_ROOT = VAR_DIR / "media"
 
-SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env.flag("DJANGO_SECURE_COOKIES", default=False)
-CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-if env.flag("DJANGO_BEHIND_TLS_PROXY", default=False):
+# --- HTTPS -----------------------------------------------------------------------------------
+# Production runs behind a TLS-terminating proxy that sets X-Forwarded-Proto (and must strip it
+# from what clients send). Behind it, secure cookies, the redirect to HTTPS and a year of HSTS
+# are the defaults; each can be set on its own. check_production fails without them.
+BEHIND_TLS_PROXY = env.flag("DJANGO_BEHIND_TLS_PROXY", default=False)
+if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env.flag("DJANGO_SECURE_COOKIES", default=BEHIND_TLS_PROXY)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env.flag("DJANGO_SSL_REDIRECT", default=BEHIND_TLS_PROXY)
+# Probes of the process manager or the load balancer ask over plain HTTP on the inside.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_SECONDS = env.number(
+    "DJANGO_HSTS_SECONDS", 31_536_000 if BEHIND_TLS_PROXY else 0, minimum=0, maximum=63_072_000
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.flag(
+    "DJANGO_HSTS_INCLUDE_SUBDOMAINS", default=SECURE_HSTS_SECONDS > 0
+)
+# Preloading is a promise to browsers that is slow to take back: only on request.
+SECURE_HSTS_PRELOAD = env.flag("DJANGO_HSTS_PRELOAD", default=False)
+if SECURE_HSTS_PRELOAD and not (
+    SECURE_HSTS_SECONDS >= 31_536_000 and SECURE_HSTS_INCLUDE_SUBDOMAINS
+):
+    raise ConfigError(
+        "DJANGO_HSTS_PRELOAD",
+        "needs DJANGO_HSTS_SECONDS of at least 31536000 and DJANGO_HSTS_INCLUDE_SUBDOMAINS",
+    )
+# check --deploy asks for preload and subdomains: preload is off unless asked for (above), and
+# subdomains is silenced only when the operator turned it off explicitly.
+SILENCED_SYSTEM_CHECKS = [
+    *(["security.W021"] if not SECURE_HSTS_PRELOAD else []),
+    *(
+        ["security.W005"]
+        if env.raw("DJANGO_HSTS_INCLUDE_SUBDOMAINS") is not None
+        and not SECURE_HSTS_INCLUDE_SUBDOMAINS
+        else []
+    ),
+]
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
 LOG_LEVEL = env.text("LOG_LEVEL", "INFO").upper()
