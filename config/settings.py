@@ -6,6 +6,7 @@ into one line on stderr and a non-zero exit. The variables are listed in ``.env.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from config.env import ConfigError, Env, parse_url
@@ -211,6 +212,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_q",
+    "axes",
     "telegram_bot",
     "stats",
     "support",
@@ -227,6 +229,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -312,6 +316,41 @@ SILENCED_SYSTEM_CHECKS = [
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+
+# --- Login throttling (django-axes) ------------------------------------------------------------
+# Failed admin logins are counted in the database (shared by every web process); after
+# LOGIN_FAILURE_LIMIT failures the login is refused with 429 for LOGIN_COOLOFF_MINUTES, even
+# with the right password. By default the lock is per user name and client address, so an
+# attacker cannot lock the owner out from elsewhere; LOGIN_LOCKOUT_BY=ip locks an address for
+# every user name, username_or_ip locks either.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_LOCKOUT_CHOICES: dict[str, list[str | list[str]]] = {
+    "username_and_ip": [["username", "ip_address"]],
+    "ip": ["ip_address"],
+    "username_or_ip": ["username", "ip_address"],
+}
+AXES_ENABLED = env.flag("LOGIN_THROTTLING", default=True)
+AXES_FAILURE_LIMIT = env.number("LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=100)
+AXES_COOLOFF_TIME = timedelta(
+    minutes=env.number("LOGIN_COOLOFF_MINUTES", 15, minimum=1, maximum=7 * 24 * 60)
+)
+_lockout_by = env.text("LOGIN_LOCKOUT_BY", "username_and_ip")
+if _lockout_by not in LOGIN_LOCKOUT_CHOICES:
+    raise ConfigError("LOGIN_LOCKOUT_BY", f"must be one of {', '.join(LOGIN_LOCKOUT_CHOICES)}")
+AXES_LOCKOUT_PARAMETERS = LOGIN_LOCKOUT_CHOICES[_lockout_by]
+AXES_RESET_ON_SUCCESS = True
+# The client's address: behind the TLS proxy, the one the proxy appended to X-Forwarded-For
+# (TRUSTED_PROXY_COUNT hops from the right); never the left-most entry, which the client
+# chooses.
+TRUSTED_PROXY_COUNT = env.number(
+    "DJANGO_TRUSTED_PROXY_COUNT", 1 if BEHIND_TLS_PROXY else 0, minimum=0, maximum=10
+)
+AXES_CLIENT_IP_CALLABLE = "telegram_bot.login_throttle.client_ip"
+AXES_ENABLE_ADMIN = True
+AXES_VERBOSE = False
 
 LOG_LEVEL = env.text("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

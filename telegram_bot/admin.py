@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from axes import admin as axes_admin
+from axes.models import AccessAttempt
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -200,3 +202,18 @@ for _model, _model_admin in ((Success, SuccessAdmin), (Failure, FailureAdmin)):
     if admin.site.is_registered(_model):
         admin.site.unregister(_model)
     admin.site.register(_model, _model_admin)
+
+
+# django-axes offers "Clean up expired attempts" to anyone who may view the attempts; it
+# deletes rows, so it needs the delete permission.
+class AccessAttemptAdmin(axes_admin.AccessAttemptAdmin):
+    actions = ["cleanup_expired_attempts"]
+
+    @admin.action(description="Clean up expired attempts", permissions=["delete"])
+    def cleanup_expired_attempts(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        super().cleanup_expired_attempts(request, queryset)
+
+
+if admin.site.is_registered(AccessAttempt):
+    admin.site.unregister(AccessAttempt)
+admin.site.register(AccessAttempt, AccessAttemptAdmin)
