@@ -213,6 +213,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_q",
     "axes",
+    # For its bundled Swagger UI (template and static files): /api/v1/docs loads nothing from
+    # a CDN.
+    "ninja",
     "telegram_bot",
     "stats",
     "support",
