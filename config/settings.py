@@ -6,6 +6,8 @@ into one line on stderr and a non-zero exit. The variables are listed in ``.env.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from datetime import timedelta
 from pathlib import Path
 
@@ -145,7 +147,7 @@ def database_from_url(url: str) -> dict[str, object]:
 def sqlite_database(path: Path) -> dict[str, object]:
     # WAL lets the web process read while the worker writes; IMMEDIATE transactions and a busy
     # timeout make writers queue instead of failing with "database is locked".
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_file(path)
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": str(path),
@@ -156,6 +158,15 @@ def sqlite_database(path: Path) -> dict[str, object]:
         },
         "TEST": {"NAME": str(VAR_DIR / "test_db.sqlite3")},
     }
+
+
+def private_file(path: Path) -> None:
+    """Create ``path`` (and its directory) readable by this user only, 0600 in 0700, unless it
+    exists: the database holds the conversations, and SQLite gives its -wal and -shm files the
+    database file's mode. An existing file keeps the mode its operator gave it."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 DATABASE_URL = env.text("DATABASE_URL")
@@ -276,6 +287,21 @@ STORAGES = {
     },
 }
 MEDIA_ROOT = VAR_DIR / "media"
+# Uploads (post photos, at most 10 MB) are private files of this process.
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
+# Bodies: forms and JSON (the webhook takes up to 1 MiB) are held in memory up to 2 MiB; a file
+# above 1 MiB streams to a temporary file, and config.uploads stops any file over
+# UPLOAD_MAX_BYTES while it is read.
+UPLOAD_MAX_BYTES = 10 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+DATA_UPLOAD_MAX_NUMBER_FILES = 10
+FILE_UPLOAD_HANDLERS = [
+    "config.uploads.BoundedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 # --- HTTPS -----------------------------------------------------------------------------------
 # Production runs behind a TLS-terminating proxy that sets X-Forwarded-Proto (and must strip it
