@@ -228,7 +228,7 @@ def _recorder(func: Any, ran: list[str]) -> Any:
 # --- helpers ----------------------------------------------------------------------------------
 def rule_for(endpoint: Endpoint) -> tuple[Rule, Any]:
     if endpoint.name in RULES:
-        return RULES[endpoint.name], None
+        return RULES[endpoint.name], _model_of(endpoint)
     for model, _model_admin in admin.site._registry.items():
         opts = model._meta
         for suffix, viewer_allowed in MODEL_PAGES.items():
@@ -239,6 +239,14 @@ def rule_for(endpoint: Endpoint) -> tuple[Rule, Any]:
         if endpoint.name == "admin:<object-redirect>" and endpoint.route.startswith(prefix):
             return Rule("staff", check_allowed=False), model
     raise AssertionError(f"no permission rule for {endpoint.name} ({endpoint.route})")
+
+
+def _model_of(endpoint: Endpoint) -> Any:
+    """The registered model whose admin pages the route is under, if any (its object ids)."""
+    for model in admin.site._registry:
+        if endpoint.route.startswith(f"/admin/{model._meta.app_label}/{model._meta.model_name}/"):
+            return model
+    return None
 
 
 def superuser_may(endpoint: Endpoint, model: Any, objects: dict[str, str]) -> bool:
