@@ -1,26 +1,42 @@
 """The JSON API at /api/v1/ (django-ninja), staff only, OpenAPI at /api/v1/docs.
 
-Each feature app that has endpoints declares its ninja router in its AppConfig (``api_router``,
-``telegram_bot.features``); they are mounted here under the app's label.
+Each feature app that has endpoints names its API module in its AppConfig (``api_module``,
+``telegram_bot.features``); the module exposes ``router`` and ``PERMISSION`` (``app.codename``).
+The router is mounted under the app's label, behind the admin session of a staff user who holds
+that permission (401 without a staff session, 403 without the permission). An API module
+without ``PERMISSION`` stops the start.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
-from django.http import HttpRequest
+from django.core.exceptions import ImproperlyConfigured
+from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
+from ninja.errors import HttpError
 from ninja.security import SessionAuth
 
-from telegram_bot.features import api_routers
+from telegram_bot.features import api_modules
 
 
 class StaffSessionAuth(SessionAuth):
-    """The admin site's session, for staff users only (CSRF-checked on unsafe methods)."""
+    """The admin site's session, for staff users only (CSRF-checked on unsafe methods), and
+    with ``permission`` for users who hold it."""
+
+    def __init__(self, permission: str | None = None) -> None:
+        super().__init__()
+        self.permission = permission
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Any:
         user = super().authenticate(request, key)
-        return user if user is not None and user.is_staff and user.is_active else None
+        if user is None or not (user.is_staff and user.is_active):
+            return None
+        if self.permission is not None and not user.has_perm(self.permission):
+            raise HttpError(403, "You do not have permission to use this endpoint.")
+        return user
 
 
 def build_api() -> NinjaAPI:
@@ -31,15 +47,40 @@ def build_api() -> NinjaAPI:
         auth=StaffSessionAuth(),
         docs_decorator=_staff_only_docs(),
     )
-    for label, router in api_routers():
-        api.add_router(f"/{label}/", router)
+    for label, module in api_modules():
+        permission = getattr(module, "PERMISSION", None)
+        if not isinstance(permission, str) or "." not in permission:
+            raise ImproperlyConfigured(
+                f"{module.__name__} must name its PERMISSION ('app.codename')"
+            )
+        api.add_router(f"/{label}/", module.router, auth=StaffSessionAuth(permission))
     return api
+
+
+# The docs page runs django-ninja's bundled Swagger UI with the staff session's cookies: it
+# may load scripts, styles and data from this origin only.
+DOCS_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+    "form-action 'self'"
+)
 
 
 def _staff_only_docs() -> Any:
     from django.contrib.admin.views.decorators import staff_member_required
 
-    return staff_member_required
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        staff_view = staff_member_required(view)
+
+        @wraps(view)
+        def docs(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            response = staff_view(request, *args, **kwargs)
+            response["Content-Security-Policy"] = DOCS_CSP
+            return response
+
+        return docs
+
+    return decorate
 
 
 api = build_api()

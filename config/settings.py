@@ -6,6 +6,9 @@ into one line on stderr and a non-zero exit. The variables are listed in ``.env.
 
 from __future__ import annotations
 
+import contextlib
+import os
+from datetime import timedelta
 from pathlib import Path
 
 from config.env import ConfigError, Env, parse_url
@@ -140,7 +143,7 @@ def database_from_url(url: str) -> dict[str, object]:
 def sqlite_database(path: Path) -> dict[str, object]:
     # WAL lets the web process read while the worker writes; IMMEDIATE transactions and a busy
     # timeout make writers queue instead of failing with "database is locked".
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_file(path)
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": str(path),
@@ -151,6 +154,15 @@ def sqlite_database(path: Path) -> dict[str, object]:
         },
         "TEST": {"NAME": str(VAR_DIR / "test_db.sqlite3")},
     }
+
+
+def private_file(path: Path) -> None:
+    """Create ``path`` (and its directory) readable by this user only, 0600 in 0700, unless it
+    exists: the database holds the conversations, and SQLite gives its -wal and -shm files the
+    database file's mode. An existing file keeps the mode its operator gave it."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 DATABASE_URL = env.text("DATABASE_URL")
@@ -207,6 +219,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_q",
+    "axes",
+    # For its bundled Swagger UI (template and static files): /api/v1/docs loads nothing from
+    # a CDN.
+    "ninja",
     # Features: each app's AppConfig declares what it contributes (telegram_bot/features.py);
     # this order is the routing order.
     "telegram_bot",
@@ -225,6 +241,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -267,13 +285,99 @@ STORAGES = {
     },
 }
 MEDIA_ROOT = VAR_DIR / "media"
+# Uploads (post photos, at most 10 MB) are private files of this process.
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
+# Bodies: forms and JSON (the webhook takes up to 1 MiB) are held in memory up to 2 MiB; a file
+# above 1 MiB streams to a temporary file, and config.uploads stops any file over
+# UPLOAD_MAX_BYTES while it is read.
+UPLOAD_MAX_BYTES = 10 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
+DATA_UPLOAD_MAX_NUMBER_FILES = 10
+FILE_UPLOAD_HANDLERS = [
+    "config.uploads.BoundedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
-SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env.flag("DJANGO_SECURE_COOKIES", default=False)
-CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
-if env.flag("DJANGO_BEHIND_TLS_PROXY", default=False):
+# --- HTTPS -----------------------------------------------------------------------------------
+# Production runs behind a TLS-terminating proxy that sets X-Forwarded-Proto (and must strip it
+# from what clients send). Behind it, secure cookies, the redirect to HTTPS and a year of HSTS
+# are the defaults; each can be set on its own. check_production fails without them.
+BEHIND_TLS_PROXY = env.flag("DJANGO_BEHIND_TLS_PROXY", default=False)
+if BEHIND_TLS_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = env.flag("DJANGO_SECURE_COOKIES", default=BEHIND_TLS_PROXY)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env.flag("DJANGO_SSL_REDIRECT", default=BEHIND_TLS_PROXY)
+# Probes of the process manager or the load balancer ask over plain HTTP on the inside.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_SECONDS = env.number(
+    "DJANGO_HSTS_SECONDS", 31_536_000 if BEHIND_TLS_PROXY else 0, minimum=0, maximum=63_072_000
+)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.flag(
+    "DJANGO_HSTS_INCLUDE_SUBDOMAINS", default=SECURE_HSTS_SECONDS > 0
+)
+# Preloading is a promise to browsers that is slow to take back: only on request.
+SECURE_HSTS_PRELOAD = env.flag("DJANGO_HSTS_PRELOAD", default=False)
+if SECURE_HSTS_PRELOAD and not (
+    SECURE_HSTS_SECONDS >= 31_536_000 and SECURE_HSTS_INCLUDE_SUBDOMAINS
+):
+    raise ConfigError(
+        "DJANGO_HSTS_PRELOAD",
+        "needs DJANGO_HSTS_SECONDS of at least 31536000 and DJANGO_HSTS_INCLUDE_SUBDOMAINS",
+    )
+# check --deploy asks for preload and subdomains: preload is off unless asked for (above), and
+# subdomains is silenced only when the operator turned it off explicitly.
+SILENCED_SYSTEM_CHECKS = [
+    *(["security.W021"] if not SECURE_HSTS_PRELOAD else []),
+    *(
+        ["security.W005"]
+        if env.raw("DJANGO_HSTS_INCLUDE_SUBDOMAINS") is not None
+        and not SECURE_HSTS_INCLUDE_SUBDOMAINS
+        else []
+    ),
+]
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+
+# --- Login throttling (django-axes) ------------------------------------------------------------
+# Failed admin logins are counted in the database (shared by every web process); after
+# LOGIN_FAILURE_LIMIT failures the login is refused with 429 for LOGIN_COOLOFF_MINUTES, even
+# with the right password. By default the lock is per user name and client address, so an
+# attacker cannot lock the owner out from elsewhere; LOGIN_LOCKOUT_BY=ip locks an address for
+# every user name, username_or_ip locks either.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_LOCKOUT_CHOICES: dict[str, list[str | list[str]]] = {
+    "username_and_ip": [["username", "ip_address"]],
+    "ip": ["ip_address"],
+    "username_or_ip": ["username", "ip_address"],
+}
+AXES_ENABLED = env.flag("LOGIN_THROTTLING", default=True)
+AXES_FAILURE_LIMIT = env.number("LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=100)
+AXES_COOLOFF_TIME = timedelta(
+    minutes=env.number("LOGIN_COOLOFF_MINUTES", 15, minimum=1, maximum=7 * 24 * 60)
+)
+_lockout_by = env.text("LOGIN_LOCKOUT_BY", "username_and_ip")
+if _lockout_by not in LOGIN_LOCKOUT_CHOICES:
+    raise ConfigError("LOGIN_LOCKOUT_BY", f"must be one of {', '.join(LOGIN_LOCKOUT_CHOICES)}")
+AXES_LOCKOUT_PARAMETERS = LOGIN_LOCKOUT_CHOICES[_lockout_by]
+AXES_RESET_ON_SUCCESS = True
+# The client's address: behind the TLS proxy, the one the proxy appended to X-Forwarded-For
+# (TRUSTED_PROXY_COUNT hops from the right); never the left-most entry, which the client
+# chooses.
+TRUSTED_PROXY_COUNT = env.number(
+    "DJANGO_TRUSTED_PROXY_COUNT", 1 if BEHIND_TLS_PROXY else 0, minimum=0, maximum=10
+)
+AXES_CLIENT_IP_CALLABLE = "telegram_bot.login_throttle.client_ip"
+AXES_ENABLE_ADMIN = True
+AXES_VERBOSE = False
 
 LOG_LEVEL = env.text("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

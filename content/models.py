@@ -46,7 +46,7 @@ class Post(models.Model):
         help_text="The message (up to 4096 characters), or the photo's caption (up to 1024).",
     )
     photo = models.FileField(
-        upload_to="content/photos/%Y/%m/",
+        upload_to=validation.photo_upload_to,
         blank=True,
         validators=[validation.check_photo_file],
         help_text="JPEG, PNG or WebP, at most 10 MB. Sent with sendPhoto as an upload.",

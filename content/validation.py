@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import struct
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -187,6 +188,37 @@ def read_file(photo: File) -> bytes:
     try:
         photo.seek(0)
         data = photo.read()
+        photo.seek(0)
+    finally:
+        if opened_here:
+            photo.close()
+    return bytes(data)
+
+
+# The extension a stored photo gets, from its detected type: never from the uploaded name.
+PHOTO_EXTENSIONS = {"image/jpeg": "jpg", "image/png": "png", "image/webp": "webp"}
+PHOTO_HEAD_BYTES = 12  # enough for photo_type
+
+
+def photo_upload_to(instance: Any, filename: str) -> str:
+    """Where ``Post.photo`` stores an upload: a generated name under ``content/photos/YYYY/MM/``
+    whose extension comes from the image type detected in the bytes. The uploaded name is
+    ignored: a PNG named ``x.html`` must never be stored (and later served) as ``.html``."""
+    kind = photo_type(read_head(instance.photo, PHOTO_HEAD_BYTES))
+    if kind is None:  # the field's validator refuses such a file before it is saved
+        raise ValidationError("The photo must be a JPEG, PNG or WebP image.")
+    now = timezone.now()
+    return f"content/photos/{now:%Y/%m}/{uuid.uuid4().hex}.{PHOTO_EXTENSIONS[kind]}"
+
+
+def read_head(photo: File, size: int) -> bytes:
+    """The first ``size`` bytes of an uploaded or stored file (as ``read_file`` handles it)."""
+    opened_here = bool(getattr(photo, "closed", False))
+    if opened_here:
+        photo.open("rb")
+    try:
+        photo.seek(0)
+        data = photo.read(size)
         photo.seek(0)
     finally:
         if opened_here:

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from stats.api import PERMISSION
 from stats.config import counting_config_clear
 from stats.models import (
     BackfillState,
@@ -19,8 +20,16 @@ from stats.models import (
 from stats.views import stats_dashboard, stats_export_csv
 from telegram_bot.admin_site import register_view
 
-register_view("stats/", stats_dashboard, name="stats-dashboard", title="Statistics")
-register_view("stats/export.csv", stats_export_csv, name="stats-export", title="")
+register_view(
+    "stats/",
+    stats_dashboard,
+    name="stats-dashboard",
+    title="Statistics",
+    permissions=(PERMISSION,),
+)
+register_view(
+    "stats/export.csv", stats_export_csv, name="stats-export", title="", permissions=(PERMISSION,)
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

@@ -1,4 +1,5 @@
-"""JSON endpoints of the stats app under /api/v1/stats/ (staff only, see config/api.py).
+"""JSON endpoints of the stats app under /api/v1/stats/ (staff with ``PERMISSION``, see
+config/api.py).
 
 Every endpoint takes a chat and an inclusive UTC date range and reads through
 ``stats.selectors.stats_report``: every day from the database (closed days verified complete
@@ -27,6 +28,9 @@ from stats.selectors import (
 )
 from telegram_bot.state import get_store
 
+# Who may read the statistics: the same permission as the aggregates' rows in the model admin
+# (the dashboard and its CSV export ask for it too).
+PERMISSION = "stats.view_dailyuserstat"
 router = Router(tags=["stats"])
 
 

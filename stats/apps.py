@@ -8,7 +8,7 @@ class StatsConfig(features.FeatureConfig):
     verbose_name = "Statistics"
     bot_handlers = "stats.handlers"
     schedules = "stats.schedules.SCHEDULES"
-    api_router = "stats.api.router"
+    api_module = "stats.api"
     start_line = "statistics"
     key_families = {
         "msg": "raw message buffer, minimal fields, 7 days",

@@ -9,6 +9,8 @@ Reply, Resolve, the user's Close, and the panel's list and ticket views.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from support import conf, delivery, flows, panel, selectors
@@ -27,9 +29,25 @@ from telegram_bot.updates import User
 log = logging.getLogger(__name__)
 OPEN_WORKFLOW = "support_open"
 REPLY_WORKFLOW = "support_reply"
+NO_SUCH_TICKET = "You have no such ticket."
+
+
+def _needs_sender(handler: Callable[[Context], None]) -> Callable[[Context], None]:
+    """Tickets, workflows and answers belong to a Telegram user: an update that names none
+    (a message without ``from``) is ignored here, never filed under user 0."""
+
+    @wraps(handler)
+    def checked(ctx: Context) -> None:
+        if not ctx.sender.user_id or ctx.chat_id is None:
+            log.info("update %s: no sender, ignored by support", ctx.update.update_id)
+            return
+        handler(ctx)
+
+    return checked
 
 
 # --- commands --------------------------------------------------------------------------------
+@_needs_sender
 def support_command(ctx: Context) -> None:
     if not ctx.in_private:
         ctx.reply("To contact support, send /support to me in a private chat.")
@@ -62,6 +80,7 @@ def support_command(ctx: Context) -> None:
     flows.open_ticket(_incoming(ctx), content)
 
 
+@_needs_sender
 def close_command(ctx: Context) -> None:
     if _resumed(ctx):
         return
@@ -70,6 +89,7 @@ def close_command(ctx: Context) -> None:
 
 
 # --- plain private messages and workflows ----------------------------------------------------
+@_needs_sender
 def private_message(ctx: Context) -> None:
     """The handler of plain private messages: follow-ups, reopening, admins' replies."""
     if _resumed(ctx):
@@ -77,6 +97,7 @@ def private_message(ctx: Context) -> None:
     _private_message(ctx, _incoming(ctx))
 
 
+@_needs_sender
 def open_step(ctx: Context) -> None:
     """The one message after ``/support``.
 
@@ -117,6 +138,7 @@ def open_step(ctx: Context) -> None:
     _finish(workflows, workflow)
 
 
+@_needs_sender
 def reply_step(ctx: Context) -> None:
     """The one message after an admin pressed Reply.
 
@@ -171,6 +193,7 @@ def _private_message(ctx: Context, incoming: Incoming) -> None:
 
 
 # --- buttons ---------------------------------------------------------------------------------
+@_needs_sender
 def reply_button(ctx: Context) -> None:
     button = _button(ctx)
     ticket = _button_ticket(ctx, button)
@@ -196,6 +219,7 @@ def reply_button(ctx: Context) -> None:
     delivery.link_admin_message(ticket, sent)
 
 
+@_needs_sender
 def resolve_button(ctx: Context) -> None:
     if _resumed(ctx):
         ctx.answer_callback("Done.")
@@ -229,11 +253,12 @@ def resolve_button(ctx: Context) -> None:
         _remove_buttons(ctx)
 
 
+@_needs_sender
 def close_button(ctx: Context) -> None:
     if _resumed(ctx):
         ctx.answer_callback("Done.")
         return
-    ticket = _button_ticket(ctx, _button(ctx))
+    ticket = _own_ticket(ctx, _button(ctx))
     if ticket is None:
         return
     try:
@@ -349,6 +374,18 @@ def _button_ticket(ctx: Context, button: Callback | None) -> Ticket | None:
     ticket = selectors.ticket_get(button.ticket_id)
     if ticket is None:
         ctx.answer_callback(TicketNotFoundError.user_message, alert=True)
+    return ticket
+
+
+def _own_ticket(ctx: Context, button: Callback | None) -> Ticket | None:
+    """The presser's own ticket of the button; one answer whether another user's ticket has
+    that id or none does, so the button cannot be used to probe ticket ids."""
+    if button is None:
+        return None
+    ticket = selectors.ticket_get(button.ticket_id)
+    if ticket is None or ticket.user_id != ctx.sender.user_id:
+        ctx.answer_callback(NO_SUCH_TICKET, alert=True)
+        return None
     return ticket
 
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from axes import admin as axes_admin
+from axes.models import AccessAttempt
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django_q import admin as django_q_admin
+from django_q.models import Failure, Success
 
 from telegram_bot import admins
 from telegram_bot.admin_site import register_view
@@ -17,12 +21,27 @@ from telegram_bot.jobs.services import job_cancel, job_retry_now
 from telegram_bot.models import BlockedChat, BotAdmin, DeliveryFailure, Job
 from telegram_bot.redaction import redact
 
-register_view("dead-letters/", dead_letter_list, name="dead-letters", title="Dead letters")
+_DEAD_LETTERS = ("telegram_bot.manage_dead_letters",)
 register_view(
-    "dead-letters/<int:update_id>/replay/", dead_letter_replay, name="dead-letter-replay", title=""
+    "dead-letters/",
+    dead_letter_list,
+    name="dead-letters",
+    title="Dead letters",
+    permissions=_DEAD_LETTERS,
 )
 register_view(
-    "dead-letters/<int:update_id>/drop/", dead_letter_drop, name="dead-letter-drop", title=""
+    "dead-letters/<int:update_id>/replay/",
+    dead_letter_replay,
+    name="dead-letter-replay",
+    title="",
+    permissions=_DEAD_LETTERS,
+)
+register_view(
+    "dead-letters/<int:update_id>/drop/",
+    dead_letter_drop,
+    name="dead-letter-drop",
+    title="",
+    permissions=_DEAD_LETTERS,
 )
 
 
@@ -148,12 +167,53 @@ class JobAdmin(admin.ModelAdmin):
     def last_error_redacted(self, obj: Job) -> str:
         return redact(obj.last_error)
 
-    @admin.action(description="Run again now")
+    def has_operate_permission(self, request: HttpRequest) -> bool:
+        """For "Run again now" and "Cancel" (``telegram_bot.operate_job``): viewing the jobs
+        is not enough to act on them."""
+        return request.user.has_perm(f"{self.opts.app_label}.operate_job")
+
+    @admin.action(description="Run again now", permissions=["operate"])
     def retry_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         done = sum(job_retry_now(job_id=pk) for pk in queryset.values_list("pk", flat=True))
         messages.info(request, f"{done} job(s) queued to run now.")
 
-    @admin.action(description="Cancel (jobs that have not started)")
+    @admin.action(description="Cancel (jobs that have not started)", permissions=["operate"])
     def cancel(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         done = sum(job_cancel(job_id=pk) for pk in queryset.values_list("pk", flat=True))
         messages.info(request, f"{done} job(s) cancelled.")
+
+
+# django-q2's task lists offer "Resubmit selected tasks to queue" to anyone who may view them.
+# Running a task again is an operation: it needs the change permission of the list.
+@admin.action(description="Resubmit selected tasks to queue", permissions=["change"])
+def resubmit_tasks(model_admin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+    django_q_admin.resubmit_task(model_admin, request, queryset)
+
+
+class SuccessAdmin(django_q_admin.TaskAdmin):
+    actions = [resubmit_tasks]
+
+
+class FailureAdmin(django_q_admin.FailAdmin):
+    actions = [resubmit_tasks]
+
+
+for _model, _model_admin in ((Success, SuccessAdmin), (Failure, FailureAdmin)):
+    if admin.site.is_registered(_model):
+        admin.site.unregister(_model)
+    admin.site.register(_model, _model_admin)
+
+
+# django-axes offers "Clean up expired attempts" to anyone who may view the attempts; it
+# deletes rows, so it needs the delete permission.
+class AccessAttemptAdmin(axes_admin.AccessAttemptAdmin):
+    actions = ["cleanup_expired_attempts"]
+
+    @admin.action(description="Clean up expired attempts", permissions=["delete"])
+    def cleanup_expired_attempts(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        super().cleanup_expired_attempts(request, queryset)
+
+
+if admin.site.is_registered(AccessAttempt):
+    admin.site.unregister(AccessAttempt)
+admin.site.register(AccessAttempt, AccessAttemptAdmin)

@@ -6,7 +6,8 @@ paths imported when first needed (never at app-loading time):
 - ``bot_handlers``: a module exporting ``ROUTES``, ``OBSERVERS`` and ``PANEL_ENTRIES``;
 - ``job_handlers``: a ``{"kind": handler}`` mapping (``telegram_bot.jobs``);
 - ``schedules``: a list of ``ScheduleSpec`` (``manage.py sync_schedules``);
-- ``api_router``: a django-ninja ``Router``, mounted at ``/api/v1/<app label>/``;
+- ``api_module``: a module with a django-ninja ``router`` and the ``PERMISSION`` it needs,
+  mounted at ``/api/v1/<app label>/`` (``config/api.py``);
 
 and as values: ``key_families`` (the KV key families it owns, declared to the state layer
 when the app is ready) and ``start_line`` (what ``/start`` says the bot does for it; ``/help``
@@ -34,7 +35,7 @@ class FeatureConfig(AppConfig):
     bot_handlers: ClassVar[str | None] = None
     job_handlers: ClassVar[str | None] = None
     schedules: ClassVar[str | None] = None
-    api_router: ClassVar[str | None] = None
+    api_module: ClassVar[str | None] = None
     key_families: ClassVar[Mapping[str, str]] = {}
     start_line: ClassVar[str] = ""
 
@@ -63,12 +64,12 @@ def schedule_lists() -> list[list[Any]]:
     return [import_string(config.schedules) for config in feature_configs() if config.schedules]
 
 
-def api_routers() -> list[tuple[str, Any]]:
-    """``(app label, ninja Router)`` of every app with an API."""
+def api_modules() -> list[tuple[str, ModuleType]]:
+    """``(app label, API module)`` of every app with an API."""
     return [
-        (config.label, import_string(config.api_router))
+        (config.label, import_module(config.api_module))
         for config in feature_configs()
-        if config.api_router
+        if config.api_module
     ]
 
 

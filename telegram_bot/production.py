@@ -63,6 +63,35 @@ def _allowed_hosts() -> str | None:
     return "DJANGO_ALLOWED_HOSTS names no public host" if hosts <= DEVELOPMENT_HOSTS else None
 
 
+def _tls_proxy() -> str | None:
+    if settings.DEBUG:
+        return None  # "debug off" fails already
+    if not getattr(settings, "SECURE_PROXY_SSL_HEADER", None):
+        return (
+            "DJANGO_BEHIND_TLS_PROXY is off: Django cannot tell HTTPS requests (serve behind a "
+            "TLS proxy that sets X-Forwarded-Proto, and set it to true)"
+        )
+    return None
+
+
+def _secure_cookies() -> str | None:
+    if settings.DEBUG:
+        return None
+    if not (settings.SESSION_COOKIE_SECURE and settings.CSRF_COOKIE_SECURE):
+        return "session and CSRF cookies are not Secure (DJANGO_SECURE_COOKIES)"
+    return None
+
+
+def _hsts() -> str | None:
+    if settings.DEBUG:
+        return None
+    if settings.SECURE_HSTS_SECONDS <= 0:
+        return "HSTS is off (DJANGO_HSTS_SECONDS)"
+    if not settings.SECURE_SSL_REDIRECT:
+        return "plain HTTP is not redirected to HTTPS (DJANGO_SSL_REDIRECT)"
+    return None
+
+
 def _postgres() -> str | None:
     if connection.vendor != "postgresql":
         return f"the database is {connection.vendor}; production runs on PostgreSQL (DATABASE_URL)"
@@ -157,6 +186,9 @@ CHECKS = [
     Check("debug off", _debug_off),
     Check("secret key", _secret_key),
     Check("allowed hosts", _allowed_hosts),
+    Check("TLS proxy header", _tls_proxy),
+    Check("secure cookies", _secure_cookies),
+    Check("HSTS and HTTPS redirect", _hsts),
     Check("PostgreSQL", _postgres),
     Check("migrations applied", _database_migrated),
     Check("Redis reachable", _redis),

@@ -44,6 +44,9 @@ class Job(models.Model):
             models.Index(fields=["status", "next_attempt"], name="jobs_due"),
             models.Index(fields=["status", "lease_expires_at"], name="jobs_lease"),
         ]
+        # Jobs are written by the code only; operators may run one again or cancel it, which
+        # is more than viewing and is not a change of its fields.
+        permissions = [("operate_job", "Can run jobs again and cancel them")]
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} ({self.status})"

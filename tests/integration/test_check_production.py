@@ -24,6 +24,10 @@ def production(bot: FakeTelegramServer, settings: Any) -> Any:
     settings.SECRET_KEY = "p" * 60
     settings.ALLOWED_HOSTS = ["bot.example.org"]
     settings.JOB_RETRY_JITTER = 1.0
+    settings.SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    settings.SESSION_COOKIE_SECURE = settings.CSRF_COOKIE_SECURE = True
+    settings.SECURE_HSTS_SECONDS = 31_536_000
+    settings.SECURE_SSL_REDIRECT = True
     schedules_sync()
     return settings
 
@@ -35,6 +39,9 @@ def test_a_configured_deployment_passes_the_settings_checks(production: Any) -> 
     assert result["secret key"] is None
     assert result["schedules in sync"] is None
     assert result["admin recovery path"] is None
+    assert result["TLS proxy header"] is None
+    assert result["secure cookies"] is None
+    assert result["HSTS and HTTPS redirect"] is None
     if not production.REDIS_URL:
         assert "REDIS_URL is not set" in (result["Redis reachable"] or "")
 
@@ -54,6 +61,11 @@ def test_a_configured_deployment_passes_the_settings_checks(production: Any) -> 
         ({"OWNER_TELEGRAM_ID": None}, "admin recovery path", "OWNER_TELEGRAM_ID"),
         ({"JOB_RETRY_JITTER": 0.0}, "retry policy bounded", "lockstep"),
         ({"JOB_MAX_RETRIES": 0}, "retry policy bounded", "fail jobs at once"),
+        ({"SECURE_PROXY_SSL_HEADER": None}, "TLS proxy header", "DJANGO_BEHIND_TLS_PROXY"),
+        ({"SESSION_COOKIE_SECURE": False}, "secure cookies", "DJANGO_SECURE_COOKIES"),
+        ({"CSRF_COOKIE_SECURE": False}, "secure cookies", "DJANGO_SECURE_COOKIES"),
+        ({"SECURE_HSTS_SECONDS": 0}, "HSTS and HTTPS redirect", "DJANGO_HSTS_SECONDS"),
+        ({"SECURE_SSL_REDIRECT": False}, "HSTS and HTTPS redirect", "DJANGO_SSL_REDIRECT"),
     ],
 )
 def test_each_check_names_its_problem(

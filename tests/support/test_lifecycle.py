@@ -99,7 +99,7 @@ def test_close_refuses_tickets_of_other_users_and_bad_numbers(
     post_update(message("/close banana"))
     assert texts(bot, USER)[-1].startswith("Usage: /close")
     post_update(button(f"sup:close:{other.pk}", user_id=USER))
-    assert bot.calls_to("answerCallbackQuery")[-1].params["text"] == "This is not your ticket."
+    assert bot.calls_to("answerCallbackQuery")[-1].params["text"] == "You have no such ticket."
     other.refresh_from_db()
     assert other.is_open
 
