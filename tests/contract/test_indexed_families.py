@@ -10,12 +10,14 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from django.db import connections
 
 from telegram_bot.state import Increment, InvalidKeyError, InvalidValueError, KVStore, Put
 from telegram_bot.state.keys import INDEXED_FAMILIES
+from tests.conftest import make_store
 
 
 def _walk(kv: KVStore, prefix: str = "dlq:", limit: int = 7) -> list[str]:
@@ -163,13 +165,19 @@ def test_threads_racing_puts_drops_and_expiry_leave_the_index_matching_the_keys(
         assert index == live  # the scan dropped what had expired; nothing live is missing
 
 
-def test_redis_indexes_letters_an_older_version_wrote_once(kv: KVStore) -> None:
+@pytest.fixture
+def redis_kv(request: pytest.FixtureRequest) -> Iterator[KVStore]:
+    """Only Redis keeps a separate index (skipped without REDIS_URL, as every Redis test)."""
+    yield from make_store(request, "redis")
+
+
+def test_redis_indexes_letters_an_older_version_wrote_once(redis_kv: KVStore) -> None:
     """Letters written before dlq: was indexed (plain SET) are listed after an upgrade: the first
     scan walks the family once and marks it done; later scans read the index only."""
-    client = getattr(kv, "client", None)
-    if client is None:
-        pytest.skip("only Redis keeps a separate index")
     from telegram_bot.state import open_store
+
+    kv = redis_kv
+    client = kv.client  # type: ignore[attr-defined]
 
     client.set(f"{kv.prefix}dlq:1", '{"n":1}')
     client.set(f"{kv.prefix}dlq:2", '{"n":2}', px=60_000)
