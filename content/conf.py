@@ -1,5 +1,6 @@
-"""Content settings, with defaults: the lead may expose them as environment variables in
-``config/settings.py``; tests override them with pytest-django's ``settings`` fixture."""
+"""Content settings: the one place the app reads them. Their defaults and validation live in
+``config/settings.py`` (from the environment); tests override them with pytest-django's
+``settings`` fixture, which these functions read at call time."""
 
 from __future__ import annotations
 
@@ -28,10 +29,9 @@ RECONCILE_GRACE_SECONDS = 600
 
 def workflow_ttl_ms() -> int:
     """How long a panel conversation (create, schedule, edit) waits for the next message."""
-    return int(getattr(settings, "CONTENT_WORKFLOW_TTL_SECONDS", 1800)) * 1000
+    return settings.CONTENT_WORKFLOW_TTL_SECONDS * 1000
 
 
 def publish_max_retries() -> int | None:
     """Retries of a publication job (None: the job default, JOB_MAX_RETRIES)."""
-    value = getattr(settings, "CONTENT_PUBLISH_MAX_RETRIES", None)
-    return None if value is None else int(value)
+    return settings.CONTENT_PUBLISH_MAX_RETRIES

@@ -17,7 +17,7 @@ from django.http import HttpRequest
 def client_ip(request: HttpRequest) -> str | None:
     """The address failed logins are counted for (``AXES_CLIENT_IP_CALLABLE``)."""
     remote = request.META.get("REMOTE_ADDR")
-    hops = int(getattr(settings, "TRUSTED_PROXY_COUNT", 0))
+    hops = settings.TRUSTED_PROXY_COUNT
     if hops <= 0:
         return remote
     header = str(request.META.get("HTTP_X_FORWARDED_FOR", ""))

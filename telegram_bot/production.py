@@ -49,7 +49,7 @@ def _debug_off() -> str | None:
 
 
 def _secret_key() -> str | None:
-    if getattr(settings, "DEVELOPMENT_SECRET_KEY", None) == settings.SECRET_KEY:
+    if settings.SECRET_KEY == settings.DEVELOPMENT_SECRET_KEY:
         return "DJANGO_SECRET_KEY is the development key"
     return (
         "DJANGO_SECRET_KEY is shorter than 50 characters" if len(settings.SECRET_KEY) < 50 else None

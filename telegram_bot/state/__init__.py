@@ -65,7 +65,7 @@ def _open_default() -> KVStore:
     from django.conf import settings
 
     url = settings.KV_STORE_URL
-    if url and url == getattr(settings, "REDIS_URL", ""):
+    if url and url == settings.REDIS_URL:
         # Share django-redis's connection pool with the cache.
         from django_redis import get_redis_connection
 
