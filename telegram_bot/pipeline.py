@@ -20,12 +20,12 @@ from django.db import InterfaceError, OperationalError
 
 from telegram_bot import idempotency, security
 from telegram_bot.admins import Role
-from telegram_bot.bot import bot_username, get_client
+from telegram_bot.bot import get_client
 from telegram_bot.context import Context
 from telegram_bot.errors import StateError, StateUnavailableError, TelegramApiError
 from telegram_bot.notifications import chat_reachable_again
 from telegram_bot.redaction import redact
-from telegram_bot.router import ROUTE_UNIT, Handler, Route, Router, get_router
+from telegram_bot.router import ROUTE_UNIT, Handler, Router, get_router
 from telegram_bot.state import KVStore, get_store
 from telegram_bot.state.dead_letters import DeadLetterStore
 from telegram_bot.state.workflows import WorkflowStore
@@ -111,27 +111,29 @@ def _handle(store: KVStore, update: Update, *, replay: bool) -> tuple[Outcome, b
     its replay runs only the ones that had not. A replay is an operator's decision: it is not
     counted against the sender's rate limits.
     """
-    if not security.chat_allowed(update) or not _addressed_to_us(update):
+    router = get_router()
+    route = router.match(update, workflow=_workflow_name(store, update))
+    verdict = security.check(
+        store,
+        update,
+        role=route.role if route else Role.USER,
+        expensive=route.expensive if route else False,
+        replay=replay,
+    )
+    if isinstance(verdict, security.Refusal) and verdict.whole_update:
         return Outcome.IGNORED, False
-    sender = security.identify(update)
+    sender = verdict.sender if isinstance(verdict, security.Refusal) else verdict
     if update.type == "message" and update.chat_type == "private" and sender.user_id:
         chat_reachable_again(sender.user_id)
-    router = get_router()
     units: list[tuple[str, Handler]] = [
         (observer.name, observer.handler) for observer in router.observers_for(update)
     ]
     outcome = Outcome.PROCESSED
-    if not replay and security.over_rate_limit(store, update, sender):
-        _refuse(store, update, sender, "rate", "Too many requests. Please wait a minute.")
+    if isinstance(verdict, security.Refusal):
+        _refuse(store, update, verdict)
         outcome = Outcome.REFUSED
-    else:
-        route = router.match(update, workflow=_workflow_name(store, update))
-        refusal = _route_refusal(store, route, sender, replay=replay) if route else None
-        if refusal:
-            _refuse(store, update, sender, *refusal)
-            outcome = Outcome.REFUSED
-        elif route is not None:
-            units.append((ROUTE_UNIT, route.handler))
+    elif route is not None:
+        units.append((ROUTE_UNIT, route.handler))
     if not units:
         return (Outcome.IGNORED if outcome == Outcome.PROCESSED else outcome), False
     return outcome, _run_units(store, update, sender, router, units, replay=replay)
@@ -194,15 +196,6 @@ def _unit_label(name: str, handler: Handler) -> str:
     return f"{name} ({module}.{qualname})"
 
 
-def _addressed_to_us(update: Update) -> bool:
-    """False for ``/command@OtherBot``: in groups, commands for other bots are not ours."""
-    command = update.command()
-    if command is None or command.mention is None:
-        return True
-    ours = bot_username()
-    return ours is None or command.mention.lower() == ours.lower()
-
-
 def _workflow_name(store: KVStore, update: Update) -> str | None:
     """The sender's workflow, for a non-command message in a private chat (workflows are
     conversations with the bot; group chatter never pays for this lookup)."""
@@ -214,21 +207,10 @@ def _workflow_name(store: KVStore, update: Update) -> str | None:
     return workflow.name if workflow is not None else None
 
 
-def _route_refusal(
-    store: KVStore, route: Route, sender: security.Sender, *, replay: bool = False
-) -> tuple[str, str] | None:
-    if route.role > Role.USER and sender.role < route.role:
-        return ("role", "This is for admins only.")
-    if route.expensive and not replay and security.over_expensive_limit(store, sender):
-        return ("expensive", "Please wait a minute before using this again.")
-    return None
-
-
-def _refuse(
-    store: KVStore, update: Update, sender: security.Sender, reason: str, text: str
-) -> None:
+def _refuse(store: KVStore, update: Update, refusal: security.Refusal) -> None:
     """Tell the sender once per window; silence in groups for everything but button presses."""
-    if not security.may_notify_refusal(store, sender, reason):
+    sender, text = refusal.sender, refusal.message
+    if not text or not security.may_notify_refusal(store, sender, refusal.reason):
         return
     client = get_client()
     try:

@@ -1,4 +1,6 @@
-"""Who is sending, may they, and are they over a rate limit. Refusals end quietly.
+"""The security step of the update path: ``check`` returns the sender, or a refusal.
+
+Who is sending, may they, and are they over a rate limit. Refusals end quietly.
 
 Rate limits are fixed one-minute windows on atomic KV counters (``rl:``), per user and per chat,
 with a stricter budget for expensive commands. They apply to interactions with the bot
@@ -9,11 +11,13 @@ A refused sender is told so at most once per window (no reply storms).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from functools import cached_property
 
 from django.conf import settings
 
 from telegram_bot.admins import Role, role_of
+from telegram_bot.bot import bot_username
 from telegram_bot.state import KVStore
 from telegram_bot.updates import Update
 
@@ -45,8 +49,66 @@ class Sender:
         return self.role == Role.OWNER
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why an update (``chat``, ``addressee``: nothing runs) or its routed handler (``rate``,
+    ``role``, ``expensive``: observers still see the update) is refused, and what the sender is
+    told (once per window; nothing for the first two)."""
+
+    reason: str
+    sender: Sender
+    message: str = ""
+
+    @property
+    def whole_update(self) -> bool:
+        return self.reason in ("chat", "addressee")
+
+
+REFUSAL_TEXTS = {
+    "rate": "Too many requests. Please wait a minute.",
+    "role": "This is for admins only.",
+    "expensive": "Please wait a minute before using this again.",
+}
+
+
+def check(
+    store: KVStore,
+    update: Update,
+    *,
+    role: Role = Role.USER,
+    expensive: bool = False,
+    replay: bool = False,
+) -> Sender | Refusal:
+    """The one security step: the sender of ``update``, or why it is refused.
+
+    ``role`` and ``expensive`` are what the routed handler requires. A replay is an operator's
+    decision: it does not count against the sender's rate limits.
+    """
+    sender = identify(update)
+    if not chat_allowed(update):
+        return Refusal("chat", sender)
+    if not addressed_to_us(update):
+        return Refusal("addressee", sender)
+    if not replay and over_rate_limit(store, update, sender):
+        return Refusal("rate", sender, REFUSAL_TEXTS["rate"])
+    if role > Role.USER and sender.role < role:
+        return Refusal("role", sender, REFUSAL_TEXTS["role"])
+    if expensive and not replay and over_expensive_limit(store, sender):
+        return Refusal("expensive", sender, REFUSAL_TEXTS["expensive"])
+    return sender
+
+
 def identify(update: Update) -> Sender:
     return Sender(user_id=update.user_id)
+
+
+def addressed_to_us(update: Update) -> bool:
+    """False for ``/command@OtherBot``: in groups, commands for other bots are not ours."""
+    command = update.command()
+    if command is None or command.mention is None:
+        return True
+    ours = bot_username()
+    return ours is None or command.mention.lower() == ours.lower()
 
 
 def chat_allowed(update: Update) -> bool:
