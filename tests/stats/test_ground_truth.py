@@ -32,7 +32,7 @@ from tests.stats.conversation import Conversation, configure_rules
 from tests.stats.truth import assert_report_matches, assert_rows, db_rows, truth_rows
 
 # Small slices, so that every phase takes several and pages are left half-done.
-SMALL = Limits(max_keys=7, max_reads=30, max_statements=12)
+SMALL = Limits(max_keys=7, max_reads=40, max_statements=13)
 
 
 @pytest.fixture
