@@ -48,7 +48,7 @@ def lock_days(pairs: Iterable[tuple[int, date]], *, shared: bool) -> int:
         if connection.vendor == "postgresql":
             function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
             cursor.execute(
-                f"SELECT {function}(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(k, n) "
+                f"SELECT {function}(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(k, n) "  # noqa: S608 - a constant name
                 "ORDER BY n",
                 [lock_keys],
             )

@@ -10,9 +10,9 @@ Counters are grouped by backfill phase, so that each phase walks one prefix:
 | ``stats:cat:{chat}:{day}:{user}:{field}`` | profanity, violations_low/medium/high | categories |
 | ``stats:hour:{chat}:{day}:{user}:{HH}`` | messages in that UTC hour | activity_hours |
 | ``activity:{chat}:{day}`` | the chat's daily message total | finalize (parity gate) |
-| ``stats:total:{chat}:{day}:{column}`` | the chat's daily total of every other column | finalize, reconcile |
-| ``stats:late:{chat}:{day}:{user}`` | ``{"at": ms}``: a message for a closed day was counted | reconcile |
-| ``stats:late`` / ``stats:late_seen`` | late markers written / reconciled up to (counters) | reconcile |
+| ``stats:total:{chat}:{day}:{column}`` | the chat's daily total of another column | verify |
+| ``stats:late:{chat}:{day}:{user}`` | ``{"at": ms}``: a message for a closed day | reconcile |
+| ``stats:late`` / ``stats:late_seen`` | late markers written / reconciled up to | reconcile |
 | ``stats:poison:{chat}:{day}:{category}`` | ``{"at": ms}``: a live DB write failed | finalize |
 | ``stats:failed:{chat}:{day}`` | ``{"users": {user: [column]}}`` failed writes missed | (reads) |
 | ``stats:chat:{chat}`` | ``{"title", "type"}`` of the chat | base (hydration) |

@@ -35,9 +35,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from stats import keys, verify
+from stats.backfill.slices import skew_ms
 from stats.backfill.sql import Fenced
 from stats.backfill.state import now_ms
-from stats.backfill.slices import skew_ms
 from stats.daylock import lock_days
 from telegram_bot.state import KVStore, get_store
 
@@ -113,7 +113,9 @@ def reconcile_day(store: KVStore, chat_id: int, day: date, user_ids: list[int]) 
                     values[column] = value
             if values:
                 writer.aggregate_put(chat_id, day, user_id, values)
-        reason = verify.verdict(writer.column_sums(chat_id, day), verify.read_totals(store, chat_id, day))
+        reason = verify.verdict(
+            writer.column_sums(chat_id, day), verify.read_totals(store, chat_id, day)
+        )
         if reason:
             writer.day_not_complete(chat_id, day, reason)
             log.warning("stats day %s %s reopened by the reconciliation: %s", chat_id, day, reason)

@@ -43,7 +43,7 @@ def column_sums(cursor: Any, chat_id: int, day: date) -> dict[str, int]:
 
 
 def verdict(sums: Mapping[str, int], totals: Mapping[str, int | None]) -> str:
-    """"" when every column equals its total and the day has messages; else why not:
+    """ "" when every column equals its total and the day has messages; else why not:
     ``missing_activity_total`` or ``<column>_mismatch`` (the first column that differs)."""
     if not totals.get("message_count"):
         return "missing_activity_total"

@@ -60,8 +60,10 @@ class Fenced:
             f"INSERT INTO stats_daily_user (chat_id, day, user_id, {', '.join(columns)}, "
             f"updated_at) SELECT %s, %s, %s, {', '.join(['%s'] * len(columns))}, %s "
             f"WHERE {{FENCE}} ON CONFLICT (chat_id, day, user_id) DO UPDATE SET "
-            + ", ".join(f"{column} = {greatest}(stats_daily_user.{column}, excluded.{column})"
-                        for column in columns)  # fmt: skip
+            + ", ".join(
+                f"{column} = {greatest}(stats_daily_user.{column}, excluded.{column})"
+                for column in columns
+            )
             + ", updated_at = excluded.updated_at WHERE {FENCE}"
         )
         return self._upsert(
@@ -72,11 +74,11 @@ class Fenced:
         """The backfill wrote this category of the day: pending unless live or complete."""
         sql = (
             "INSERT INTO stats_daily_coverage (chat_id, day, category, status, source, reason, "
-            f"rebuilt_at, updated_at) SELECT %s, %s, %s, 'pending', 'backfill', '', %s, %s "
-            f"WHERE {{FENCE}} ON CONFLICT (chat_id, day, category) DO UPDATE SET "
+            "rebuilt_at, updated_at) SELECT %s, %s, %s, 'pending', 'backfill', '', %s, %s "
+            "WHERE {FENCE} ON CONFLICT (chat_id, day, category) DO UPDATE SET "
             "status = CASE WHEN stats_daily_coverage.status = 'none' THEN 'pending' "
             "ELSE stats_daily_coverage.status END, rebuilt_at = excluded.rebuilt_at, "
-            f"updated_at = excluded.updated_at WHERE {{FENCE}}"
+            "updated_at = excluded.updated_at WHERE {FENCE}"
         )
         return self._upsert(sql, [chat_id, day, category, rebuilt_at, self.now])
 
@@ -84,30 +86,30 @@ class Fenced:
         """Copy a KV poison mark onto the coverage row (the later mark wins)."""
         sql = (
             "INSERT INTO stats_daily_coverage (chat_id, day, category, status, source, reason, "
-            f"poisoned_at, updated_at) SELECT %s, %s, %s, 'none', 'live', '', %s, %s "
-            f"WHERE {{FENCE}} ON CONFLICT (chat_id, day, category) DO UPDATE SET "
+            "poisoned_at, updated_at) SELECT %s, %s, %s, 'none', 'live', '', %s, %s "
+            "WHERE {FENCE} ON CONFLICT (chat_id, day, category) DO UPDATE SET "
             "poisoned_at = CASE WHEN stats_daily_coverage.poisoned_at IS NULL "
             "OR stats_daily_coverage.poisoned_at < excluded.poisoned_at "
             "THEN excluded.poisoned_at ELSE stats_daily_coverage.poisoned_at END, "
-            f"updated_at = excluded.updated_at WHERE {{FENCE}}"
+            "updated_at = excluded.updated_at WHERE {FENCE}"
         )
         return self._upsert(sql, [chat_id, day, category, at, self.now])
 
     def profile_put(self, chat_id: int, user_id: int, name: str, username: str) -> bool:
         sql = (
             "INSERT INTO stats_chat_user_profile (chat_id, user_id, display_name, username, "
-            f"updated_at) SELECT %s, %s, %s, %s, %s WHERE {{FENCE}} "
+            "updated_at) SELECT %s, %s, %s, %s, %s WHERE {FENCE} "
             "ON CONFLICT (chat_id, user_id) DO UPDATE SET display_name = excluded.display_name, "
-            f"username = excluded.username, updated_at = excluded.updated_at WHERE {{FENCE}}"
+            "username = excluded.username, updated_at = excluded.updated_at WHERE {FENCE}"
         )
         return self._upsert(sql, [chat_id, user_id, name[:200], username[:64], self.now])
 
     def chat_put(self, chat_id: int, title: str, chat_type: str) -> bool:
         sql = (
             "INSERT INTO stats_chat (chat_id, title, chat_type, updated_at) "
-            f"SELECT %s, %s, %s, %s WHERE {{FENCE}} ON CONFLICT (chat_id) DO UPDATE SET "
+            "SELECT %s, %s, %s, %s WHERE {FENCE} ON CONFLICT (chat_id) DO UPDATE SET "
             "title = excluded.title, chat_type = excluded.chat_type, "
-            f"updated_at = excluded.updated_at WHERE {{FENCE}}"
+            "updated_at = excluded.updated_at WHERE {FENCE}"
         )
         return self._upsert(sql, [chat_id, title[:255], chat_type[:20], self.now])
 
@@ -127,7 +129,7 @@ class Fenced:
         now = self.now
         rows = [value for c in CATEGORIES for value in (chat_id, day, c, now)]
         self.cursor.execute(
-            "INSERT INTO stats_daily_coverage (chat_id, day, category, status, source, reason, "
+            "INSERT INTO stats_daily_coverage (chat_id, day, category, status, source, reason, "  # noqa: S608 - placeholders only
             "updated_at) VALUES "
             + ", ".join(["(%s, %s, %s, 'pending', 'backfill', '', %s)"] * len(CATEGORIES))
             + " ON CONFLICT (chat_id, day, category) DO NOTHING",
@@ -135,7 +137,7 @@ class Fenced:
         )
         return bool(
             self._execute(
-                "UPDATE stats_daily_coverage SET status = CASE WHEN poisoned_at IS NULL "  # noqa: S608
+                "UPDATE stats_daily_coverage SET status = CASE WHEN poisoned_at IS NULL "
                 "OR poisoned_at < %s THEN 'complete' WHEN status = 'complete' THEN 'pending' "
                 "ELSE status END, poisoned_at = CASE WHEN poisoned_at < %s THEN NULL "
                 "ELSE poisoned_at END, reason = '', updated_at = %s "
@@ -157,7 +159,7 @@ class Fenced:
             [chat_id, day, reason[:40], self.now],
         )
         self._execute(
-            "UPDATE stats_daily_coverage SET status = 'pending', updated_at = %s "  # noqa: S608
+            "UPDATE stats_daily_coverage SET status = 'pending', updated_at = %s "
             "WHERE chat_id = %s AND day = %s AND status = 'complete' "
             "AND category <> 'messages' AND {FENCE}",
             [self.now, chat_id, day],

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from typing import Any

@@ -139,9 +139,7 @@ def test_a_process_killed_between_the_kv_commit_and_the_database_add_loses_nothi
     assert len(killed) == KILLS
     redis = not shared.url.startswith("db:")
     # With Redis the killed update's commit stood; with the database store it was rolled back.
-    assert {outcomes[update_id] for update_id in killed} == {
-        "duplicate" if redis else "processed"
-    }
+    assert {outcomes[update_id] for update_id in killed} == {"duplicate" if redis else "processed"}
     if redis:
         assert db_rows() != truth_rows(conversation.truth)  # the adds were lost...
 

@@ -237,7 +237,9 @@ def wait_until_finalize_waits(finalizer: threading.Thread) -> None:
     deadline = time.monotonic() + 30
     with connection.cursor() as cursor:
         while finalizer.is_alive():
-            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            )
             if cursor.fetchone()[0]:
                 return
             assert time.monotonic() < deadline, "the finalizer never waited for the day lock"

@@ -76,7 +76,9 @@ def test_a_message_for_a_closed_day_or_one_about_to_close_leaves_a_late_marker()
     almost = int(midnight.timestamp() * 1000) - config.late_margin_ms // 2
     assert any(o.key == keys.LATE_FLAG for o in counting_ops(facts(TODAY), config, now_ms=almost))
     early = almost - config.late_margin_ms
-    assert not any(o.key == keys.LATE_FLAG for o in counting_ops(facts(TODAY), config, now_ms=early))
+    assert not any(
+        o.key == keys.LATE_FLAG for o in counting_ops(facts(TODAY), config, now_ms=early)
+    )
 
 
 # --- finalize verifies every column ----------------------------------------------------------
@@ -222,7 +224,9 @@ def test_it_counts_in_the_kv_store_and_poisons_when_the_day_lock_cannot_be_taken
     lock_sql = "SELECT pg_advisory" if connection.vendor == "postgresql" else "UPDATE stats_backf"
     commits: list[str] = []
     with connection.execute_wrapper(fail_on(lock_sql)):
-        applied = count_once(store=memory, commit=lambda: commits.append("c") or True, rows=[delta()])
+        applied = count_once(
+            store=memory, commit=lambda: commits.append("c") or True, rows=[delta()]
+        )
     assert applied and commits == ["c"]
     assert not DailyUserStat.objects.exists()
     assert memory.get(keys.poison_key(CHAT, D2, "messages")) is not None
@@ -236,7 +240,9 @@ def test_a_failed_add_keeps_a_commit_made_in_the_same_database_transaction(db: N
     ops = [Increment(keys.activity_key(CHAT, D2), 1)]
     with connection.execute_wrapper(fail_on("INSERT INTO stats_daily_user")):
         applied = count_once(
-            store=store, commit=lambda: store.apply_once("upd:42", {"s": "done"}, ops), rows=[delta()]
+            store=store,
+            commit=lambda: store.apply_once("upd:42", {"s": "done"}, ops),
+            rows=[delta()],
         )
     assert applied and store.get(keys.activity_key(CHAT, D2)) == 1
     assert store.get("upd:42") == {"s": "done"}
@@ -301,4 +307,3 @@ def test_an_exclusive_day_lock_waits_for_a_live_writer_in_flight(db: None) -> No
 def test_the_day_lock_needs_a_transaction(transactional_db: None) -> None:
     with pytest.raises(RuntimeError, match="transaction"):
         lock_days([(CHAT, D2)], shared=True)
-
