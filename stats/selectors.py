@@ -1,7 +1,7 @@
 """Reads of the stats app: the per-day report behind the dashboard, the API and /stats.
 
 Every day of a range comes from ``stats_daily_user`` (one query): the live writer keeps it
-additively for today and closed days, the backfill rebuilds closed days with absolute values.
+additively for today and closed days, the backfill rebuilds closed days from the KV counters.
 The KV store is asked with gets only, never a scan (a SCAN MATCH on Redis walks the whole
 keyspace, whatever the prefix), and only about the days whose counters may still exist
 (``kv_oldest_day``: the counters' lifetime); a range never goes past today:
