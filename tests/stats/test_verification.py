@@ -175,6 +175,26 @@ def test_the_reconciliation_costs_two_gets_when_nothing_was_late(memory: KVStore
 
 
 @pytest.mark.django_db
+def test_the_reconciliation_reads_no_member_counter_for_a_day_that_agrees(memory: KVStore) -> None:
+    seed_day(memory, CHAT, D2, 1, messages=2, words=2, hours={13: 2})
+    assert backfill_run(store=memory).outcome == "done"
+    for user_id in (1, 2, 3):  # late messages whose database adds went through
+        ts = int(datetime(D2.year, D2.month, D2.day, 13, tzinfo=UTC).timestamp())
+        message = MessageFacts(CHAT, user_id, 1, ts, "text", words=2)
+        ops = counting_ops(message, counting_config())
+        row = RowDelta(CHAT, D2, user_id, message.deltas())
+        marker = f"upd:{user_id}"
+        assert count_once(
+            store=memory, commit=lambda m=marker, o=ops: memory.apply_once(m, 1, o), rows=[row]
+        )
+    counting = CountingStore(memory)
+    assert reconcile_run(store=counting).outcome == "done"
+    # flag, seen, one scan page, 3 markers, the day's 34 totals: no member's counter.
+    assert counting.reads == 2 + 1 + 3 + 34
+    assert statuses(D2) == dict.fromkeys(CATEGORIES, "complete")
+
+
+@pytest.mark.django_db
 def test_the_reconciliation_takes_at_most_its_limit_of_days_per_run(memory: KVStore) -> None:
     days = [TODAY - timedelta(days=n) for n in (5, 4, 3, 2, 1)]
     for day in days:
