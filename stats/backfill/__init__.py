@@ -5,9 +5,10 @@ Seeds 000-001 (DESIGN section 8). A singleton job with its state in ``stats_back
 a run fixes its cutoff day (today UTC) at start and walks, phase by phase, the counter
 families below it: base (messages, plus member and chat names), words, media, categories
 (profanity, violations), activity hours, and finalize (poison marks onto coverage rows, then
-every column of each chat and day verified against its KV daily total, ``stats.verify``). Slices are bounded (``Limits``); the cursor and the offset
-in the page are saved with every slice, so a run survives a crash and goes on from there once
-the 600 s lease has expired. Every write is fenced on the lease (``sql.Fenced``).
+every column of each chat and day verified against its KV daily total, ``stats.verify``).
+Slices are bounded (``Limits``); the cursor and the offset in the page are saved with every
+slice, so a run survives a crash and goes on from there once the 600 s lease has expired.
+Every write is fenced on the lease (``sql.Fenced``).
 
 A run is due when none has run yet, when a day has closed since the last one, or when a closed
 day was poisoned since; ``force`` starts one anyway. See ``state`` (lease), ``slices`` (one

@@ -60,6 +60,7 @@ from stats.backfill.state import (
     lease_seconds,
     now_ms,
 )
+from stats.config import counter_ttl_ms
 from stats.daylock import lock_days
 from stats.models import BackfillState, BackfillStatus, DailyCoverage
 from stats.poison import poison_read, poison_retire
@@ -206,10 +207,17 @@ def scan_is_ordered(store: KVStore) -> bool:
 
 def _days_page(lease: Lease, limit: int) -> tuple[list[str], str | None]:
     """One page of the (chat, day) pairs whose message counts this run rebuilt, as
-    ``"chat:day"`` items in order, and the cursor after it (like a KV scan)."""
+    ``"chat:day"`` items in order, and the cursor after it (like a KV scan).
+
+    Only days whose counters have not started to expire: a day's totals are its oldest keys
+    (each is created by the day's first message with that column), so near the end of the
+    counters' lifetime a total may be gone while members' counters remain, and a verification
+    would reopen a day that was right. Such a day keeps its last verdict."""
+    lifetime_days = counter_ttl_ms() // 86_400_000
     query = DailyCoverage.objects.filter(
         category="messages",
         day__lt=lease.cutoff_day,
+        day__gt=lease.cutoff_day - timedelta(days=lifetime_days),
         rebuilt_at__gte=lease.run_started_ms - skew_ms(),
     )
     if lease.cursor:

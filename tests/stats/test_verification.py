@@ -99,6 +99,19 @@ def test_finalize_does_not_verify_a_day_whose_column_disagrees_with_its_total(
 
 
 @pytest.mark.django_db
+def test_finalize_leaves_alone_a_day_whose_counters_may_have_started_to_expire(
+    memory: KVStore, settings: Any
+) -> None:
+    settings.STATS_COUNTER_TTL_DAYS = 2
+    seed_day(memory, CHAT, D1, 1, messages=2)  # two days old: its totals may be gone already
+    seed_day(memory, CHAT, D2, 1, messages=2)
+    assert backfill_run(store=memory).outcome == "done"
+    assert row(D1, 1).message_count == 2  # rebuilt...
+    assert "complete" not in statuses(D1).values()  # ...but not judged
+    assert statuses(D2) == dict.fromkeys(CATEGORIES, "complete")
+
+
+@pytest.mark.django_db
 def test_the_backfill_never_lowers_a_cell_and_does_not_verify_a_day_above_its_totals(
     memory: KVStore,
 ) -> None:
