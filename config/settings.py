@@ -92,12 +92,17 @@ STATS_BUFFER_TTL_DAYS = env.number("STATS_BUFFER_TTL_DAYS", 7, minimum=1, maximu
 STATS_COUNTER_TTL_DAYS = env.number("STATS_COUNTER_TTL_DAYS", 60, minimum=2, maximum=3650)
 STATS_BACKFILL_LEASE_SECONDS = env.number("STATS_BACKFILL_LEASE_SECONDS", 600, minimum=30)
 STATS_BACKFILL_MAX_KEYS = env.number("STATS_BACKFILL_MAX_KEYS", 50, minimum=1, maximum=10_000)
+# A slice must afford one finalize day (34 totals + its page) and one base key (+ day lock).
 STATS_BACKFILL_MAX_KV_READS = env.number(
-    "STATS_BACKFILL_MAX_KV_READS", 300, minimum=1, maximum=100_000
+    "STATS_BACKFILL_MAX_KV_READS", 300, minimum=35, maximum=100_000
 )
 STATS_BACKFILL_MAX_STATEMENTS = env.number(
-    "STATS_BACKFILL_MAX_STATEMENTS", 90, minimum=5, maximum=100_000
+    "STATS_BACKFILL_MAX_STATEMENTS", 90, minimum=6, maximum=100_000
 )
+# A message for a day that closes within this margin leaves a late marker (clock skew between
+# web nodes and the worker); the reconciliation re-verifies at most this many days a minute.
+STATS_LATE_MARGIN_SECONDS = env.number("STATS_LATE_MARGIN_SECONDS", 300, minimum=0, maximum=3600)
+STATS_RECONCILE_MAX_DAYS = env.number("STATS_RECONCILE_MAX_DAYS", 20, minimum=1, maximum=1000)
 STATS_COMMAND_TOP = env.number("STATS_COMMAND_TOP", 5, minimum=1, maximum=50)
 STATS_COMMAND_COOLDOWN_SECONDS = env.number("STATS_COMMAND_COOLDOWN_SECONDS", 30, minimum=0)
 for _admin_id in ADMIN_TELEGRAM_IDS:

@@ -5,7 +5,9 @@ The settings row and the violation rules are read at most every ``STATS_CONFIG_C
 clears this process's cache, other processes see the change within that time.
 Tunables read from ``django.conf.settings`` with defaults (none of them is required):
 ``STATS_COUNTER_TTL_DAYS`` (60: how long daily counters stay in the KV store; the backfill must
-run within that), ``STATS_BUFFER_TTL_DAYS`` (7: the raw-message buffer).
+run within that), ``STATS_BUFFER_TTL_DAYS`` (7: the raw-message buffer),
+``STATS_LATE_MARGIN_SECONDS`` (300: a message for a day that closes within this margin leaves a
+late marker, as one for a closed day does).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class CountingConfig:
     link_severities: tuple[str, ...]  # one entry per enabled "links from new members" rule
     counter_ttl_ms: int
     buffer_ttl_ms: int
+    late_margin_ms: int = 300_000
 
     @property
     def new_member_ms(self) -> int:
@@ -75,6 +78,11 @@ def buffer_ttl_ms() -> int:
     return int(getattr(settings, "STATS_BUFFER_TTL_DAYS", 7)) * DAY_MS
 
 
+def late_margin_ms() -> int:
+    """A message for a day that closes within this margin counts as late (clock skew)."""
+    return int(getattr(settings, "STATS_LATE_MARGIN_SECONDS", 300)) * 1000
+
+
 def _cache_seconds() -> float:
     return float(getattr(settings, "STATS_CONFIG_CACHE_SECONDS", 5))
 
@@ -104,4 +112,5 @@ def _load() -> CountingConfig:
         link_severities=tuple(links),
         counter_ttl_ms=counter_ttl_ms(),
         buffer_ttl_ms=buffer_ttl_ms(),
+        late_margin_ms=late_margin_ms(),
     )

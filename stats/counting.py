@@ -14,6 +14,7 @@ A word is a whitespace-separated token with at least one letter or digit.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -105,9 +106,21 @@ def message_facts(
     )
 
 
-def counting_ops(facts: MessageFacts, config: CountingConfig) -> list[Op]:
-    """Every KV write of one counted message, sorted by key (no lock-order deadlocks)."""
+def counting_ops(
+    facts: MessageFacts, config: CountingConfig, *, now_ms: int | None = None
+) -> list[Op]:
+    """Every KV write of one counted message, sorted by key (no lock-order deadlocks).
+
+    Besides the member's counters, every column is added to the chat's daily total
+    (``activity`` for messages, ``stats:total:...`` for the others): finalize and the
+    reconciliation verify each column the product shows against its total. A message for a
+    day that is closed, or closes within ``STATS_LATE_MARGIN_SECONDS`` (clocks of the web
+    nodes and the worker may differ), also leaves a late marker for (chat, day, member) and
+    bumps the late flag, in the same atomic commit: the reconciliation re-verifies that day
+    soon, which is how a crash between this commit and the database add is found.
+    """
     ttl, day, chat, user = config.counter_ttl_ms, facts.day, facts.chat_id, facts.user_id
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     ops: list[Op] = [
         Increment(keys.activity_key(chat, day), 1, ttl),
         Put(
@@ -129,6 +142,11 @@ def counting_ops(facts: MessageFacts, config: CountingConfig) -> list[Op]:
     ]
     for column, delta in facts.deltas().items():
         ops.append(Increment(keys.column_key(column, chat, day, user), delta, ttl))
+        if column != "message_count":  # its total is the activity key above
+            ops.append(Increment(keys.total_key(column, chat, day), delta, ttl))
+    if day < datetime.fromtimestamp((now_ms + config.late_margin_ms) / 1000, tz=UTC).date():
+        ops.append(Put(keys.late_key(chat, day, user), {"at": now_ms}, ttl))
+        ops.append(Increment(keys.LATE_FLAG, 1, ttl))
     return sorted(ops, key=lambda op: op.key)
 
 

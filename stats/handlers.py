@@ -4,7 +4,8 @@
 also what another feature handles; commands are not counted, and edited messages are not
 observed, so an edit never counts as a new message). The KV ops of a counted message
 are committed with the update's done-marker in one atomic step (``ctx.commit_once``); only when
-that step applied them does the live writer add the same increments to the database.
+that step applied them does the live writer add the same increments to the database, under
+the day's lock taken before the commit (``stats.services.stats_count_once``).
 ``/stats`` is an expensive command (the pipeline's stricter rate limit) with a per-chat
 cooldown on top.
 """
@@ -15,7 +16,7 @@ from stats.services import (
     joins_to_record,
     message_to_count,
     stats_command_cooldown_take,
-    stats_live_write,
+    stats_count_once,
 )
 from stats.summary import group_summary_text
 from telegram_bot.context import Context
@@ -32,10 +33,10 @@ def count_message(ctx: Context) -> None:
         ctx.commit_once(joins_to_record(message))
         return
     counted = message_to_count(message, store=ctx.store)
-    if counted is not None and ctx.commit_once(counted.ops):
-        # Never raises: once the commit is done, a dead letter (and its replay, which starts
-        # the update over) would count the message twice.
-        stats_live_write(store=ctx.store, facts=counted.facts)
+    if counted is not None:
+        # The commit and the database add under the day's lock; never raises once the commit
+        # is done (a dead letter's replay, which starts the update over, would count twice).
+        stats_count_once(store=ctx.store, counted=counted, commit=ctx.commit_once)
 
 
 def stats_command(ctx: Context) -> None:

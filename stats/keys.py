@@ -10,6 +10,9 @@ Counters are grouped by backfill phase, so that each phase walks one prefix:
 | ``stats:cat:{chat}:{day}:{user}:{field}`` | profanity, violations_low/medium/high | categories |
 | ``stats:hour:{chat}:{day}:{user}:{HH}`` | messages in that UTC hour | activity_hours |
 | ``activity:{chat}:{day}`` | the chat's daily message total | finalize (parity gate) |
+| ``stats:total:{chat}:{day}:{column}`` | the chat's daily total of another column | verify |
+| ``stats:late:{chat}:{day}:{user}`` | ``{"at": ms}``: a message for a closed day | reconcile |
+| ``stats:late`` / ``stats:late_seen`` | late markers written / reconciled up to | reconcile |
 | ``stats:poison:{chat}:{day}:{category}`` | ``{"at": ms}``: a live DB write failed | finalize |
 | ``stats:failed:{chat}:{day}`` | ``{"users": {user: [column]}}`` failed writes missed | (reads) |
 | ``stats:chat:{chat}`` | ``{"title", "type"}`` of the chat | base (hydration) |
@@ -36,6 +39,12 @@ POISON = "stats:poison:"
 # Set with every poison mark: while it is absent, nobody needs to scan for marks.
 POISON_FLAG = "stats:poisoned"
 FAILED = "stats:failed:"
+TOTAL = "stats:total:"
+LATE = "stats:late:"
+# Incremented with every late marker; the reconciler scans for markers only when it moved past
+# ``LATE_SEEN`` (the value it last finished with).
+LATE_FLAG = "stats:late"
+LATE_SEEN = "stats:late_seen"
 ACTIVITY = "activity:"
 COUNTER_FAMILIES = (MESSAGES, WORDS, MEDIA, CATEGORY, HOURS)
 
@@ -95,6 +104,26 @@ def column_key(column: str, chat_id: int, day: date, user_id: int) -> str:
 
 def activity_key(chat_id: int, day: date) -> str:
     return f"{ACTIVITY}{chat_id}:{day.isoformat()}"
+
+
+def total_key(column: str, chat_id: int, day: date) -> str:
+    """The chat's daily KV total of ``column`` (messages: the legacy ``activity`` total)."""
+    if column == "message_count":
+        return activity_key(chat_id, day)
+    if column not in COLUMN_CATEGORY:
+        raise ValueError(f"unknown stats column {column!r}")
+    return f"{TOTAL}{chat_id}:{day.isoformat()}:{column}"
+
+
+def late_key(chat_id: int, day: date, user_id: int) -> str:
+    return f"{LATE}{chat_id}:{day.isoformat()}:{user_id}"
+
+
+def parse_late_key(key: str) -> tuple[int, date, int] | None:
+    parts = key.removeprefix(LATE).split(":")
+    if not key.startswith(LATE) or len(parts) != 3:
+        return None
+    return _chat_day_user(parts[0], parts[1], parts[2])
 
 
 def poison_key(chat_id: int, day: date, category: str) -> str:

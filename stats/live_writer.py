@@ -1,5 +1,15 @@
 """The live writer: the increments of counted messages, added to ``stats_daily_user``.
 
+Ordering (``count_once`` / ``commit_batch``, the update path's entry points): the day's lock
+(``stats.daylock``) is taken SHARED in a database transaction, then the KV commit runs (the
+counters with the update's done-marker), then the additive upsert, and the transaction
+commits, releasing the lock. The backfill and the reconciliation hold the same lock
+EXCLUSIVE while they read counters and write, so they never see a KV increment whose
+database add is still in flight; a process killed between the two writes leaves the
+increment in the KV store only (its transaction rolls back), where the backfill's rebuild or
+the reconciliation (late marker, ``stats.reconcile``) finds it. With the database KV store
+the commit joins this transaction: the two writes are then one.
+
 Batching: a batch is a list of ``RowDelta`` (the webhook writes one per counted message, right
 after the KV commit; a caller with several messages at hand passes them together). Rows are
 merged per (chat, day, user), sorted, and written with ONE additive upsert
@@ -22,7 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -31,6 +41,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from stats import keys
+from stats.daylock import lock_days
 from stats.models import CATEGORIES
 from stats.poison import failed_record, poison_mark
 from telegram_bot.errors import StateError
@@ -55,33 +66,121 @@ class RowDelta:
         return {COLUMN_CATEGORY[column] for column in self.deltas}
 
 
+Commit = Callable[[], bool]
+
+
+def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> bool:
+    """Run ``commit`` (the KV commit: True if it applied, False for a duplicate) and add
+    ``rows`` to the aggregates if it applied, under the days' shared lock. Returns whether
+    the commit applied. Raises only what ``commit`` raises (nothing was counted then); a
+    failed database add poisons the rows instead (``live_write``)."""
+    return commit_batch(store=store, items=[(commit, rows)])[0]
+
+
+def commit_batch(
+    *, store: KVStore, items: Sequence[tuple[Commit, Sequence[RowDelta]]]
+) -> list[bool]:
+    """``count_once`` for several messages with one lock and one upsert (module docstring).
+
+    The commits run in order; if one raises, the rows of those applied before it are still
+    added, and the exception is raised after the transaction. Returns, per item, whether its
+    commit applied.
+    """
+    pairs = sorted({(row.chat_id, row.day) for _commit, rows in items for row in rows})
+    applied: list[bool] = []
+    written: list[RowDelta] = []
+    error: Exception | None = None
+    stage = "lock"
+    add_failed: DatabaseError | None = None
+    try:
+        with transaction.atomic():
+            lock_days(pairs, shared=True)
+            stage = "commit"
+            for commit, rows in items:
+                try:
+                    done = commit()
+                except Exception as exc:  # nothing of this item was counted
+                    error = exc
+                    break
+                applied.append(done)
+                if done:
+                    written.extend(rows)
+            merged = merge_rows(written)
+            if merged:
+                try:
+                    # A savepoint: with the database KV store the commit above is in this
+                    # transaction, and a failed add must not take it back.
+                    with transaction.atomic():
+                        _add(merged)
+                except DatabaseError as exc:
+                    add_failed = exc
+    except DatabaseError as exc:
+        if stage == "lock":  # the database did not answer: count in the KV store, poison
+            log.warning("stats day lock not taken, counting without it: %s", exc)
+            applied, written, error = [], [], None
+            for commit, rows in items:
+                done = commit()
+                applied.append(done)
+                if done:
+                    written.extend(rows)
+        elif _kv_in_database(store):
+            raise  # the KV commits were in the transaction that failed: nothing was counted
+        add_failed = exc
+    merged = merge_rows(written)
+    if add_failed is not None and merged:
+        _poison_failed(store, merged, add_failed)
+    elif merged:
+        _memo_remember(_touched(merged))
+    if error is not None:
+        raise error
+    return applied
+
+
 def live_write(*, store: KVStore, rows: Sequence[RowDelta]) -> bool:
     """Add ``rows`` to the aggregates; if that fails, mark them poisoned and return False.
 
     Never raises: it runs after the KV commit, and the caller must not fail the update then.
+    Takes the days' shared lock for the add only, so it is NOT ordered against the backfill
+    for a commit made before it: the update path uses ``count_once``.
     """
     merged = merge_rows(rows)
     if not merged:
         return True
-    touched = sorted(
-        {(row.chat_id, row.day, category) for row in merged for category in row.categories}
-    )
     try:
         with transaction.atomic():
-            upsert_additive(merged)
-            _coverage_live(touched)
+            lock_days({(row.chat_id, row.day) for row in merged}, shared=True)
+            _add(merged)
     except DatabaseError as exc:
-        log.warning(
-            "live stats write failed, marking %d categories poisoned: %s", len(touched), exc
-        )
-        _memo_forget(touched)
-        # What the database missed first (readers repair the day from exactly these
-        # counters), then the marks that say the day is not to be trusted.
-        failed_record(store, [(r.chat_id, r.day, r.user_id, r.deltas) for r in merged])
-        poison(store=store, triples=touched)
+        _poison_failed(store, merged, exc)
         return False
-    _memo_remember(touched)
+    _memo_remember(_touched(merged))
     return True
+
+
+def _touched(merged: Sequence[RowDelta]) -> list[tuple[int, date, str]]:
+    return sorted(
+        {(row.chat_id, row.day, category) for row in merged for category in row.categories}
+    )
+
+
+def _add(merged: Sequence[RowDelta]) -> None:
+    upsert_additive(merged)
+    _coverage_live(_touched(merged))
+
+
+def _poison_failed(store: KVStore, merged: Sequence[RowDelta], exc: Exception) -> None:
+    touched = _touched(merged)
+    log.warning("live stats write failed, marking %d categories poisoned: %s", len(touched), exc)
+    _memo_forget(touched)
+    # What the database missed first (readers repair the day from exactly these counters),
+    # then the marks that say the day is not to be trusted.
+    failed_record(store, [(r.chat_id, r.day, r.user_id, r.deltas) for r in merged])
+    poison(store=store, triples=touched)
+
+
+def _kv_in_database(store: KVStore) -> bool:
+    """Whether the KV store writes through this connection (its commits join our transaction)."""
+    return store.url == "db://"
 
 
 def merge_rows(rows: Iterable[RowDelta]) -> list[RowDelta]:

@@ -1,7 +1,8 @@
 """Tables of the stats app.
 
 ``stats_daily_user`` holds the daily aggregates per (chat, day UTC, user): the live writer adds
-to them, the backfill overwrites them with absolute values read from the KV counters.
+to them, the backfill overwrites them with absolute values read from the KV counters (never
+lowering a cell), both under the day's lock (``stats.daylock``).
 ``stats_daily_coverage`` says, per (chat, day, category), how far those numbers can be trusted.
 ``stats_backfill_state`` is the singleton job's state and lease. Raw SQL in ``live_writer`` and
 ``backfill.sql`` writes the first two tables, so every column has a database default.

@@ -10,4 +10,6 @@ from telegram_bot.scheduling import ScheduleSpec
 
 SCHEDULES: list[ScheduleSpec] = [
     ScheduleSpec(name="stats_backfill", func="stats.tasks.backfill_tick", minutes=1),
+    # Late messages for closed days: re-verified within a minute or two (stats.reconcile).
+    ScheduleSpec(name="stats_reconcile", func="stats.tasks.reconcile_tick", minutes=1),
 ]

@@ -1,7 +1,7 @@
 """Reads of the stats app: the per-day report behind the dashboard, the API and /stats.
 
 Every day of a range comes from ``stats_daily_user`` (one query): the live writer keeps it
-additively for today and closed days, the backfill rebuilds closed days with absolute values.
+additively for today and closed days, the backfill rebuilds closed days from the KV counters.
 The KV store is asked with gets only, never a scan (a SCAN MATCH on Redis walks the whole
 keyspace, whatever the prefix), and only about the days whose counters may still exist
 (``kv_oldest_day``: the counters' lifetime); a range never goes past today:
@@ -15,8 +15,8 @@ keyspace, whatever the prefix), and only about the days whose counters may still
 - the names of ranked members without a hydrated profile (``member_names``).
 
 Where each day's numbers come from (``DayView.source``):
-- ``database``: a closed day (before today, UTC) that finalize verified complete and that has no
-  poisoned category.
+- ``database``: a closed day (before today, UTC) whose every category (so every column shown)
+  finalize or the reconciliation verified complete against its KV total, none poisoned.
 - ``live``: a day not verified (today, or a closed day the backfill has not verified): the
   live writer's rows, with the KV counters for whatever a failed live write missed
   (``DayView.repaired`` names those categories).
@@ -36,7 +36,7 @@ from django.conf import settings
 
 from stats import keys
 from stats.config import counter_ttl_ms
-from stats.models import ChatUserProfile, DailyCoverage, DailyUserStat, StatsChat
+from stats.models import CATEGORIES, ChatUserProfile, DailyCoverage, DailyUserStat, StatsChat
 from stats.poison import failed_read, poison_read
 from telegram_bot.state import KVStore
 
@@ -249,7 +249,9 @@ def _day_view(
         categories={category: row.status for category, row in sorted(rows.items())},
         members={},
     )
-    if day < today and status == "complete" and not poisoned:
+    # Verified only when every category the day shows was verified (a missing row was not).
+    verified = all(c in rows and rows[c].status == "complete" for c in CATEGORIES)
+    if day < today and verified and not poisoned:
         view.source, view.members = "database", _members(values)
         return view
     lost: set[str] = set()

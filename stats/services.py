@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -10,7 +11,7 @@ from django.conf import settings
 from stats import keys
 from stats.config import counting_config
 from stats.counting import MessageFacts, counting_ops, join_ops, message_facts
-from stats.live_writer import RowDelta, live_write
+from stats.live_writer import RowDelta, count_once, live_write
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op
 from telegram_bot.updates import Message
@@ -42,12 +43,28 @@ def message_to_count(message: Message, *, store: KVStore) -> CountedMessage | No
     return CountedMessage(facts, counting_ops(facts, config))
 
 
+def stats_count_once(
+    *, store: KVStore, counted: CountedMessage, commit: Callable[[Sequence[Op]], bool]
+) -> bool:
+    """Count a message: ``commit(counted.ops)`` (the update's KV commit with its done-marker)
+    and the database add, ordered against the backfill by the day's lock (``stats.daylock``).
+    Returns whether the commit applied (False: a duplicate). Raises only what ``commit``
+    raises; a failed database add poisons the day instead of raising (once the commit is
+    done, failing the update would count it twice on replay)."""
+    row = RowDelta(counted.facts.chat_id, counted.facts.day, counted.facts.user_id,
+                   counted.facts.deltas())  # fmt: skip
+    return count_once(store=store, commit=lambda: commit(counted.ops), rows=[row])
+
+
 def joins_to_record(message: Message) -> list[Op]:
     return join_ops(message, counting_config(), now_ms=int(time.time() * 1000))
 
 
 def stats_live_write(*, store: KVStore, facts: MessageFacts) -> bool:
-    """Add a counted message to ``stats_daily_user`` (call after its KV commit applied)."""
+    """Add a counted message to ``stats_daily_user`` (call after its KV commit applied).
+
+    Not ordered against the backfill for the commit made before it: the update path uses
+    ``stats_count_once``, which holds the day's lock across both writes."""
     row = RowDelta(facts.chat_id, facts.day, facts.user_id, facts.deltas())
     return live_write(store=store, rows=[row])
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from stats.backfill import backfill_run
+from stats.reconcile import reconcile_run
 
 # The schedule fires every minute; the cluster's timeout is 120 s.
 TICK_SECONDS = 50
@@ -11,3 +12,8 @@ TICK_SECONDS = 50
 def backfill_tick() -> str:
     """Work on daily_aggregates_v1 for up to TICK_SECONDS (if due, and if the lease is free)."""
     return backfill_run(max_seconds=TICK_SECONDS).outcome
+
+
+def reconcile_tick() -> str:
+    """Re-verify closed days that received late messages since the last pass (bounded)."""
+    return reconcile_run().outcome

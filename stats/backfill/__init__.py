@@ -1,12 +1,14 @@
-"""The backfill ``daily_aggregates_v1``: KV counters -> ``stats_daily_user``, absolute values.
+"""The backfill ``daily_aggregates_v1``: KV counters -> ``stats_daily_user``, absolute values
+that never lower a cell, under the days' exclusive locks (``stats.daylock``).
 
 Seeds 000-001 (DESIGN section 8). A singleton job with its state in ``stats_backfill_state``;
 a run fixes its cutoff day (today UTC) at start and walks, phase by phase, the counter
 families below it: base (messages, plus member and chat names), words, media, categories
 (profanity, violations), activity hours, and finalize (poison marks onto coverage rows, then
-the parity gate per chat and day). Slices are bounded (``Limits``); the cursor and the offset
-in the page are saved with every slice, so a run survives a crash and goes on from there once
-the 600 s lease has expired. Every write is fenced on the lease (``sql.Fenced``).
+every column of each chat and day verified against its KV daily total, ``stats.verify``).
+Slices are bounded (``Limits``); the cursor and the offset in the page are saved with every
+slice, so a run survives a crash and goes on from there once the 600 s lease has expired.
+Every write is fenced on the lease (``sql.Fenced``).
 
 A run is due when none has run yet, when a day has closed since the last one, or when a closed
 day was poisoned since; ``force`` starts one anyway. See ``state`` (lease), ``slices`` (one

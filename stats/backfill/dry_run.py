@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
 
-from stats import keys
+from stats import keys, verify
 from stats.backfill.state import utc_today
 from stats.models import DailyUserStat
 from telegram_bot.state import KVStore
@@ -40,17 +40,24 @@ def backfill_dry_run(*, store: KVStore, today: date | None = None) -> DryRunRepo
     report.rows = len(wanted)
     for (chat_id, day, user_id), values in wanted.items():
         current = DailyUserStat.objects.filter(chat_id=chat_id, day=day, user_id=user_id).first()
-        if current is None or any(getattr(current, c) != v for c, v in values.items()):
+        # A run never lowers a cell (GREATEST): only a KV value above the database changes it.
+        if current is None or any(getattr(current, c) < v for c, v in values.items()):
             report.rows_to_change += 1
-    sums: Counter[tuple[int, date]] = Counter()
-    for (chat_id, day, _), values in wanted.items():
-        sums[(chat_id, day)] += values.get("message_count", 0)
-    for (chat_id, day), summed in sorted(sums.items()):
-        total = store.get(keys.activity_key(chat_id, day))
-        if not isinstance(total, int) or total <= 0:
+    for chat_id, day in sorted({(chat_id, day) for chat_id, day, _ in wanted}):
+        # The day as the run would leave it, verified column by column (stats.verify).
+        sums: Counter[str] = Counter()
+        stored = DailyUserStat.objects.filter(chat_id=chat_id, day=day)
+        rows = {row["user_id"]: row for row in stored.values("user_id", *verify.VERIFIED_COLUMNS)}
+        for user_id in rows.keys() | {u for c, d, u in wanted if (c, d) == (chat_id, day)}:
+            kv = wanted.get((chat_id, day, user_id), {})
+            db = rows.get(user_id, {})
+            for column in verify.VERIFIED_COLUMNS:
+                sums[column] += max(db.get(column, 0), kv.get(column, 0))
+        reason = verify.verdict(sums, verify.read_totals(store, chat_id, day))
+        if reason == "missing_activity_total":
             report.days_missing_total += 1
-        elif summed == total:
-            report.days_complete += 1
-        else:
+        elif reason:
             report.days_mismatch += 1
+        else:
+            report.days_complete += 1
     return report

@@ -14,11 +14,22 @@ slice resumes never depends on positions in a page, which shift when a key befor
   the page and skips them by key. A key that moved out of the batch is returned by a later
   SCAN call, which is SCAN's guarantee; one done twice is written twice, to the same value.
 
-Values are absolute, one column per counter key (``col = <the key's value>``): writing a key
-twice changes nothing, and it repairs whatever the live writer's additive writes lost or
-doubled. A column whose key does not exist is left alone: the live writer only ever adds to
-columns whose key exists, since the KV commit comes first. (Rebuilding whole rows instead would
-need a prefix scan per row, which on Redis walks the whole keyspace.)
+Ordering against the live writer: a slice runs in one transaction that first takes the
+day lock (``stats.daylock``) EXCLUSIVE for every (chat, day) of its page, then reads the
+counters and writes. The live writer holds the same lock SHARED from before its KV commit to
+its database commit, so no increment is half-written while the slice reads and writes: each
+is in both stores, or (its process died) in the KV store only.
+
+Values are absolute, one column per counter key, but never lower a cell
+(``col = GREATEST(col, <the key's value>)``, ``sql``): writing a key twice changes nothing,
+and it repairs whatever a crashed or failed live write left out. A KV value below the database
+means the KV store lost data; the database keeps its figure and finalize does not verify the
+day. A column whose key does not exist is left alone: the live writer only ever adds to columns
+whose key exists, since the KV commit comes first. (Rebuilding whole rows instead would need a
+prefix scan per row, which on Redis walks the whole keyspace.)
+
+Finalize verifies every column of a day against its KV daily total (``stats.verify``), under
+the day's exclusive lock too.
 
 The writes of a slice and the state advance commit in one transaction: the aggregates, then
 coverage, profiles and chats (each in sorted key order, like the live writer, so concurrent
@@ -39,7 +50,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from stats import keys
+from stats import keys, verify
 from stats.backfill.sql import Fenced
 from stats.backfill.state import (
     JOB_NAME,
@@ -49,6 +60,8 @@ from stats.backfill.state import (
     lease_seconds,
     now_ms,
 )
+from stats.config import counter_ttl_ms
+from stats.daylock import lock_days
 from stats.models import BackfillState, BackfillStatus, DailyCoverage
 from stats.poison import poison_read, poison_retire
 from telegram_bot.state import KVStore
@@ -64,10 +77,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     # base phase rebuilt in this run: a walk over coverage rows, not KV keys (DAYS_WALK).
     "finalize": (keys.POISON, DAYS_WALK),
 }
-# One key may need this much: the page scan + a base key (its value, the member's and the
-# chat's names); the state write + a base key (aggregate, coverage, profile, chat).
-MIN_READS = 4
-MIN_STATEMENTS = 5
+# One key may need this much: the page scan + a finalize day (every column's total); the
+# state write + the day lock + a base key (aggregate, coverage, profile, chat).
+MIN_READS = 1 + verify.TOTAL_READS
+MIN_STATEMENTS = 6
 
 
 @dataclass(frozen=True)
@@ -117,18 +130,19 @@ class Staged:
     chats: dict[int, tuple[str, str]] = field(default_factory=dict)
     seen_chats: set[int] = field(default_factory=set)
     poison: list[tuple[int, date, str, int]] = field(default_factory=list)
-    totals: list[tuple[int, date, int | None]] = field(default_factory=list)
+    totals: list[tuple[int, date, dict[str, int | None]]] = field(default_factory=list)
+    verified_from: int = 0
 
 
 def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
     """Run the slice at the lease's position; raise LeaseLostError if the lease is gone."""
     prefix = FAMILIES[lease.phase][lease.step]
     if prefix == DAYS_WALK:
-        staged = Staged(reads=0, statements=2)  # the page query, the state write
+        staged = Staged(reads=0, statements=3)  # the page query, the day lock, the state write
         page, next_cursor = _days_page(lease, limits.max_keys)
         ordered = True
     else:
-        staged = Staged(reads=1, statements=1)  # the page scan, the state write
+        staged = Staged(reads=1, statements=2)  # the page scan, the day lock, the state write
         page, next_cursor = store.scan(prefix, lease.cursor, limits.max_keys)
         ordered = scan_is_ordered(store)
     done = set(lease.page_done)
@@ -136,27 +150,31 @@ def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
     # the page's start: writing a key again changes nothing, skipping one loses it.
     todo = [key for key in page if key not in done]
     taken: list[str] = []
-    for key in todo:
-        reads, statements = _cost(key, lease, staged)
-        if (
-            staged.reads + reads > limits.max_reads
-            or staged.statements + statements > limits.max_statements
-        ):
-            break
-        staged.reads += _take(key, lease, staged, store)
-        staged.statements += statements
-        taken.append(key)
-    if len(taken) == len(todo):
-        position = _next_position(lease, next_cursor)
-    elif ordered:
-        position = dataclasses.replace(
-            lease, cursor=taken[-1] if taken else lease.cursor, page_offset=0, page_done=()
-        )
-    else:
-        now_done = done | set(taken)
-        page_done = tuple(key for key in page if key in now_done)
-        position = dataclasses.replace(lease, page_offset=len(page_done), page_done=page_done)
-    new_lease = _write(lease, position, staged, len(taken))
+    with transaction.atomic():
+        # Every day of the page, before any counter is read (module docstring).
+        lock_days(_days_of(todo, lease), shared=False)
+        staged.verified_from = now_ms() - skew_ms()
+        for key in todo:
+            reads, statements = _cost(key, lease, staged)
+            if (
+                staged.reads + reads > limits.max_reads
+                or staged.statements + statements > limits.max_statements
+            ):
+                break
+            staged.reads += _take(key, lease, staged, store)
+            staged.statements += statements
+            taken.append(key)
+        if len(taken) == len(todo):
+            position = _next_position(lease, next_cursor)
+        elif ordered:
+            position = dataclasses.replace(
+                lease, cursor=taken[-1] if taken else lease.cursor, page_offset=0, page_done=()
+            )
+        else:
+            now_done = done | set(taken)
+            page_done = tuple(key for key in page if key in now_done)
+            position = dataclasses.replace(lease, page_offset=len(page_done), page_done=page_done)
+        new_lease = _write(lease, position, staged, len(taken))
     _retire_imported_marks(store, staged)
     return SliceReport(
         lease=new_lease,
@@ -168,6 +186,18 @@ def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
     )
 
 
+def _days_of(page: list[str], lease: Lease) -> set[tuple[int, date]]:
+    """The closed (chat, day) pairs whose figures taking ``page`` reads or writes."""
+    days: set[tuple[int, date]] = set()
+    if lease.phase == "finalize":
+        if lease.step == 1:
+            days = {pair for key in page if (pair := keys.parse_chat_day(key))}
+    else:
+        counters = (keys.parse_counter_key(key) for key in page)
+        days = {(c.chat_id, c.day) for c in counters if c is not None}
+    return {(chat_id, day) for chat_id, day in days if day < lease.cutoff_day}
+
+
 def scan_is_ordered(store: KVStore) -> bool:
     """Whether ``store.scan`` walks keys in order with the last key returned as its cursor
     (the memory and database stores): then a scan from any key continues strictly after it.
@@ -177,10 +207,17 @@ def scan_is_ordered(store: KVStore) -> bool:
 
 def _days_page(lease: Lease, limit: int) -> tuple[list[str], str | None]:
     """One page of the (chat, day) pairs whose message counts this run rebuilt, as
-    ``"chat:day"`` items in order, and the cursor after it (like a KV scan)."""
+    ``"chat:day"`` items in order, and the cursor after it (like a KV scan).
+
+    Only days whose counters have not started to expire: a day's totals are its oldest keys
+    (each is created by the day's first message with that column), so near the end of the
+    counters' lifetime a total may be gone while members' counters remain, and a verification
+    would reopen a day that was right. Such a day keeps its last verdict."""
+    lifetime_days = counter_ttl_ms() // 86_400_000
     query = DailyCoverage.objects.filter(
         category="messages",
         day__lt=lease.cutoff_day,
+        day__gt=lease.cutoff_day - timedelta(days=lifetime_days),
         rebuilt_at__gte=lease.run_started_ms - skew_ms(),
     )
     if lease.cursor:
@@ -210,7 +247,8 @@ def _cost(key: str, lease: Lease, staged: Staged) -> tuple[int, int]:
         if lease.step == 0:
             poisoned = keys.parse_poison_key(key)
             return (1, 1) if poisoned and poisoned[1] < lease.cutoff_day else (0, 0)
-        return (1, 3) if keys.parse_chat_day(key) else (0, 0)
+        # every column's total; the sums, the missing coverage rows, the verdict
+        return (verify.TOTAL_READS, 3) if keys.parse_chat_day(key) else (0, 0)
     counter = keys.parse_counter_key(key)
     if counter is None or counter.day >= lease.cutoff_day:
         return 0, 0
@@ -255,9 +293,8 @@ def _take_finalize(key: str, lease: Lease, staged: Staged, store: KVStore) -> in
     chat_day = keys.parse_chat_day(key)
     if not chat_day:
         return 0
-    total = store.get(keys.activity_key(*chat_day))
-    staged.totals.append((*chat_day, total if isinstance(total, int) else None))
-    return 1
+    staged.totals.append((*chat_day, verify.read_totals(store, *chat_day)))
+    return verify.TOTAL_READS
 
 
 def _hydrate(chat_id: int, user_id: int, staged: Staged, store: KVStore) -> int:
@@ -310,8 +347,8 @@ def _write(lease: Lease, position: Lease, staged: Staged, taken: int) -> Lease:
             rejected += not fenced.chat_put(chat_id, title, chat_type)
         for chat_id, day, category, at in sorted(staged.poison):
             rejected += not fenced.coverage_poison_import(chat_id, day, category, at)
-        for chat_id, day, total in sorted(staged.totals, key=lambda t: t[:2]):
-            rejected += not _finalize_day(fenced, chat_id, day, total)
+        for chat_id, day, totals in sorted(staged.totals, key=lambda t: t[:2]):
+            rejected += not finalize_day(fenced, chat_id, day, totals, staged.verified_from)
         if rejected or not _advance(lease, position, taken, now):
             raise LeaseLostError(rejected)
     return dataclasses.replace(
@@ -321,13 +358,19 @@ def _write(lease: Lease, position: Lease, staged: Staged, taken: int) -> Lease:
     )
 
 
-def _finalize_day(fenced: Fenced, chat_id: int, day: date, total: int | None) -> bool:
-    """The parity gate: complete only when SUM(message_count) == the daily total > 0."""
-    summed = fenced.message_sum(chat_id, day)
-    if total is not None and total > 0 and summed == total:
-        fenced.day_complete(chat_id, day)
-        return True
-    reason = "missing_activity_total" if not total else "message_count_mismatch"
+def finalize_day(
+    fenced: Fenced,
+    chat_id: int,
+    day: date,
+    totals: dict[str, int | None],
+    verified_from: int,
+) -> bool:
+    """The gate: complete only when every column's SUM equals its KV daily total and the day
+    has messages (``stats.verify``); the caller holds the day's lock exclusive. Returns
+    whether the fenced writes applied."""
+    reason = verify.verdict(fenced.column_sums(chat_id, day), totals)
+    if not reason:
+        return fenced.day_complete(chat_id, day, verified_from)
     return fenced.day_not_complete(chat_id, day, reason)
 
 

@@ -21,22 +21,14 @@ def seed_day(
     profanity: int = 0,
     total: bool = True,
 ) -> None:
-    """Counters of one member's day; ``total`` also adds the messages to the chat's total."""
-    store.increment(keys.counter_key(keys.MESSAGES, chat_id, day, user_id), messages)
-    if words:
-        store.increment(keys.counter_key(keys.WORDS, chat_id, day, user_id), words)
+    """Counters of one member's day; ``total`` also adds every column to the chat's daily
+    totals (``activity`` for messages), as counting does."""
+    columns = {"message_count": messages, "word_count": words, "profanity_count": profanity}
+    columns.update(voice_count=voice[0], voice_seconds=voice[1] if voice[0] else 0)
     for hour, count in (hours or {12: messages}).items():
-        store.increment(keys.counter_key(keys.HOURS, chat_id, day, user_id, f"{hour:02d}"), count)
-    if voice[0]:
-        store.increment(
-            keys.counter_key(keys.MEDIA, chat_id, day, user_id, "voice_count"), voice[0]
-        )
-        store.increment(
-            keys.counter_key(keys.MEDIA, chat_id, day, user_id, "voice_seconds"), voice[1]
-        )
-    if profanity:
-        store.increment(
-            keys.counter_key(keys.CATEGORY, chat_id, day, user_id, "profanity"), profanity
-        )
-    if total:
-        store.increment(keys.activity_key(chat_id, day), messages)
+        columns[f"hour_{hour:02d}"] = count
+    for column, value in columns.items():
+        if value:
+            store.increment(keys.column_key(column, chat_id, day, user_id), value)
+            if total:
+                store.increment(keys.total_key(column, chat_id, day), value)

@@ -8,9 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core.management import CommandError, call_command
 
-from stats.models import BackfillState, DailyUserStat
+from stats import keys
+from stats.models import BackfillState, DailyCoverage, DailyUserStat
 from stats.schedules import SCHEDULES
-from stats.tasks import backfill_tick
+from stats.tasks import backfill_tick, reconcile_tick
 from telegram_bot.scheduling import declared_schedules
 from telegram_bot.state import KVStore
 from tests.stats.kvseed import seed_day
@@ -43,7 +44,7 @@ def test_it_runs_shows_status_and_resets(counters: KVStore) -> None:
     assert DailyUserStat.objects.count() == 3
     assert "0 would change" in run("--dry-run")
     status = run("--status")
-    assert "status:     done" in status and "complete 3" in status and "poisoned 0" in status
+    assert "status:     done" in status and "complete 6" in status and "poisoned 0" in status
     assert "nothing due" in run()
 
     revision = BackfillState.objects.get().revision
@@ -58,9 +59,27 @@ def test_it_refuses_limits_too_small_for_one_key(counters: KVStore) -> None:
 
 
 def test_it_is_scheduled_every_minute_and_the_tick_runs_the_job(counters: KVStore) -> None:
-    (spec,) = SCHEDULES
+    spec = next(spec for spec in SCHEDULES if spec.name == "stats_backfill")
     assert spec in declared_schedules() and spec.minutes == 1
     assert spec.func == "stats.tasks.backfill_tick"
     assert backfill_tick() == "done"
     assert backfill_tick() == "idle"
     assert DailyUserStat.objects.count() == 3
+
+
+def test_it_runs_a_reconciliation_pass(counters: KVStore) -> None:
+    assert "reconciliation: idle (0 days" in run("--reconcile")
+    assert "run complete" in run()
+    counters.increment(keys.total_key("word_count", CHAT, YESTERDAY), 1)  # one add missing
+    counters.set(keys.late_key(CHAT, YESTERDAY, 1), {"at": 1})
+    counters.increment(keys.LATE_FLAG, 1)
+    assert "reconciliation: done (1 days: 0 verified, 1 reopened)" in run("--reconcile")
+    row = DailyCoverage.objects.get(chat_id=CHAT, day=YESTERDAY, category="messages")
+    assert row.reason == "word_count_mismatch"
+
+
+def test_the_reconciliation_is_scheduled_every_minute(counters: KVStore) -> None:
+    spec = next(spec for spec in SCHEDULES if spec.name == "stats_reconcile")
+    assert spec in declared_schedules() and spec.minutes == 1
+    assert spec.func == "stats.tasks.reconcile_tick"
+    assert reconcile_tick() == "idle"

@@ -92,6 +92,7 @@ def test_it_never_lowers_live_coverage(store: KVStore, kv_today: date) -> None:
         store.increment(keys.counter_key(keys.MESSAGES, CHAT, day, 1), 1)
         store.increment(keys.counter_key(keys.HOURS, CHAT, day, 1, "01"), 1)
         store.increment(keys.activity_key(CHAT, day), 1)
+        store.increment(keys.total_key("hour_01", CHAT, day), 1)
     report = backfill_run(owner="w", store=store, force=True, max_slices=1)
     assert report.outcome == "paused"  # the base phase rebuilt both days...
     assert coverage(yesterday)["messages"] == ("live", "live", False)  # ...live stays live

@@ -1,4 +1,5 @@
-"""``manage.py backfill_aggregates``: run, inspect, reset or dry-run ``daily_aggregates_v1``."""
+"""``manage.py backfill_aggregates``: run, inspect, reset or dry-run ``daily_aggregates_v1``;
+``--reconcile`` runs one pass of the reconciliation of late days (``stats.reconcile``)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ from stats.backfill import (
     state_get,
 )
 from stats.models import DailyCoverage
+from stats.reconcile import reconcile_run
 from telegram_bot.state import get_store
 
 
 class Command(BaseCommand):
     help = (
-        "Move the KV daily counters into stats_daily_user (absolute values), phase by phase, "
-        "then verify each closed day (finalize). Resumes a run that is under way."
+        "Move the KV daily counters into stats_daily_user (absolute values, never lowering a "
+        "cell), phase by phase, then verify every column of each closed day (finalize). "
+        "Resumes a run that is under way."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -33,6 +36,11 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--force", action="store_true", help="start a new run even if none is due"
+        )
+        parser.add_argument(
+            "--reconcile",
+            action="store_true",
+            help="re-verify closed days that got late messages (one bounded pass) and exit",
         )
         parser.add_argument("--max-seconds", type=float, help="stop (resumable) after this long")
         parser.add_argument("--max-keys", type=int, help="keys per slice (default 50)")
@@ -51,6 +59,13 @@ class Command(BaseCommand):
             return
         if options["dry_run"]:
             self._dry_run()
+            return
+        if options["reconcile"]:
+            done = reconcile_run()
+            self.stdout.write(
+                f"reconciliation: {done.outcome} ({done.days} days: {done.verified} verified, "
+                f"{done.reopened} reopened)"
+            )
             return
         try:
             limits = Limits.from_settings(

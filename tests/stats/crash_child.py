@@ -1,0 +1,64 @@
+"""A web process for tests/stats/test_crash.py: posts updates to the webhook, one by one, and
+kills itself with SIGKILL right after the KV commit of one chosen update, before its
+database add (the live writer's upsert).
+
+Run as ``python -m tests.stats.crash_child`` with DJANGO_SETTINGS_MODULE and DATABASE_URL of
+the test database; ``STATS_CHILD_KV_URL`` / ``STATS_CHILD_KV_PREFIX`` name the shared KV store,
+``STATS_CHILD_KILL_AT`` the update id (or nothing). Updates come as a JSON list on stdin;
+prints ``<update_id> <outcome>`` per update answered. A 503 (the update is claimed by a
+process that died) is retried, as Telegram does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+
+def main() -> None:
+    import django
+
+    django.setup()
+    from django.test import Client
+
+    import stats.live_writer as live_writer
+    from telegram_bot.state import open_store, override_store
+
+    store = open_store(
+        os.environ["STATS_CHILD_KV_URL"], prefix=os.environ.get("STATS_CHILD_KV_PREFIX", "")
+    )
+    kill_at = int(os.environ.get("STATS_CHILD_KILL_AT") or 0)
+    current = {"update_id": 0}
+    real_upsert = live_writer.upsert_additive
+
+    def upsert_or_die(rows: Any) -> None:
+        if current["update_id"] == kill_at:
+            os.kill(os.getpid(), signal.SIGKILL)  # the KV commit is done, the add is not
+        real_upsert(rows)
+
+    live_writer.upsert_additive = upsert_or_die
+    updates = json.load(sys.stdin)
+    client = Client()
+    with override_store(store):
+        for update in updates:
+            current["update_id"] = update["update_id"]
+            while True:
+                response = client.post(
+                    "/telegram/webhook",
+                    data=json.dumps(update),
+                    content_type="application/json",
+                    HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN=os.environ["TELEGRAM_WEBHOOK_SECRET"],
+                )
+                if response.status_code != 503:
+                    break
+                # A killed process's claim on the update: Telegram tries again later.
+                time.sleep(0.25)
+            print(update["update_id"], response.json()["outcome"], flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""A web process killed (SIGKILL) between the KV commit and the database add (issue 17,
+defect 3), with real processes on the test database and a KV store they share.
+
+Telegram gets no answer for the update in flight and delivers it again, to the next process.
+With Redis the commit stands (the re-delivery answers ``duplicate``) and the database misses
+the increment: the reconciliation finds the closed days from their late markers and repairs
+them; today's day is rebuilt by the backfill once it closes. With the database KV store the
+commit was in the killed transaction: nothing stands, and the re-delivery counts it.
+Every cell ends equal to the test's ground truth, and no day is ever left verified and wrong
+once the reconciliation has run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stats.backfill import backfill_run
+from stats.models import DailyCoverage
+from stats.reconcile import reconcile_run
+from telegram_bot.state import KVStore, override_store
+from tests.conftest import OWNER_ID, WEBHOOK_SECRET
+from tests.content.test_processes import database_url
+from tests.fakes.telegram import FakeTelegramServer
+from tests.stats.conversation import Conversation, configure_rules
+from tests.stats.test_ordering import assert_closed_days_verified, assert_verified_days_right
+from tests.stats.truth import assert_report_matches, assert_rows, db_rows, truth_rows
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+KILLS = 6
+
+
+@pytest.fixture
+def shared(
+    fake_telegram: FakeTelegramServer, settings: Any, shared_kv: KVStore
+) -> Iterator[KVStore]:
+    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
+    settings.OWNER_TELEGRAM_ID = OWNER_ID
+    settings.ADMIN_TELEGRAM_IDS = []
+    settings.ALLOWED_CHAT_IDS = []
+    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
+    settings.STATS_BACKFILL_CLOCK_SKEW_MS = 0
+    with override_store(shared_kv):
+        yield shared_kv
+
+
+def child_env(store: KVStore, base_url: str, kill_at: int | None) -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TELEGRAM_"))}
+    for name in ("DATABASE_URL", "ADMIN_TELEGRAM_IDS", "ALLOWED_CHAT_IDS"):
+        keep.pop(name, None)
+    return {
+        **keep,
+        "DJANGO_SETTINGS_MODULE": "config.settings_test",
+        "DJANGO_ALLOWED_HOSTS": "testserver",  # the host of django.test.Client
+        "DATABASE_URL": database_url(),
+        "TELEGRAM_API_BASE_URL": base_url,
+        "TELEGRAM_BOT_TOKEN": "123456789:TEST-token-for-the-fake-bot-api-000000",
+        "TELEGRAM_WEBHOOK_SECRET": WEBHOOK_SECRET,
+        "OWNER_TELEGRAM_ID": str(OWNER_ID),
+        "DJANGO_SECRET_KEY": "stats-crash-tests-secret-key-0123456789-abcdefghijklmnopqrst",
+        "UPDATE_CLAIM_TTL_SECONDS": "5",  # a killed process's claim on its update expires
+        "STATS_CHILD_KV_URL": store.url,
+        "STATS_CHILD_KV_PREFIX": store.prefix,
+        "STATS_CHILD_KILL_AT": str(kill_at or ""),
+    }
+
+
+def run_child(
+    store: KVStore, base_url: str, updates: list[dict[str, Any]], kill_at: int | None
+) -> tuple[int, list[tuple[int, str]]]:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.stats.crash_child"],
+        cwd=ROOT,
+        env=child_env(store, base_url, kill_at),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    out, err = child.communicate(json.dumps(updates), timeout=180)
+    answered = [(int(line.split()[0]), line.split()[1]) for line in out.splitlines() if line]
+    assert child.returncode in (0, -signal.SIGKILL), err
+    return child.returncode, answered
+
+
+def test_a_process_killed_between_the_kv_commit_and_the_database_add_loses_nothing(
+    shared: KVStore,
+    post_update: Any,
+    admin_client: Any,
+    fake_telegram: FakeTelegramServer,
+) -> None:
+    today = datetime.now(UTC).date()
+    days = [today - timedelta(days=n) for n in (3, 2, 1, 0)]
+    configure_rules()
+    conversation = Conversation(seed=31, days=days, now=int(time.time()), messages=90)
+    for update in conversation.updates:
+        assert post_update(update).status_code == 200
+    assert backfill_run(force=True).outcome == "done"
+    assert_closed_days_verified(conversation, today)
+
+    rng = random.Random(31)
+    late = [
+        conversation.late_message(
+            rng.choice(conversation.chats),
+            rng.choice(days),  # closed days, and today
+            rng.choice(conversation.users),
+            words=rng.randint(1, 5),
+        )
+        for _ in range(40)
+    ]
+    doomed = sorted(rng.sample(range(len(late)), KILLS))
+    killed: list[int] = []
+    pending, outcomes = late, {}
+    while pending:
+        upcoming = [late[i]["update_id"] for i in doomed if late[i]["update_id"] not in killed]
+        kill_at = upcoming[0] if upcoming else None
+        code, answered = run_child(shared, fake_telegram.base_url, pending, kill_at)
+        outcomes.update(answered)
+        if kill_at is None:
+            assert code == 0 and len(answered) == len(pending)
+            break
+        assert code == -signal.SIGKILL and kill_at not in dict(answered)
+        killed.append(kill_at)
+        # No answer reached Telegram: it delivers the update again, then the rest.
+        pending = pending[len(answered) :]
+        assert pending[0]["update_id"] == kill_at
+    assert len(killed) == KILLS
+    redis = not shared.url.startswith("db:")
+    # With Redis the killed update's commit stood; with the database store it was rolled back.
+    assert {outcomes[update_id] for update_id in killed} == {"duplicate" if redis else "processed"}
+    if redis:
+        assert db_rows() != truth_rows(conversation.truth)  # the adds were lost...
+
+    outcome = reconcile_run(store=shared)  # ...the late markers name the closed days
+    assert outcome.outcome == "done"
+    assert_rows(db_rows(before=today), truth_rows(conversation.truth, before=today))
+    assert_closed_days_verified(conversation, today)
+    assert_verified_days_right(conversation)
+    for chat_id in conversation.chats:
+        params = {"chat_id": chat_id, "start": days[0], "end": days[-2], "limit": 1000}
+        body = admin_client.get("/api/v1/stats/report", params).json()
+        assert_report_matches(body, conversation.truth, chat_id)
+
+    # Today closes: the next backfill rebuilds it from the counters, and verifies it.
+    tomorrow = today + timedelta(days=1)
+    assert backfill_run(force=True, today=tomorrow).outcome == "done"
+    assert_rows(db_rows(), truth_rows(conversation.truth))
+    assert_verified_days_right(conversation)
+    assert_closed_days_verified(conversation, tomorrow)
+    assert not DailyCoverage.objects.filter(reason__gt="").exists()
