@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from config.env import ConfigError, Env, parse_url
+from config.env import ConfigError, Env, generated_secret_key, parse_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -16,9 +16,14 @@ env = Env()
 
 # A fixed key for local development only: refused whenever DEBUG is off.
 DEVELOPMENT_SECRET_KEY = "dev-insecure-9f3c1e0b7a2d4c68b5e1f0a3d7c9e2b4-do-not-use-in-production"  # noqa: S105
+# Without DJANGO_SECRET_KEY(_FILE) and with DEBUG off, every process of this installation
+# (web, worker, any manage.py command) uses one key generated once into this file.
+GENERATED_SECRET_KEY_FILE = VAR_DIR / "secret_key"
 
 DEBUG = env.flag("DJANGO_DEBUG", default=False)
-SECRET_KEY = env.text("DJANGO_SECRET_KEY", DEVELOPMENT_SECRET_KEY)
+SECRET_KEY = env.text("DJANGO_SECRET_KEY") or (
+    DEVELOPMENT_SECRET_KEY if DEBUG else generated_secret_key(GENERATED_SECRET_KEY_FILE)
+)
 if not DEBUG and SECRET_KEY == DEVELOPMENT_SECRET_KEY:
     raise ConfigError(
         "DJANGO_SECRET_KEY",
