@@ -153,15 +153,17 @@ def load_env_file(default_path: Path, environ: MutableMapping[str, str] | None =
     left alone; an empty value in either place counts as unset. Values are taken literally (no
     ``${VAR}`` expansion), so a secret holding ``$`` survives.
     """
-    from dotenv import dotenv_values
-
     environ = os.environ if environ is None else environ
     named = _non_empty(environ.get("ENV_FILE"))
     path = Path(named) if named else default_path
+    if named == os.devnull:
+        return
     if not path.exists():
         if named:
             raise ConfigError("ENV_FILE", f"no such file: {named!r}")
         return
+    from dotenv import dotenv_values  # only when there is a file to read
+
     try:
         values = dotenv_values(path, interpolate=False, encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

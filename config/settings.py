@@ -202,6 +202,10 @@ Q_CLUSTER = {
     "label": "Task queue",
     "poll": 1,
 }
+# SIGTERM/SIGINT stops the worker within this many seconds: running tasks get that long, then
+# the cluster's processes are killed (their jobs are claimed again after their lease). Below
+# the 10 s that `docker stop` and systemd wait by default.
+WORKER_STOP_SECONDS = env.number("WORKER_STOP_SECONDS", 7, minimum=1, maximum=120)
 if REDIS_URL:
     Q_CLUSTER["django_redis"] = "default"
 else:
@@ -215,8 +219,9 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
-    "django_q",
+    # Before django_q: its qcluster command (with a bounded stop) replaces django-q2's.
     "telegram_bot",
+    "django_q",
     "stats",
     "support",
     "content",
