@@ -229,6 +229,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "telegram_bot.log_context.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -287,11 +288,28 @@ if env.flag("DJANGO_BEHIND_TLS_PROXY", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 X_FRAME_OPTIONS = "DENY"
 
+_LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 LOG_LEVEL = env.text("LOG_LEVEL", "INFO").upper()
-if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+if LOG_LEVEL not in _LOG_LEVELS:
     raise ConfigError(
         "LOG_LEVEL", f"must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {LOG_LEVEL!r}"
     )
+# django-q2 logs every enqueued and finished task at INFO: a line or more a minute while idle.
+Q_LOG_LEVEL = env.text("Q_LOG_LEVEL", "WARNING").upper()
+if Q_LOG_LEVEL not in _LOG_LEVELS:
+    raise ConfigError(
+        "Q_LOG_LEVEL", f"must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {Q_LOG_LEVEL!r}"
+    )
+# plain: "time LEVEL logger message"; json: one object per line with request_id and update_id.
+LOG_FORMAT = env.text("LOG_FORMAT", "plain").lower()
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ConfigError("LOG_FORMAT", f"must be plain or json, got {LOG_FORMAT!r}")
+# /metrics answers only to "Authorization: Bearer <METRICS_TOKEN>"; unset, it does not exist.
+METRICS_TOKEN = env.text("METRICS_TOKEN")
+if METRICS_TOKEN and (len(METRICS_TOKEN) < 16 or any(c.isspace() for c in METRICS_TOKEN)):
+    raise ConfigError("METRICS_TOKEN", "must be at least 16 characters without spaces")
+# /readyz and check_production: a worker counts as seen when it finished a task this recently.
+WORKER_SEEN_WITHIN_SECONDS = env.number("WORKER_SEEN_WITHIN_SECONDS", 180, minimum=60)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -299,19 +317,24 @@ LOGGING = {
         "redact_tokens": {
             "()": "telegram_bot.redaction.TokenRedactingFilter",
             # Besides anything shaped like a token: the configured secrets themselves.
-            "secrets": [TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET],
-        }
+            "secrets": [TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET, METRICS_TOKEN],
+        },
+        "context": {"()": "telegram_bot.log_context.ContextFilter"},
     },
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "telegram_bot.log_context.JsonFormatter"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["redact_tokens"],
+            "formatter": LOG_FORMAT,
+            "filters": ["redact_tokens", "context"],
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        "django-q": {"level": Q_LOG_LEVEL},
         # httpx logs every request URL, and Telegram URLs carry the token.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},

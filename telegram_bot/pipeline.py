@@ -22,6 +22,7 @@ from telegram_bot.admins import Role
 from telegram_bot.bot import bot_username, get_client
 from telegram_bot.context import Context
 from telegram_bot.errors import StateError, StateUnavailableError, TelegramApiError
+from telegram_bot.metrics import handler_failed, observe_updates
 from telegram_bot.notifications import chat_reachable_again
 from telegram_bot.redaction import redact
 from telegram_bot.router import Route, get_router
@@ -49,6 +50,7 @@ class Outcome(enum.Enum):
         return self not in (Outcome.IN_PROGRESS, Outcome.UNAVAILABLE)
 
 
+@observe_updates
 def process_update(data: dict[str, Any], *, replay: bool = False) -> Outcome:
     """Handle one Update (already shape-checked by the caller or checked here)."""
     update = parse_update(data)
@@ -75,6 +77,7 @@ def process_update(data: dict[str, Any], *, replay: bool = False) -> Outcome:
         _release(store, update.update_id, claim)
         return Outcome.UNAVAILABLE
     except Exception as exc:
+        handler_failed(exc)
         log.error(
             "update %s: handler failed with %s: %s",
             update.update_id,

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from telegram_bot.metrics import observe_webhook
 from telegram_bot.pipeline import Outcome, process_update
 from telegram_bot.updates import UpdateShapeError, parse_update
 
@@ -25,6 +26,7 @@ RETRY_AFTER = {Outcome.IN_PROGRESS: "5", Outcome.UNAVAILABLE: "10"}
 
 
 @csrf_exempt
+@observe_webhook
 def telegram_webhook(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         response = _error(405, "method not allowed")

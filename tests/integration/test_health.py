@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 from django.db import OperationalError, connection
 from django.test import Client
 
+from config.version import PYPROJECT, VERSION
 from telegram_bot.state import open_store, override_store
 
 
@@ -15,7 +18,8 @@ def client() -> Client:
 def test_healthz_answers_while_the_process_serves(client: Client) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    assert response.json() == {"status": "ok", "version": VERSION}
+    assert VERSION.split("+")[0] == tomllib.loads(PYPROJECT.read_text())["project"]["version"]
     assert client.post("/healthz").status_code == 405
 
 

@@ -105,6 +105,7 @@ def env(tmp_path: Path) -> dict[str, str]:
             "DJANGO_DEBUG": "false",
             "Q_WORKERS": "1",
             "LOG_LEVEL": "INFO",
+            "Q_LOG_LEVEL": "INFO",  # the test waits for the worker's "processing" line
             "PYTHONUNBUFFERED": "1",
         }
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,8 +69,11 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
+        env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": _metrics_dir()}
         children = {
-            name: subprocess.Popen(argv, start_new_session=True, preexec_fn=_die_with_parent)
+            name: subprocess.Popen(
+                argv, env=env, start_new_session=True, preexec_fn=_die_with_parent
+            )
             for name, argv in commands.items()
         }
         shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::") else host  # noqa: S104
@@ -109,6 +113,18 @@ def _stop_all(children: dict[str, subprocess.Popen[bytes]]) -> None:
         # The group outlives its leader when a grandchild is still running.
         _kill_group(child.pid)
         child.wait()
+
+
+def _metrics_dir() -> str:
+    """Where web and worker processes write their metrics (config/metrics.py adds them up):
+    PROMETHEUS_MULTIPROC_DIR when set, else var/metrics, emptied at every start."""
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "").strip()
+    if given:
+        return given
+    path = settings.VAR_DIR / "metrics"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return str(path)
 
 
 def _kill_group(pgid: int) -> None:
