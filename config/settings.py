@@ -310,6 +310,10 @@ if METRICS_TOKEN and (len(METRICS_TOKEN) < 16 or any(c.isspace() for c in METRIC
     raise ConfigError("METRICS_TOKEN", "must be at least 16 characters without spaces")
 # /readyz and check_production: a worker counts as seen when it finished a task this recently.
 WORKER_SEEN_WITHIN_SECONDS = env.number("WORKER_SEEN_WITHIN_SECONDS", 180, minimum=60)
+# Where this deployment's backups are described (free text or a URL); check_production needs it.
+BACKUP_POLICY = env.text("BACKUP_POLICY")
+if len(BACKUP_POLICY) > 500:
+    raise ConfigError("BACKUP_POLICY", "must be at most 500 characters (a sentence or a URL)")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
