@@ -161,7 +161,7 @@ def admin_page(port: int, path: str) -> str:
             "next": path,
         }
     ).encode()
-    request = urllib.request.Request(
+    request = urllib.request.Request(  # noqa: S310 - loopback
         f"{base}/admin/login/?next={path}", data=form, headers={"Referer": f"{base}/admin/login/"}
     )
     return opener.open(request, timeout=10).read().decode()
