@@ -42,6 +42,11 @@ class OperatorsAdminSite(admin.AdminSite):
         extra = [path(view.route, self.admin_view(view.view), name=view.name) for view in _views]
         return extra + super().get_urls()
 
+    def each_context(self, request: HttpRequest) -> dict[str, Any]:
+        from config.version import VERSION
+
+        return {**super().each_context(request), "product_version": VERSION}
+
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         links = [(view.title, reverse(f"admin:{view.name}")) for view in _views if view.title]
         return super().index(request, {**(extra_context or {}), "operations_links": links})

@@ -58,3 +58,10 @@ def test_the_admin_login_page_is_served(client: Client, db: None) -> None:
     response = client.get("/admin/login/")
     assert response.status_code == 200
     assert b"Django administration" in response.content or b"Log in" in response.content
+
+
+@pytest.mark.django_db
+def test_the_admin_footer_shows_the_version(admin_client: Client) -> None:
+    page = admin_client.get("/admin/").content.decode()
+    assert f'<div id="product-version">Community bot {VERSION}</div>' in page
+    assert "Community bot administration" in page  # Django's branding block is kept
