@@ -344,3 +344,18 @@ LOGGING = {
         "httpcore": {"level": "WARNING"},
     },
 }
+
+# --- Error reporting (optional) -------------------------------------------------------------
+# SENTRY_DSN set: errors go to Sentry, scrubbed of secrets (telegram_bot/error_reporting.py).
+SENTRY_DSN = env.text("SENTRY_DSN")
+if SENTRY_DSN:
+    parse_url("SENTRY_DSN", SENTRY_DSN, ("http", "https"))
+    from config.version import VERSION
+    from telegram_bot.error_reporting import init_sentry
+
+    init_sentry(
+        SENTRY_DSN,
+        secrets=[TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET, METRICS_TOKEN, SECRET_KEY],
+        release=VERSION,
+        environment=env.text("SENTRY_ENVIRONMENT", "production"),
+    )
