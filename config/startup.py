@@ -3,6 +3,7 @@ exit code 2."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,9 @@ from config.env import ConfigError, load_env_file
 
 T = TypeVar("T")
 DEFAULT_ENV_FILE = Path(__file__).resolve().parent.parent / ".env"
+# Read by libraries that test whether the variable exists, not whether it is empty:
+# prometheus-client would write its files into the current directory for an empty one.
+PRESENCE_READ = ("PROMETHEUS_MULTIPROC_DIR",)
 
 
 def load_environment() -> None:
@@ -20,6 +24,9 @@ def load_environment() -> None:
     The test settings do not: the suite never depends on a developer's ``.env``.
     """
     run_or_exit(lambda: load_env_file(DEFAULT_ENV_FILE))
+    for name in PRESENCE_READ:
+        if not os.environ.get(name, "").strip():
+            os.environ.pop(name, None)
 
 
 def run_or_exit(entry: Callable[[], T]) -> T:

@@ -159,6 +159,14 @@ def test_sourcing_env_example_runs(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def test_an_empty_metrics_directory_is_unset_for_prometheus_client_too() -> None:
+    code = "from prometheus_client import values; print(values.ValueClass.__name__)"
+    result = manage(
+        clean_env(ENV_FILE=os.devnull, PROMETHEUS_MULTIPROC_DIR=""), "shell", "-v", "0", "-c", code
+    )
+    assert result.stdout.strip() == "MutexValue", result.stderr  # one process, no files in "."
+
+
 def test_env_file_is_read_by_manage_py_and_the_real_environment_wins(tmp_path: Path) -> None:
     dotenv = write(
         tmp_path / ".env",
