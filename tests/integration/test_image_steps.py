@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -133,7 +134,10 @@ def test_the_image_steps_build_serve_pass_the_healthcheck_and_stop(tmp_path: Pat
     )
     command = json.loads(instructions["CMD"][-1])
     assert "migrate" not in " ".join(command)  # migrations are a deploy step, not a web start
-    web = subprocess.Popen(command, cwd=app, env=env, start_new_session=True)
+    log = (tmp_path / "web.log").open("w")
+    web = subprocess.Popen(
+        command, cwd=app, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         healthcheck = json.loads(instructions["HEALTHCHECK"][-1].partition("CMD ")[2])
         deadline = time.monotonic() + 60
@@ -143,6 +147,8 @@ def test_the_image_steps_build_serve_pass_the_healthcheck_and_stop(tmp_path: Pat
                 break
             time.sleep(0.5)
         assert result.returncode == 0, result.stderr
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=10):
+            pass
         # docker stop: SIGTERM to PID 1 (gunicorn, exec'd by the sh of CMD).
         web.send_signal(signal.SIGTERM)
         assert web.wait(timeout=10) == 0
@@ -152,6 +158,10 @@ def test_the_image_steps_build_serve_pass_the_healthcheck_and_stop(tmp_path: Pat
             web.wait()
     stopped = subprocess.run(healthcheck, cwd=app, env=env, capture_output=True, timeout=30)
     assert stopped.returncode != 0
+    # The access log has the page, not the health probes.
+    access = (tmp_path / "web.log").read_text()
+    assert '"GET /admin/login/ HTTP/1.1" 200' in access
+    assert "/healthz" not in access
 
 
 def free_port() -> int:

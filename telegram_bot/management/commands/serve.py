@@ -55,6 +55,8 @@ class Command(BaseCommand):
                 str(WEB_GRACEFUL_SECONDS),
                 "--access-logfile",
                 "-",
+                "--logger-class",
+                "config.gunicorn_logging.QuietProbesLogger",
                 "--log-level",
                 "warning",
             ],
