@@ -1,13 +1,33 @@
-# Production image: gunicorn serves the web process; run the worker from the same image with
-# `python manage.py qcluster`. Configure with the variables of .env.example.
+# Production image: gunicorn serves the web process (the default command); the worker runs from
+# the same image as `python manage.py qcluster`. Migrations are not run here: compose.yaml's
+# one-shot `migrate` service (or your deploy step) runs them once per release, before web and
+# worker start. Configure with the variables of .env.example; no secret is in the image.
 FROM python:3.12-slim
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 HOST=0.0.0.0 PORT=8000
+
+ARG GIT_COMMIT=""
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOST=0.0.0.0 \
+    PORT=8000 \
+    PROMETHEUS_MULTIPROC_DIR=/app/var/metrics \
+    GIT_COMMIT=${GIT_COMMIT}
 WORKDIR /app
+
 COPY requirements.lock ./
 RUN pip install --no-cache-dir --require-hashes -r requirements.lock
+
 COPY . .
-RUN DJANGO_SECRET_KEY=build-only-key-not-used-at-run-time-000000 python manage.py collectstatic --noinput -v 0 \
-    && useradd --system --home /app app && mkdir -p var && chown -R app var
-USER app
+# A throwaway key only for collectstatic; the running container must be given its own.
+RUN DJANGO_SECRET_KEY=build-only-key-not-used-at-run-time-000000 \
+      python manage.py collectstatic --noinput -v 0 \
+    && useradd --system --uid 10001 --home /app app \
+    && mkdir -p var/media var/metrics \
+    && chown -R 10001 var
+
+USER 10001
 EXPOSE 8000
-CMD ["sh", "-c", "python manage.py migrate --noinput && python manage.py sync_schedules && exec gunicorn config.wsgi --bind ${HOST}:${PORT} --workers ${WEB_CONCURRENCY:-2} --threads 4 --worker-class gthread --access-logfile -"]
+# /healthz answers while gunicorn serves; the worker service overrides this (compose.yaml).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8000'), timeout=4)"]
+# SIGTERM (docker stop): gunicorn finishes requests in flight within 8 s, under docker's 10 s.
+CMD ["sh", "-c", "exec gunicorn config.wsgi --bind ${HOST}:${PORT} --workers ${WEB_CONCURRENCY:-2} --threads 4 --worker-class gthread --graceful-timeout 8 --access-logfile - --logger-class config.gunicorn_logging.QuietProbesLogger"]

@@ -6,17 +6,11 @@ PYTEST_ARGS ?= -n 2
 
 .PHONY: run test lint lock superuser clean
 
-# Without DJANGO_SECRET_KEY(_FILE), a private key is generated once into var/secret_key.
-SECRET_KEY_SETUP = mkdir -p var; \
-	if [ -z "$$DJANGO_SECRET_KEY" ] && [ -z "$$DJANGO_SECRET_KEY_FILE" ]; then \
-	  [ -s var/secret_key ] || (umask 077 && $(BIN)/python -c \
-	    "import secrets; print(secrets.token_urlsafe(50))" > var/secret_key); \
-	  export DJANGO_SECRET_KEY_FILE=var/secret_key; \
-	fi
-
+# Settings come from the environment and .env (config/startup.py). Without
+# DJANGO_SECRET_KEY(_FILE) every process (this target's and any manage.py run by hand) uses
+# the key generated once into var/secret_key.
 run: $(VENV)/.runtime ## migrate, reconcile schedules, collect static files, start web + worker
-	@$(SECRET_KEY_SETUP); \
-	$(BIN)/python manage.py migrate --noinput && \
+	@$(BIN)/python manage.py migrate --noinput && \
 	$(BIN)/python manage.py sync_schedules && \
 	$(BIN)/python manage.py collectstatic --noinput -v 0 && \
 	exec $(BIN)/python manage.py serve
@@ -30,9 +24,15 @@ lint: $(VENV)/.dev
 	$(BIN)/lint-imports
 	$(BIN)/mypy config telegram_bot
 
+# Asks on a terminal; without one (or with DJANGO_SUPERUSER_PASSWORD set) it reads
+# DJANGO_SUPERUSER_USERNAME, DJANGO_SUPERUSER_EMAIL and DJANGO_SUPERUSER_PASSWORD instead.
 superuser: $(VENV)/.runtime ## create an operator account for /admin/
-	@$(SECRET_KEY_SETUP); $(BIN)/python manage.py migrate --noinput -v 0 && \
-	$(BIN)/python manage.py createsuperuser
+	@$(BIN)/python manage.py migrate --noinput -v 0 && \
+	if [ -t 0 ] && [ -z "$$DJANGO_SUPERUSER_PASSWORD" ]; then \
+	  $(BIN)/python manage.py createsuperuser; \
+	else \
+	  $(BIN)/python manage.py createsuperuser --noinput; \
+	fi
 
 lock: ## re-pin requirements*.lock from requirements*.in
 	$(PYTHON) -m pip install -q uv

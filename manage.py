@@ -12,8 +12,9 @@ def main() -> None:
     from django.conf import settings
     from django.core.management import execute_from_command_line
 
-    from config.startup import run_or_exit
+    from config.startup import load_environment, run_or_exit
 
+    load_environment()
     # Load the settings first so that a bad value stops here with one clear line.
     run_or_exit(lambda: settings.INSTALLED_APPS)
     execute_from_command_line(sys.argv)

@@ -3,15 +3,20 @@
 Every reader raises ``ConfigError`` naming the variable and what is wrong with it, so that a
 broken deployment stops at start with one clear line instead of failing later at run time.
 Secrets may also come from a file: ``NAME_FILE`` holds the path of a file whose content is the
-value (Docker and systemd secrets).
+value (Docker and systemd secrets). An empty value counts as unset, wherever it comes from (the
+real environment, ``.env``, a ``_FILE``): ``NAME=`` copied from ``.env.example`` never overrides a
+default or clashes with ``NAME_FILE``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Mapping
+import secrets
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -38,22 +43,21 @@ class Env:
         self.environ = os.environ if environ is None else environ
 
     def raw(self, name: str) -> str | None:
-        """The value of ``name``, or of the file named by ``name_FILE``; None when unset."""
-        value = self.environ.get(name)
-        file_name = self.environ.get(f"{name}_FILE")
+        """The value of ``name``, or of the file named by ``name_FILE``; None when unset or
+        empty."""
+        value = _non_empty(self.environ.get(name))
+        file_name = _non_empty(self.environ.get(f"{name}_FILE"))
         if value is not None and file_name is not None:
             raise ConfigError(name, f"set both {name} and {name}_FILE; set only one")
         if file_name is not None:
             try:
                 with open(file_name, encoding="utf-8") as handle:
-                    return handle.read().strip()
+                    return _non_empty(handle.read())
             except OSError as exc:
                 raise ConfigError(
                     f"{name}_FILE", f"cannot read {file_name!r} ({exc.strerror})"
                 ) from None
-        if value is None:
-            return None
-        return value.strip()
+        return value
 
     def text(self, name: str, default: str = "") -> str:
         value = self.raw(name)
@@ -130,6 +134,89 @@ class Env:
         value = self.text(name, default)
         parse_url(name, value, schemes)
         return value.rstrip("/") if schemes == ("http", "https") else value
+
+
+def _non_empty(value: str | None) -> str | None:
+    """``value`` stripped, or None when it is unset or blank."""
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+def load_env_file(default_path: Path, environ: MutableMapping[str, str] | None = None) -> None:
+    """Copy the variables of a ``.env`` file into ``environ`` (``os.environ``).
+
+    The file is ``ENV_FILE`` when that is set (it must then exist; ``/dev/null`` reads none),
+    else ``default_path`` if it exists. The real environment wins: a variable already set to a
+    non-empty value, or whose ``_FILE`` twin is (or for ``NAME_FILE``, whose ``NAME`` is), is
+    left alone; an empty value in either place counts as unset. Values are taken literally (no
+    ``${VAR}`` expansion), so a secret holding ``$`` survives.
+    """
+    environ = os.environ if environ is None else environ
+    named = _non_empty(environ.get("ENV_FILE"))
+    path = Path(named) if named else default_path
+    if named == os.devnull:
+        return
+    if not path.exists():
+        if named:
+            raise ConfigError("ENV_FILE", f"no such file: {named!r}")
+        return
+    from dotenv import dotenv_values  # only when there is a file to read
+
+    try:
+        values = dotenv_values(path, interpolate=False, encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("ENV_FILE", f"cannot read {str(path)!r} ({exc})") from None
+    for name, value in values.items():
+        value = _non_empty(value)
+        if value is None or _is_set(environ, name):
+            continue
+        twin = name[: -len("_FILE")] if name.endswith("_FILE") else f"{name}_FILE"
+        if _is_set(environ, twin):
+            continue
+        environ[name] = value
+
+
+def _is_set(environ: Mapping[str, str], name: str) -> bool:
+    return _non_empty(environ.get(name)) is not None
+
+
+def generated_secret_key(path: Path) -> str:
+    """The key in ``path``, created once (mode 0600) when missing.
+
+    Every process of one installation (``make run``'s web and worker, any ``manage.py`` command
+    run by hand) reads the same file, so sessions and signed values stay valid between them.
+    Creation is atomic: two processes starting at once agree on one key (a complete file is
+    linked into place; the loser of the race reads the winner's).
+    """
+    existing = _read_key(path)
+    if existing:
+        return existing
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(secrets.token_urlsafe(50) + "\n")
+        with contextlib.suppress(FileExistsError):  # another process won: use its key
+            os.link(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    key = _read_key(path)
+    if not key:
+        raise ConfigError("DJANGO_SECRET_KEY", f"{str(path)!r} is empty; delete it or set a key")
+    return key
+
+
+def _read_key(path: Path) -> str | None:
+    try:
+        return _non_empty(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problem = f"cannot read {str(path)!r} ({exc.strerror})"
+        raise ConfigError("DJANGO_SECRET_KEY", problem) from None
 
 
 def parse_int(name: str, value: str) -> int:

@@ -11,7 +11,7 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
-from config.env import ConfigError, Env, parse_url
+from config.env import ConfigError, Env, generated_secret_key, parse_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -19,9 +19,14 @@ env = Env()
 
 # A fixed key for local development only: refused whenever DEBUG is off.
 DEVELOPMENT_SECRET_KEY = "dev-insecure-9f3c1e0b7a2d4c68b5e1f0a3d7c9e2b4-do-not-use-in-production"  # noqa: S105
+# Without DJANGO_SECRET_KEY(_FILE) and with DEBUG off, every process of this installation
+# (web, worker, any manage.py command) uses one key generated once into this file.
+GENERATED_SECRET_KEY_FILE = VAR_DIR / "secret_key"
 
 DEBUG = env.flag("DJANGO_DEBUG", default=False)
-SECRET_KEY = env.text("DJANGO_SECRET_KEY", DEVELOPMENT_SECRET_KEY)
+SECRET_KEY = env.text("DJANGO_SECRET_KEY") or (
+    DEVELOPMENT_SECRET_KEY if DEBUG else generated_secret_key(GENERATED_SECRET_KEY_FILE)
+)
 if not DEBUG and SECRET_KEY == DEVELOPMENT_SECRET_KEY:
     raise ConfigError(
         "DJANGO_SECRET_KEY",
@@ -210,6 +215,10 @@ Q_CLUSTER = {
     "label": "Task queue",
     "poll": 1,
 }
+# SIGTERM/SIGINT stops the worker within this many seconds: running tasks get that long, then
+# the cluster's processes are killed (their jobs are claimed again after their lease). Below
+# the 10 s that `docker stop` and systemd wait by default.
+WORKER_STOP_SECONDS = env.number("WORKER_STOP_SECONDS", 7, minimum=1, maximum=120)
 if REDIS_URL:
     Q_CLUSTER["django_redis"] = "default"
 else:
@@ -223,14 +232,15 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # Features, from telegram_bot down: each app's AppConfig declares what it contributes
+    # (telegram_bot/features.py), and their order here is the routing order. telegram_bot
+    # comes before django_q: its qcluster command (with a bounded stop) replaces django-q2's.
+    "telegram_bot",
     "django_q",
     "axes",
     # For its bundled Swagger UI (template and static files): /api/v1/docs loads nothing from
     # a CDN.
     "ninja",
-    # Features: each app's AppConfig declares what it contributes (telegram_bot/features.py);
-    # this order is the routing order.
-    "telegram_bot",
     "support",
     "community",
     "content",
@@ -238,6 +248,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "telegram_bot.log_context.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -384,11 +395,32 @@ AXES_CLIENT_IP_CALLABLE = "telegram_bot.login_throttle.client_ip"
 AXES_ENABLE_ADMIN = True
 AXES_VERBOSE = False
 
+_LOG_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
 LOG_LEVEL = env.text("LOG_LEVEL", "INFO").upper()
-if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+if LOG_LEVEL not in _LOG_LEVELS:
     raise ConfigError(
         "LOG_LEVEL", f"must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {LOG_LEVEL!r}"
     )
+# django-q2 logs every enqueued and finished task at INFO: a line or more a minute while idle.
+Q_LOG_LEVEL = env.text("Q_LOG_LEVEL", "WARNING").upper()
+if Q_LOG_LEVEL not in _LOG_LEVELS:
+    raise ConfigError(
+        "Q_LOG_LEVEL", f"must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {Q_LOG_LEVEL!r}"
+    )
+# plain: "time LEVEL logger message"; json: one object per line with request_id and update_id.
+LOG_FORMAT = env.text("LOG_FORMAT", "plain").lower()
+if LOG_FORMAT not in {"plain", "json"}:
+    raise ConfigError("LOG_FORMAT", f"must be plain or json, got {LOG_FORMAT!r}")
+# /metrics answers only to "Authorization: Bearer <METRICS_TOKEN>"; unset, it does not exist.
+METRICS_TOKEN = env.text("METRICS_TOKEN")
+if METRICS_TOKEN and (len(METRICS_TOKEN) < 16 or any(c.isspace() for c in METRICS_TOKEN)):
+    raise ConfigError("METRICS_TOKEN", "must be at least 16 characters without spaces")
+# /readyz and check_production: a worker counts as seen when it finished a task this recently.
+WORKER_SEEN_WITHIN_SECONDS = env.number("WORKER_SEEN_WITHIN_SECONDS", 180, minimum=60)
+# Where this deployment's backups are described (free text or a URL); check_production needs it.
+BACKUP_POLICY = env.text("BACKUP_POLICY")
+if len(BACKUP_POLICY) > 500:
+    raise ConfigError("BACKUP_POLICY", "must be at most 500 characters (a sentence or a URL)")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
@@ -396,21 +428,41 @@ LOGGING = {
         "redact_tokens": {
             "()": "telegram_bot.redaction.TokenRedactingFilter",
             # Besides anything shaped like a token: the configured secrets themselves.
-            "secrets": [TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET],
-        }
+            "secrets": [TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET, METRICS_TOKEN],
+        },
+        "context": {"()": "telegram_bot.log_context.ContextFilter"},
     },
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "telegram_bot.log_context.JsonFormatter"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["redact_tokens"],
+            "formatter": LOG_FORMAT,
+            "filters": ["redact_tokens", "context"],
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
+        "django-q": {"level": Q_LOG_LEVEL},
         # httpx logs every request URL, and Telegram URLs carry the token.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
     },
 }
+
+# --- Error reporting (optional) -------------------------------------------------------------
+# SENTRY_DSN set: errors go to Sentry, scrubbed of secrets (telegram_bot/error_reporting.py).
+SENTRY_DSN = env.text("SENTRY_DSN")
+if SENTRY_DSN:
+    parse_url("SENTRY_DSN", SENTRY_DSN, ("http", "https"))
+    from config.version import VERSION
+    from telegram_bot.error_reporting import init_sentry
+
+    init_sentry(
+        SENTRY_DSN,
+        secrets=[TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET, METRICS_TOKEN, SECRET_KEY],
+        release=VERSION,
+        environment=env.text("SENTRY_ENVIRONMENT", "production"),
+    )

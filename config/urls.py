@@ -4,11 +4,13 @@ from django.contrib import admin
 from django.urls import path
 
 from config.api import api
+from config.metrics import metrics_view
 from telegram_bot import health, webhook
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics_view, name="metrics"),
     path("telegram/", webhook.webhook_api.urls),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),

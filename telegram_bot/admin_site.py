@@ -80,6 +80,11 @@ class OperatorsAdminSite(admin.AdminSite):
         ]
         return extra + super().get_urls()
 
+    def each_context(self, request: HttpRequest) -> dict[str, Any]:
+        from config.version import VERSION
+
+        return {**super().each_context(request), "product_version": VERSION}
+
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
         links = [
             (view.title, reverse(f"admin:{view.name}"))

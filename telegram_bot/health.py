@@ -1,11 +1,17 @@
-"""Health endpoints: ``/healthz`` (the process serves) and ``/readyz`` (its backends answer)."""
+"""Health endpoints: ``/healthz`` (the process serves, and which version) and ``/readyz`` (its
+backends answer; and whether a worker cluster was seen recently, which informs but does not
+fail readiness: a web node can serve webhooks while the worker restarts)."""
 
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import DatabaseError, connection
+from django.db.models import Max
 from django.http import HttpRequest, JsonResponse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -18,7 +24,9 @@ log = logging.getLogger(__name__)
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"status": "ok"})
+    from config.version import VERSION
+
+    return JsonResponse({"status": "ok", "version": VERSION})
 
 
 @never_cache
@@ -33,7 +41,41 @@ def readyz(request: HttpRequest) -> JsonResponse:
     }
     if failed:
         body["failed"] = failed
-    return JsonResponse(body, status=503 if failed else 200)
+    body["worker"] = _worker_status() if checks["database"] else None
+    response = JsonResponse(body, status=503 if failed else 200)
+    if failed:
+        # Expected while a backend is down, and logged above with the reason: no
+        # "ERROR django.request" per probe on top.
+        response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
+
+
+def worker_last_seen() -> datetime | None:
+    """When a worker cluster last finished a task (django-q2 stores every result; the
+    ``jobs_tick`` schedule runs one a minute)."""
+    from django_q.models import Task
+
+    return Task.objects.aggregate(last=Max("stopped"))["last"]
+
+
+def _worker_status() -> dict[str, object]:
+    window = settings.WORKER_SEEN_WITHIN_SECONDS
+    try:
+        seen = worker_last_seen()
+    except DatabaseError:
+        return {"seen_recently": False, "last_task_seconds_ago": None}
+    age = None if seen is None else max(0, int((timezone.now() - seen).total_seconds()))
+    return {
+        "seen_recently": age is not None and age <= window,
+        "last_task_seconds_ago": age,
+        "window_seconds": window,
+    }
+
+
+def worker_seen_recently() -> bool:
+    seen = worker_last_seen()
+    window = timedelta(seconds=settings.WORKER_SEEN_WITHIN_SECONDS)
+    return seen is not None and timezone.now() - seen <= window
 
 
 def _check_database() -> bool:

@@ -23,6 +23,7 @@ from telegram_bot.admins import Role
 from telegram_bot.bot import get_client
 from telegram_bot.context import Context
 from telegram_bot.errors import StateError, StateUnavailableError, TelegramApiError
+from telegram_bot.metrics import handler_failed, observe_updates
 from telegram_bot.notifications import chat_reachable_again
 from telegram_bot.redaction import redact
 from telegram_bot.router import ROUTE_UNIT, Handler, Router, get_router
@@ -50,6 +51,7 @@ class Outcome(enum.Enum):
         return self not in (Outcome.IN_PROGRESS, Outcome.UNAVAILABLE)
 
 
+@observe_updates
 def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Outcome:
     """Handle one Update (parsed at the edge, or JSON data that is parsed here)."""
     update = parse_update(data)
@@ -172,6 +174,7 @@ def _run_units(
         except UNAVAILABLE_ERRORS:
             raise  # nothing is marked: the re-delivery runs every unit again
         except Exception as exc:
+            handler_failed(exc)
             log.error(
                 "update %s: handler failed in %s with %s: %s",
                 update.update_id,

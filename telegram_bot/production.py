@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
+from telegram_bot import production_ops
 from telegram_bot.admins import check_admin_configuration
 from telegram_bot.bot import get_client
 from telegram_bot.errors import BotError
@@ -30,17 +31,44 @@ class Check:
     network: bool = False
 
 
-def run_checks(*, offline: bool = False) -> list[tuple[str, str | None]]:
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    problem: str | None
+    detail: str = ""  # what a passed check verified, when it says
+
+
+def run_checks(
+    *, offline: bool = False, only: list[str] | None = None, base_url: str | None = None
+) -> list[tuple[str, str | None]]:
     """(name, problem or None) for every check, in order."""
+    results = check_results(offline=offline, only=only, base_url=base_url)
+    return [(result.name, result.problem) for result in results]
+
+
+def check_results(
+    *, offline: bool = False, only: list[str] | None = None, base_url: str | None = None
+) -> list[CheckResult]:
+    """Run the checks (those named in ``only``, if given); ``base_url`` sends the smoke test's
+    update over HTTP to that deployment instead of through this process."""
     results = []
-    for check in CHECKS:
-        if offline and check.network:
-            continue
-        try:
-            problem = check.run()
-        except Exception as exc:  # a check that crashes is a failed check, not a crash
-            problem = f"{type(exc).__name__}: {exc}"
-        results.append((check.name, problem))
+    production_ops.smoke_base_url = base_url
+    try:
+        for check in CHECKS:
+            if (only is not None and check.name not in only) or (
+                offline and check.network and only is None
+            ):
+                continue
+            try:
+                outcome = check.run()
+            except Exception as exc:  # a check that crashes is a failed check, not a crash
+                outcome = f"{type(exc).__name__}: {exc}"
+            if isinstance(outcome, production_ops.Passed):
+                results.append(CheckResult(check.name, None, str(outcome)))
+            else:
+                results.append(CheckResult(check.name, outcome))
+    finally:
+        production_ops.smoke_base_url = None
     return results
 
 
@@ -197,6 +225,9 @@ CHECKS = [
     Check("rate limiting", _rate_limits),
     Check("retry policy bounded", _retry_policy),
     Check("schedules in sync", _schedules),
+    Check("worker heartbeat", production_ops.worker_heartbeat),
+    Check("backups documented", production_ops.backups_documented),
+    Check("smoke test", production_ops.smoke_test),
     Check("Telegram accepts the token", _telegram_accepts_token, network=True),
     Check("webhook registered", _webhook_registered, network=True),
 ]

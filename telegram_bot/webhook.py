@@ -18,6 +18,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 
+from telegram_bot.metrics import observe_webhook
 from telegram_bot.pipeline import Outcome, process_update
 from telegram_bot.updates import Update, UpdateShapeError, parse_update_json
 
@@ -76,6 +77,7 @@ def _openapi() -> dict[str, Any]:
 
 
 @webhook_api.post("/webhook", operation_id="telegram_webhook", openapi_extra=_openapi())
+@observe_webhook
 def telegram_webhook(request: HttpRequest) -> HttpResponse:
     content_type = request.content_type or ""
     if content_type.lower() != "application/json":

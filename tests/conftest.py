@@ -20,6 +20,10 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 SKIPPED_BACKENDS: set[str] = set()
 
 
+# A developer's .env never reaches the suite, nor the manage.py processes that tests start.
+os.environ["ENV_FILE"] = os.devnull
+
+
 # --- network guard ------------------------------------------------------------------------------
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

@@ -15,6 +15,7 @@ import httpx
 
 from telegram_bot.client.methods import TelegramMethods
 from telegram_bot.errors import TelegramApiError, TelegramRateLimitError
+from telegram_bot.metrics import observe_telegram_call
 from telegram_bot.redaction import redact
 
 DEFAULT_BASE_URL = "https://api.telegram.org"
@@ -85,6 +86,7 @@ class TelegramClient(TelegramMethods):
         """The API base URL, without the token."""
         return self._base_url
 
+    @observe_telegram_call
     def call(self, method: str, /, *, request_timeout: RequestTimeout = None, **params: Any) -> Any:
         """Call Bot API `method` with `params` and return its `result`.
 

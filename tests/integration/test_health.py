@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 from django.db import OperationalError, connection
 from django.test import Client
 
+from config.version import PYPROJECT, VERSION
 from telegram_bot.state import open_store, override_store
 
 
@@ -15,7 +18,8 @@ def client() -> Client:
 def test_healthz_answers_while_the_process_serves(client: Client) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    assert response.json() == {"status": "ok", "version": VERSION}
+    assert VERSION.split("+")[0] == tomllib.loads(PYPROJECT.read_text())["project"]["version"]
     assert client.post("/healthz").status_code == 405
 
 
@@ -54,3 +58,10 @@ def test_the_admin_login_page_is_served(client: Client, db: None) -> None:
     response = client.get("/admin/login/")
     assert response.status_code == 200
     assert b"Django administration" in response.content or b"Log in" in response.content
+
+
+@pytest.mark.django_db
+def test_the_admin_footer_shows_the_version(admin_client: Client) -> None:
+    page = admin_client.get("/admin/").content.decode()
+    assert f'<div id="product-version">Community bot {VERSION}</div>' in page
+    assert "Community bot administration" in page  # Django's branding block is kept

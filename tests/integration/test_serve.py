@@ -3,6 +3,7 @@ cleanly by Ctrl-C. Real processes on a throwaway SQLite database."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -25,8 +26,12 @@ def free_port() -> int:
 
 
 def get(url: str) -> tuple[int, bytes]:
+    return fetch(urllib.request.Request(url))  # noqa: S310 - loopback only
+
+
+def fetch(request: urllib.request.Request) -> tuple[int, bytes]:
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - loopback only
+        with urllib.request.urlopen(request, timeout=5) as response:  # noqa: S310 - loopback
             return response.status, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
@@ -73,6 +78,8 @@ def test_serve_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             "DJANGO_SECRET_KEY": "s" * 50,
             "DJANGO_DEBUG": "false",
             "Q_WORKERS": "1",
+            "METRICS_TOKEN": "serve-metrics-token-0123456789",
+            "ENV_FILE": os.devnull,
         }
     )
     manage(env, "migrate", "--noinput")
@@ -106,12 +113,28 @@ def test_serve_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path: Path) -> None:
                     break
             except OSError:
                 time.sleep(0.2)
-        assert get(f"http://127.0.0.1:{port}/healthz") == (200, b'{"status": "ok"}')
+        status, body = get(f"http://127.0.0.1:{port}/healthz")
+        assert (status, json.loads(body)["status"]) == (200, "ok")
         status, body = get(f"http://127.0.0.1:{port}/admin/login/")
         assert status == 200
         assert b"csrfmiddlewaretoken" in body
         status, body = get(f"http://127.0.0.1:{port}/readyz")
         assert status == 200, body
+        # A webhook call without the secret (401), then the metrics of every web process.
+        refused = urllib.request.Request(
+            f"http://127.0.0.1:{port}/telegram/webhook",
+            data=b"{}",
+            headers={"Content-Type": "application/json"},
+        )
+        assert fetch(refused)[0] == 401
+        scrape = urllib.request.Request(
+            f"http://127.0.0.1:{port}/metrics",
+            headers={"Authorization": "Bearer serve-metrics-token-0123456789"},
+        )
+        status, body = fetch(scrape)
+        assert status == 200, body
+        assert b'tgcp_webhook_request_seconds_count{status="401"} 1.0' in body
+        assert b'tgcp_jobs{status="queued"}' in body
         # The worker picks up the task queued in the ORM broker before it started.
         check = (
             "from django_q.models import Task; "

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from telegram_bot.production import run_checks
+from telegram_bot.production import CHECKS, check_results
 from telegram_bot.redaction import redact
 
 
@@ -19,14 +19,33 @@ class Command(BaseCommand):
             action="store_true",
             help="skip the checks that ask Telegram (token, webhook)",
         )
+        parser.add_argument(
+            "--url",
+            help="send the smoke test's update to this deployment (https://host) over HTTP "
+            "instead of through this process",
+        )
+        parser.add_argument(
+            "--only",
+            action="append",
+            metavar="NAME",
+            help="run only this check (repeatable), e.g. --only 'worker heartbeat'",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        results = run_checks(offline=options["offline"])
-        for name, problem in results:
-            mark = "ok  " if problem is None else "FAIL"
-            detail = "" if problem is None else f": {redact(problem)}"
-            self.stdout.write(f"[{mark}] {name}{detail}")
-        failed = [name for name, problem in results if problem is not None]
+        names = [check.name for check in CHECKS]
+        unknown = sorted(set(options["only"] or []) - set(names))
+        if unknown:
+            raise CommandError(f"no such check: {', '.join(unknown)} (checks: {', '.join(names)})")
+        url = options["url"]
+        if url and not url.startswith(("http://", "https://")):
+            raise CommandError("--url must start with http:// or https://")
+        results = check_results(offline=options["offline"], only=options["only"], base_url=url)
+        for result in results:
+            mark = "ok  " if result.problem is None else "FAIL"
+            reason = result.detail if result.problem is None else result.problem
+            detail = f": {redact(reason)}" if reason else ""
+            self.stdout.write(f"[{mark}] {result.name}{detail}")
+        failed = [result.name for result in results if result.problem is not None]
         if failed:
             raise CommandError(f"not ready for production: {len(failed)} check(s) failed")
         self.stdout.write("ready for production")

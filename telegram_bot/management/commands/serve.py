@@ -1,11 +1,19 @@
 """Run the web process (gunicorn) and the worker (django-q2) together, in the foreground.
 
-Used by the README's run command. Ctrl-C (SIGINT) or SIGTERM stops both cleanly; if either
+Used by the README's run command. Ctrl-C (SIGINT) or SIGTERM stops both, and every process
+they started, within STOP_DEADLINE_SECONDS: each gets SIGTERM (gunicorn finishes the requests in
+flight, the worker its tasks, both bounded), and whatever still runs at the deadline is killed
+with its whole process group. Each child runs in its own session, so the group holds all its
+descendants, and gets SIGTERM should this process die without stopping it (Linux). If either
 process dies, the other is stopped too and the command exits non-zero.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +23,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-STOP_GRACE_SECONDS = 20
+# Whole stop, signal to last process gone, stays under 10 s (docker's and systemd's default).
+STOP_DEADLINE_SECONDS = 9.0
+WEB_GRACEFUL_SECONDS = 5  # gunicorn: requests in flight get this long
+PR_SET_PDEATHSIG = 1
 
 
 class Command(BaseCommand):
@@ -41,16 +52,17 @@ class Command(BaseCommand):
                 "--worker-class",
                 "gthread",
                 "--graceful-timeout",
-                "15",
+                str(WEB_GRACEFUL_SECONDS),
                 "--access-logfile",
                 "-",
+                "--logger-class",
+                "config.gunicorn_logging.QuietProbesLogger",
                 "--log-level",
                 "warning",
             ],
         }
         if not options["no_worker"]:
             commands["worker"] = [sys.executable, "manage.py", "qcluster"]
-        children = {name: subprocess.Popen(argv) for name, argv in commands.items()}
         stopping = False
 
         def stop(signum: int, frame: object) -> None:
@@ -59,6 +71,13 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
+        env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": _metrics_dir()}
+        children = {
+            name: subprocess.Popen(
+                argv, env=env, start_new_session=True, preexec_fn=_die_with_parent
+            )
+            for name, argv in commands.items()
+        }
         shown = "localhost" if host in ("127.0.0.1", "0.0.0.0", "::") else host  # noqa: S104
         self.stdout.write(
             f"Serving on http://{shown}:{port}/  (admin: /admin/, health: /healthz, /readyz)\n"
@@ -84,13 +103,38 @@ class Command(BaseCommand):
 
 
 def _stop_all(children: dict[str, subprocess.Popen[bytes]]) -> None:
+    """SIGTERM each child; at the deadline, SIGKILL each child's process group."""
+    deadline = time.monotonic() + STOP_DEADLINE_SECONDS
     for child in children.values():
         if child.poll() is None:
             child.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + STOP_GRACE_SECONDS
     for child in children.values():
-        try:
-            child.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=max(0.05, deadline - time.monotonic()))
+    for child in children.values():
+        # The group outlives its leader when a grandchild is still running.
+        _kill_group(child.pid)
+        child.wait()
+
+
+def _metrics_dir() -> str:
+    """Where web and worker processes write their metrics (config/metrics.py adds them up):
+    PROMETHEUS_MULTIPROC_DIR when set, else var/metrics, emptied at every start."""
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "").strip()
+    if given:
+        return given
+    path = settings.VAR_DIR / "metrics"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return str(path)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when ``serve`` dies (Linux), so no orphan remains."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

@@ -13,6 +13,7 @@ from config.env import ConfigError, Env
 
 ROOT = Path(__file__).resolve().parents[3]
 GOOD_TOKEN = "123456:ABCdefGHIjklMNOpqrSTUvwx-yz_0123"
+DEV_KEY = "dev-insecure-9f3c1e0b7a2d4c68b5e1f0a3d7c9e2b4-do-not-use-in-production"
 BASE_ENV = {"DJANGO_SECRET_KEY": "x" * 50, "DJANGO_DEBUG": "false"}
 
 
@@ -59,7 +60,11 @@ BAD_SETTINGS = [
     ({"DATABASE_URL": "postgres://host"}, "DATABASE_URL", "database name"),
     ({"REDIS_URL": "http://localhost:6379"}, "REDIS_URL", "redis://"),
     ({"REDIS_URL": "redis://"}, "REDIS_URL", "no host"),
-    ({"DJANGO_SECRET_KEY": ""}, "DJANGO_SECRET_KEY", "DJANGO_DEBUG is off"),
+    (
+        {"DJANGO_SECRET_KEY": DEV_KEY},
+        "DJANGO_SECRET_KEY",
+        "DJANGO_DEBUG is off",
+    ),
     ({"DJANGO_SECRET_KEY": "short"}, "DJANGO_SECRET_KEY", "32 characters"),
     ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG", "true or false"),
     ({"PORT": "99999"}, "PORT", "at most 65535"),
@@ -123,10 +128,11 @@ def test_secret_file_variant(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("1", True), ("TRUE", True), ("on", True), ("0", False), ("no", False), ("", False)],
+    [("1", True), ("TRUE", True), ("on", True), ("0", False), ("no", False)],
 )
 def test_booleans(value: str, expected: bool) -> None:
     assert Env({"B": value}).flag("B", default=not expected) is expected
+    assert Env({"B": ""}).flag("B", default=expected) is expected  # empty: the default
 
 
 def test_lists_of_ids() -> None:

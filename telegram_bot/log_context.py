@@ -1,0 +1,100 @@
+"""What a log line is about: the request id and the update id, and JSON lines on request.
+
+``RequestIdMiddleware`` gives every request an id (the caller's ``X-Request-ID`` when it is a
+short token, else a new one) and sends it back in the response header. The update pipeline sets
+the update id (telegram_bot.metrics.observe_updates). ``ContextFilter`` copies both onto every
+log record; ``JsonFormatter`` (``LOG_FORMAT=json``) writes one JSON object per line with them.
+Records reach the formatter after the redaction filter, so no token is in them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # no Django at import: the Telegram client's metrics import this module
+    from django.http import HttpRequest, HttpResponse
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
+update_id: ContextVar[int | None] = ContextVar("update_id", default=None)
+# The update a request handled, kept past the pipeline for the request's own last log lines.
+_request_update: ContextVar[list[int] | None] = ContextVar("request_update", default=None)
+
+
+def set_update_id(value: int | None) -> object:
+    """Mark what follows as about update ``value``; returns a token for ``reset_update_id``."""
+    holder = _request_update.get()
+    if holder is not None and value is not None:
+        holder[:] = [value]
+    return update_id.set(value)
+
+
+def reset_update_id(token: object) -> None:
+    update_id.reset(token)  # type: ignore[arg-type]
+
+
+def current_update_id() -> int | None:
+    value = update_id.get()
+    if value is None:
+        holder = _request_update.get()
+        value = holder[0] if holder else None
+    return value
+
+
+class RequestIdMiddleware:
+    """Give each request an id, visible in its log lines and in the ``X-Request-ID`` header."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        given = request.headers.get(REQUEST_ID_HEADER, "")
+        rid = given if _REQUEST_ID_RE.match(given) else uuid.uuid4().hex
+        rid_token = request_id.set(rid)
+        update_token = _request_update.set([])
+        try:
+            response = self.get_response(request)
+        finally:
+            _request_update.reset(update_token)
+            request_id.reset(rid_token)
+        response[REQUEST_ID_HEADER] = rid
+        return response
+
+
+class ContextFilter(logging.Filter):
+    """Add ``request_id`` and ``update_id`` (None outside a request or update) to a record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        record.update_id = current_update_id()
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, request_id, update_id, and the
+    traceback (``exc``) when there is one."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "request_id": getattr(record, "request_id", None),
+            "update_id": getattr(record, "update_id", None),
+            "process": record.process,
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exc"] = record.exc_text
+        return json.dumps(entry, ensure_ascii=False, default=str)

@@ -1,0 +1,30 @@
+"""django-q2's ``qcluster`` with a bounded stop (see telegram_bot/processes.py).
+
+SIGTERM or SIGINT stops the cluster within ``WORKER_STOP_SECONDS``: running tasks get that long
+to finish, then the cluster's processes are killed. django-q2's own command waits for every
+task however long it takes. This command takes its name because ``telegram_bot`` is listed
+before ``django_q`` in INSTALLED_APPS.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.conf import settings
+from django_q.management.commands.qcluster import Command as DjangoQCommand
+
+from telegram_bot.processes import bounded_cluster_class
+
+
+class Command(DjangoQCommand):
+    help = "Start the django-q2 worker cluster; SIGTERM stops it within WORKER_STOP_SECONDS."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        settings.SECRET_KEY  # noqa: B018 - the cluster signs tasks with it
+        if options.get("cluster_name"):
+            os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
+        cluster = bounded_cluster_class()()
+        cluster.start()
+        if options.get("run_once", False):
+            cluster.stop()
