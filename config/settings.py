@@ -328,8 +328,8 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.flag("DJANGO_SECURE_COOKIES", default=BEHIND_TLS_PROXY)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_SSL_REDIRECT = env.flag("DJANGO_SSL_REDIRECT", default=BEHIND_TLS_PROXY)
-# Probes of the process manager or the load balancer ask over plain HTTP on the inside.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+# Probes and the Prometheus scrape come over the internal network in plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env.number(
     "DJANGO_HSTS_SECONDS", 31_536_000 if BEHIND_TLS_PROXY else 0, minimum=0, maximum=63_072_000
 )

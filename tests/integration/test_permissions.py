@@ -71,6 +71,7 @@ PUBLIC, STAFF = Rule("public"), Rule("staff")
 RULES: dict[str, Rule] = {
     "healthz": PUBLIC,
     "readyz": PUBLIC,
+    "metrics": PUBLIC,  # 404 unless METRICS_TOKEN is set, then a bearer token (test_observability)
     # Telegram's side: the webhook checks its secret header (test_webhook.py); its schema is
     # public knowledge; the API root of that NinjaAPI answers 404.
     "telegram:telegram_webhook": PUBLIC,
