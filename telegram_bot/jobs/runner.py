@@ -166,10 +166,11 @@ def run_due(owner: str, *, limit: int = 10, lease_seconds: int | None = None) ->
 def run_until_idle(seconds: float, *, owner: str | None = None) -> int:
     """Run due jobs until none is due, for at most about ``seconds``; return how many ran.
 
-    The django-q2 tick: it returns as soon as nothing is due, so it holds a worker only while
-    there is work (other schedules and kicks do not queue behind an idle loop, and a stopping
-    cluster does not wait for one). Jobs that fall due later run at the next tick, or at once
-    when they were enqueued with ``kick``.
+    The django-q2 tick: it returns as soon as nothing is due within its window, so it holds a
+    worker only while there is work (other schedules and kicks do not queue behind an idle
+    loop, and a stopping cluster does not wait for one). A job that falls due before the window
+    ends is waited for, so a short retry or a post scheduled for 12:00:00 runs on time rather
+    than at the next tick; later ones run at a later tick, or at once with ``kick``.
     """
     owner = owner or new_owner()
     deadline = time.monotonic() + seconds
@@ -177,9 +178,27 @@ def run_until_idle(seconds: float, *, owner: str | None = None) -> int:
     while time.monotonic() < deadline:
         ran = run_due(owner)
         total += ran
-        if not ran:
+        if ran:
+            continue
+        wait = seconds_until_next_due()
+        # A job due now that run_due did not take is another worker's: nothing to wait for.
+        if wait is None or wait <= 0 or time.monotonic() + wait >= deadline:
             break
+        time.sleep(wait)
     return total
+
+
+def seconds_until_next_due() -> float | None:
+    """Seconds until the earliest queued job falls due (0 if one is due); None if none."""
+    next_attempt = (
+        Job.objects.filter(status=JobStatus.QUEUED)
+        .order_by("next_attempt")
+        .values_list("next_attempt", flat=True)
+        .first()
+    )
+    if next_attempt is None:
+        return None
+    return max(0.0, (next_attempt - timezone.now()).total_seconds())
 
 
 def run_for(

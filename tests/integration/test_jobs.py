@@ -322,6 +322,35 @@ def test_a_tick_runs_what_is_due_and_returns_as_soon_as_nothing_is(monkeypatch: 
 
 
 @pytest.mark.django_db
+def test_a_tick_waits_for_a_job_due_within_its_window_and_not_for_a_later_one(
+    monkeypatch: Any,
+) -> None:
+    from telegram_bot import tasks
+    from telegram_bot.jobs import runner
+
+    soon = job_enqueue(
+        "test.record", {"name": "soon"}, run_at=timezone.now() + timedelta(seconds=0.3)
+    )
+    later = job_enqueue(
+        "test.record", {"name": "later"}, run_at=timezone.now() + timedelta(hours=1)
+    )
+    slept: list[float] = []
+    real_sleep = runner.time.sleep
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        real_sleep(seconds)
+
+    monkeypatch.setattr(runner.time, "sleep", sleep)
+    assert tasks.jobs_tick() == 1  # the one due 0.3 s later ran in this tick, on time
+    assert Job.objects.get(pk=soon.pk).status == JobStatus.SUCCEEDED
+    assert len(slept) == 1 and 0 < slept[0] <= 0.3
+    assert tasks.jobs_tick() == 0  # the next is an hour away: back at once
+    assert len(slept) == 1
+    assert Job.objects.get(pk=later.pk).status == JobStatus.QUEUED
+
+
+@pytest.mark.django_db
 def test_an_enqueue_with_kick_starts_the_job_at_once_after_commit(
     monkeypatch: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
