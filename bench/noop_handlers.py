@@ -3,8 +3,8 @@ nothing, so the bare pipeline (parse, idempotency claim and done-marker, routing
 
 from __future__ import annotations
 
-from telegram_bot.context import Context
-from telegram_bot.router import Route
+from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import Route
 
 
 def noop(ctx: Context) -> None:

@@ -144,7 +144,7 @@ def webhook_rate(updates: list[dict[str, Any]], handler_modules: list[str] | Non
     from django.conf import settings
     from django.test import Client
 
-    from telegram_bot import router
+    from telegram_bot.pipeline import router
 
     client = Client()
     router._router = router.build_router(handler_modules) if handler_modules else None

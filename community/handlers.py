@@ -8,9 +8,9 @@ import logging
 from community import selectors, services, texts
 from community.records import Decider
 from telegram_bot.admins import Role
-from telegram_bot.context import Context
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.router import PanelEntry, Route
+from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import PanelEntry, Route
 
 log = logging.getLogger(__name__)
 

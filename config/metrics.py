@@ -34,7 +34,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from telegram_bot import metrics as _instruments  # noqa: F401 - registers the event metrics
-from telegram_bot.health import worker_last_seen
+from telegram_bot.ops.health import worker_last_seen
 
 log = logging.getLogger(__name__)
 

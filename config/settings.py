@@ -63,7 +63,8 @@ RATE_LIMIT_EXPENSIVE_PER_MINUTE = env.number("RATE_LIMIT_EXPENSIVE_PER_MINUTE", 
 # re-sends after 60 s without an answer).
 UPDATE_CLAIM_TTL_SECONDS = env.number("UPDATE_CLAIM_TTL_SECONDS", 90, minimum=5, maximum=3600)
 # A claim names its process; a process whose heartbeat key (live:<id>) is older than this is
-# taken for dead and its claims may be taken over before their TTL (telegram_bot/liveness.py).
+# taken for dead and its claims may be taken over before their TTL
+# (telegram_bot/pipeline/liveness.py).
 UPDATE_LIVENESS_TTL_SECONDS = env.number("UPDATE_LIVENESS_TTL_SECONDS", 10, minimum=3, maximum=120)
 UPDATE_DONE_TTL_HOURS = env.number("UPDATE_DONE_TTL_HOURS", 48, minimum=24, maximum=24 * 30)
 DEAD_LETTER_RETENTION_DAYS = env.number("DEAD_LETTER_RETENTION_DAYS", 7, minimum=1, maximum=365)
@@ -226,7 +227,7 @@ else:
 
 # --- Django ---------------------------------------------------------------------------------
 INSTALLED_APPS = [
-    "telegram_bot.admin_site.OperatorsAdminConfig",
+    "telegram_bot.ops.admin_site.OperatorsAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -5,7 +5,8 @@ from django.urls import path
 
 from config.api import api
 from config.metrics import metrics_view
-from telegram_bot import health, webhook
+from telegram_bot.ops import health
+from telegram_bot.transport import webhook
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),

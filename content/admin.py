@@ -19,9 +19,9 @@ from content.errors import PostError
 from content.forms import ButtonsField, PostAdminForm
 from content.models import UNPUBLISHED, Post, PostStatus
 from content.services import PostChanges, PostContent
-from telegram_bot.admin_site import register_view
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.models import Job
+from telegram_bot.ops.admin_site import register_view
 
 _FAILED_FLAG = "_content_admin_failed"
 

@@ -19,9 +19,9 @@ from content.errors import PostError
 from content.models import Post
 from content.services import PostChanges, PostContent
 from telegram_bot.admins import Role
-from telegram_bot.context import Context
 from telegram_bot.errors import TelegramApiError, WorkflowError
-from telegram_bot.router import PanelEntry, Route
+from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import PanelEntry, Route
 from telegram_bot.state.workflows import Workflow, WorkflowStore
 
 CREATE, SCHEDULE, EDIT = "content.create", "content.schedule", "content.edit"

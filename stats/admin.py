@@ -18,7 +18,7 @@ from stats.models import (
     ViolationRule,
 )
 from stats.views import stats_dashboard, stats_export_csv
-from telegram_bot.admin_site import register_view
+from telegram_bot.ops.admin_site import register_view
 
 register_view(
     "stats/",

@@ -19,8 +19,8 @@ from stats.services import (
     stats_count_once,
 )
 from stats.summary import group_summary_text
-from telegram_bot.context import Context
-from telegram_bot.router import Observer, PanelEntry, Route
+from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import Observer, PanelEntry, Route
 
 GROUPS = ("group", "supergroup")
 

@@ -20,9 +20,9 @@ from support.models import Ticket, TicketMessage
 from support.services import Author, Origin
 from support.validation import Callback, Content, check_callback, check_message_content, check_text
 from telegram_bot.admins import Role
-from telegram_bot.context import Context
 from telegram_bot.errors import BotError, TelegramApiError, ValidationError
-from telegram_bot.router import PanelEntry, Route
+from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import PanelEntry, Route
 from telegram_bot.state.workflows import Workflow, WorkflowStore
 from telegram_bot.updates import User
 

@@ -14,11 +14,15 @@ from django_q import admin as django_q_admin
 from django_q.models import Failure, Success
 
 from telegram_bot import admins
-from telegram_bot.admin_site import register_view
-from telegram_bot.dead_letter_views import dead_letter_drop, dead_letter_list, dead_letter_replay
 from telegram_bot.errors import BotError
 from telegram_bot.jobs.services import job_cancel, job_retry_now
 from telegram_bot.models import BlockedChat, BotAdmin, DeliveryFailure, Job
+from telegram_bot.ops.admin_site import register_view
+from telegram_bot.ops.dead_letter_views import (
+    dead_letter_drop,
+    dead_letter_list,
+    dead_letter_replay,
+)
 from telegram_bot.redaction import redact
 
 _DEAD_LETTERS = ("telegram_bot.manage_dead_letters",)

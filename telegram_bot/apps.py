@@ -16,4 +16,4 @@ class TelegramBotConfig(features.FeatureConfig):
 
     def ready(self) -> None:
         super().ready()
-        from telegram_bot import checks  # noqa: F401 - registers the system checks
+        from telegram_bot.ops import checks  # noqa: F401 - registers the system checks

@@ -7,10 +7,10 @@ from typing import Any
 
 from telegram_bot import admins
 from telegram_bot.admins import Role
-from telegram_bot.context import Context
 from telegram_bot.errors import BotError
 from telegram_bot.features import start_lines
-from telegram_bot.router import ANY_COMMAND, PanelEntry, Route
+from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import ANY_COMMAND, PanelEntry, Route
 
 # ASCII digits only: str.isdigit() also accepts characters such as "²" that int() refuses.
 _USER_ID = re.compile(r"[0-9]{1,18}")

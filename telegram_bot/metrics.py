@@ -23,7 +23,7 @@ from telegram_bot import log_context
 from telegram_bot.errors import TelegramApiError, TelegramRateLimitError
 from telegram_bot.features import feature_configs
 
-log = logging.getLogger("telegram_bot.webhook")
+log = logging.getLogger("telegram_bot.transport.webhook")
 P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S")

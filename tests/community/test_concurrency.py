@@ -13,7 +13,7 @@ import pytest
 from django.db import connections
 
 from telegram_bot.models import BotAdmin
-from telegram_bot.pipeline import Outcome, process_update
+from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.state import KVStore, override_store
 from tests.builders import make_join_request_update
 from tests.community.helpers import alerts, button_data, copy_of, edits_to, notifications

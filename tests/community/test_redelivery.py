@@ -24,7 +24,7 @@ from telegram_bot.errors import StateUnavailableError
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.runner import run_due
 from telegram_bot.models import BotAdmin
-from telegram_bot.pipeline import Outcome, process_update
+from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.state import KVStore
 from tests.builders import make_join_request_update, make_message_update
 from tests.community.helpers import (

@@ -53,10 +53,10 @@ def observe_and_die(url: str, prefix: str, db_name: str | None, update: dict[str
 
     from django.conf import settings
 
-    from telegram_bot import pipeline
+    from telegram_bot.pipeline import process as pipeline
 
     settings.UPDATE_CLAIM_TTL_SECONDS = 1  # the dead worker's claim goes away soon
-    from telegram_bot.router import Observer, Router
+    from telegram_bot.pipeline.router import Observer, Router
     from telegram_bot.state import Increment, open_store, override_store
 
     def first(ctx: Any) -> None:

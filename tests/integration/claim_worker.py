@@ -21,7 +21,7 @@ def hold_claim(
 ) -> None:
     """Claim ``update_id`` like a webhook worker would, then stay busy until killed."""
     _setup(db_name, liveness_ttl)
-    from telegram_bot.pipeline import _claim
+    from telegram_bot.pipeline.process import _claim
     from telegram_bot.state import open_store
 
     store = open_store(url, prefix=prefix)
@@ -44,7 +44,7 @@ def race_claims(
 ) -> None:
     """Each round: wait for the parent to set the marker up, then claim the round's update."""
     _setup(db_name, liveness_ttl)
-    from telegram_bot.pipeline import _claim
+    from telegram_bot.pipeline.process import _claim
     from telegram_bot.state import open_store
 
     store = open_store(url, prefix=prefix)

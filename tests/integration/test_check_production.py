@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from telegram_bot.production import run_checks
+from telegram_bot.ops.production import run_checks
 from telegram_bot.scheduling import schedules_sync
 from tests.fakes.telegram import FakeTelegramServer
 

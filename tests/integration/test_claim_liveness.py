@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from telegram_bot import idempotency, liveness
-from telegram_bot.pipeline import Outcome, _claim, process_update
+from telegram_bot.pipeline import idempotency, liveness
+from telegram_bot.pipeline.process import Outcome, _claim, process_update
 from telegram_bot.state import KVStore, override_store
 from tests.builders import make_message_update
 from tests.conftest import wire_bot

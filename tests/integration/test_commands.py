@@ -17,10 +17,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from telegram_bot.bot import get_client
-from telegram_bot.management.commands.runbot import Poller
-from telegram_bot.pipeline import Outcome, process_update
-from telegram_bot.router import get_router
+from telegram_bot.pipeline.process import Outcome, process_update
+from telegram_bot.pipeline.router import get_router
 from telegram_bot.state import open_store, override_store
+from telegram_bot.transport.polling import Poller
 from tests.builders import make_message_update
 from tests.conftest import WEBHOOK_SECRET
 from tests.fakes.telegram import FakeTelegramServer

@@ -67,7 +67,7 @@ def test_errors_are_reported_without_secrets(sentry: str) -> None:
         "try:\n"
         f"    fail('{TOKEN}')\n"
         "except RuntimeError:\n"
-        "    logging.getLogger('telegram_bot.pipeline').exception('handler failed')\n"
+        "    logging.getLogger('telegram_bot.pipeline.process').exception('handler failed')\n"
         "sentry_sdk.flush(10)\n"
     )
     env = {

@@ -154,7 +154,9 @@ def test_in_progress_is_one_warning_line(
     with caplog.at_level(logging.INFO):
         assert post_update(update).status_code == 503
     records = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert [(r.levelname, r.name) for r in records] == [("WARNING", "telegram_bot.webhook")]
+    assert [(r.levelname, r.name) for r in records] == [
+        ("WARNING", "telegram_bot.transport.webhook")
+    ]
     assert "in_progress" in records[0].getMessage()
 
 

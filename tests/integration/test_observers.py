@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from telegram_bot import pipeline
-from telegram_bot.pipeline import Outcome, process_update
-from telegram_bot.router import Observer, Route, Router
+from telegram_bot.pipeline import process as pipeline
+from telegram_bot.pipeline.process import Outcome, process_update
+from telegram_bot.pipeline.router import Observer, Route, Router
 from telegram_bot.state import Increment, KVStore, override_store
 from tests.builders import make_message_update
 from tests.fakes.telegram import FakeTelegramServer

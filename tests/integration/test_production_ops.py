@@ -18,7 +18,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from telegram_bot.production import check_results
+from telegram_bot.ops.production import check_results
 from telegram_bot.scheduling import schedules_sync
 from telegram_bot.state import KVStore, open_store, override_store
 from tests.fakes.telegram import FakeTelegramServer

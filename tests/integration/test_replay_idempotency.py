@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from telegram_bot import pipeline
-from telegram_bot.pipeline import Outcome, process_update
-from telegram_bot.router import Route, Router
+from telegram_bot.pipeline import process as pipeline
+from telegram_bot.pipeline.process import Outcome, process_update
+from telegram_bot.pipeline.router import Route, Router
 from telegram_bot.state import Increment, KVStore
 from tests.builders import make_message_update
 from tests.fakes.telegram import FakeTelegramServer

@@ -15,9 +15,9 @@ from stats.config import counting_config_clear
 from stats.handlers import count_message
 from stats.models import DailyUserStat, StatsSettings, ViolationKind, ViolationRule
 from telegram_bot.bot import get_client
-from telegram_bot.context import Context
-from telegram_bot.router import get_router
-from telegram_bot.security import identify
+from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import get_router
+from telegram_bot.pipeline.security import identify
 from telegram_bot.state import override_store
 from telegram_bot.state.base import RawOp
 from telegram_bot.state.memory import MemoryStore

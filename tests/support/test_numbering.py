@@ -10,7 +10,7 @@ from django.db import connections
 
 from support import services
 from support.models import Ticket, TicketCounter
-from telegram_bot.pipeline import Outcome, process_update
+from telegram_bot.pipeline.process import Outcome, process_update
 from tests.fakes.telegram import FakeTelegramServer
 from tests.support.helpers import message, texts
 

@@ -12,7 +12,7 @@ from django.http import HttpResponse
 from ninja import Router
 
 from config.api import build_api
-from telegram_bot.admin_site import register_view, registered_views
+from telegram_bot.ops.admin_site import register_view, registered_views
 
 
 def page(request: Any) -> HttpResponse:

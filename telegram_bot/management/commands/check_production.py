@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from telegram_bot.production import CHECKS, check_results
+from telegram_bot.ops.production import CHECKS, check_results
 from telegram_bot.redaction import redact
 
 

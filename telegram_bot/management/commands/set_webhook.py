@@ -15,8 +15,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from telegram_bot.bot import get_client
 from telegram_bot.errors import TelegramApiError
+from telegram_bot.pipeline.router import get_router
 from telegram_bot.redaction import redact
-from telegram_bot.router import get_router
 
 WEBHOOK_PORTS = (443, 80, 88, 8443)  # the only ports Telegram delivers to
 

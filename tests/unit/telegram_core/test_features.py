@@ -9,7 +9,7 @@ import pytest
 
 from telegram_bot import features
 from telegram_bot.handlers import start_text
-from telegram_bot.router import build_router, get_router
+from telegram_bot.pipeline.router import build_router, get_router
 from telegram_bot.state.keys import FAMILIES, check_key, declare_families, family_owner
 
 CORE = Path(__file__).resolve().parents[3] / "telegram_bot"

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from telegram_bot.admins import Role
-from telegram_bot.router import ANY_COMMAND, PanelEntry, Route, Router, build_router
+from telegram_bot.pipeline.router import ANY_COMMAND, PanelEntry, Route, Router, build_router
 from telegram_bot.updates import UpdateShapeError, parse_update
 from tests.builders import make_callback_update, make_join_request_update, make_message_update
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from telegram_bot import security
 from telegram_bot.admins import Role
+from telegram_bot.pipeline import security
 from telegram_bot.state import KVStore
 from telegram_bot.updates import parse_update
 from tests.builders import make_message_update

@@ -23,7 +23,7 @@ from typing import Any
 
 from django.conf import settings
 
-from telegram_bot import liveness
+from telegram_bot.pipeline import liveness
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op, Put
 

@@ -97,4 +97,4 @@ class OperatorsAdminSite(admin.AdminSite):
 class OperatorsAdminConfig(AdminConfig):
     """Django's admin app with the operators' site as the default site."""
 
-    default_site = "telegram_bot.admin_site.OperatorsAdminSite"
+    default_site = "telegram_bot.ops.admin_site.OperatorsAdminSite"

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from telegram_bot import idempotency
 from telegram_bot.client import TelegramClient
-from telegram_bot.router import ROUTE_UNIT, Router
-from telegram_bot.security import Sender
+from telegram_bot.pipeline import idempotency
+from telegram_bot.pipeline.router import ROUTE_UNIT, Router
+from telegram_bot.pipeline.security import Sender
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op
 from telegram_bot.updates import Command, Update

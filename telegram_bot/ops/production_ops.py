@@ -1,5 +1,5 @@
 """The operational checks of the production gate (seed 003 section 29): the smoke test, the
-worker heartbeat and the documented backups. Listed in telegram_bot/production.py.
+worker heartbeat and the documented backups. Listed in telegram_bot/ops/production.py.
 
 The smoke test sends a test update, signed with the webhook secret, through the real webhook
 path: over HTTP to the deployment (``check_production --url https://bot.example.org``) or, without
@@ -22,9 +22,9 @@ from typing import Any
 
 from django.conf import settings
 
-from telegram_bot import idempotency
 from telegram_bot.errors import StateError
-from telegram_bot.health import worker_seen_recently
+from telegram_bot.ops.health import worker_seen_recently
+from telegram_bot.pipeline import idempotency
 from telegram_bot.state import get_store
 
 WEBHOOK_PATH = "/telegram/webhook"

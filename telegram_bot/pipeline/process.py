@@ -18,15 +18,15 @@ from typing import Any
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from telegram_bot import idempotency, security
 from telegram_bot.admins import Role
 from telegram_bot.bot import get_client
-from telegram_bot.context import Context
 from telegram_bot.errors import StateError, StateUnavailableError, TelegramApiError
 from telegram_bot.metrics import handler_failed, observe_updates
 from telegram_bot.notifications import chat_reachable_again
+from telegram_bot.pipeline import idempotency, security
+from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import ROUTE_UNIT, Handler, Router, get_router
 from telegram_bot.redaction import redact
-from telegram_bot.router import ROUTE_UNIT, Handler, Router, get_router
 from telegram_bot.state import KVStore, get_store
 from telegram_bot.state.dead_letters import DeadLetterStore
 from telegram_bot.state.workflows import WorkflowStore

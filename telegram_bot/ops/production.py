@@ -13,11 +13,11 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
-from telegram_bot import production_ops
 from telegram_bot.admins import check_admin_configuration
 from telegram_bot.bot import get_client
 from telegram_bot.errors import BotError
-from telegram_bot.router import get_router
+from telegram_bot.ops import production_ops
+from telegram_bot.pipeline.router import get_router
 from telegram_bot.scheduling import OWNED_PREFIX, declared_schedules
 from telegram_bot.state import get_store
 

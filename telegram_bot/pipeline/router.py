@@ -25,7 +25,7 @@ from telegram_bot.features import handler_modules
 from telegram_bot.updates import Update
 
 if TYPE_CHECKING:
-    from telegram_bot.context import Context
+    from telegram_bot.pipeline.context import Context
 
 Handler = Callable[["Context"], None]
 ANY_COMMAND = "*"

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from telegram_bot.errors import StateError
-from telegram_bot.pipeline import Outcome, dead_letters, process_update
+from telegram_bot.pipeline.process import Outcome, dead_letters, process_update
 from telegram_bot.redaction import redact
 from telegram_bot.state import InvalidKeyError, InvalidValueError
 

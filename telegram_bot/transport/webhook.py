@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 
 from telegram_bot.metrics import observe_webhook
-from telegram_bot.pipeline import Outcome, process_update
+from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.updates import Update, UpdateShapeError, parse_update_json
 
 log = logging.getLogger(__name__)
