@@ -144,7 +144,7 @@ def admin_page(port: int, path: str) -> str:
     opener = urllib.request.build_opener(
         urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
     )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # a generous start-up bound for a loaded CI machine
     while True:
         try:
             login = opener.open(f"{base}/admin/login/", timeout=5).read().decode()
