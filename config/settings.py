@@ -109,6 +109,10 @@ STATS_BACKFILL_MAX_STATEMENTS = env.number(
 # web nodes and the worker); the reconciliation re-verifies at most this many days a minute.
 STATS_LATE_MARGIN_SECONDS = env.number("STATS_LATE_MARGIN_SECONDS", 300, minimum=0, maximum=3600)
 STATS_RECONCILE_MAX_DAYS = env.number("STATS_RECONCILE_MAX_DAYS", 20, minimum=1, maximum=1000)
+# Not from the environment (tests change them): how long a process keeps the counting rules
+# it read, and the clock skew between nodes the backfill allows for.
+STATS_CONFIG_CACHE_SECONDS = 5.0
+STATS_BACKFILL_CLOCK_SKEW_MS = 5000
 STATS_COMMAND_TOP = env.number("STATS_COMMAND_TOP", 5, minimum=1, maximum=50)
 STATS_COMMAND_COOLDOWN_SECONDS = env.number("STATS_COMMAND_COOLDOWN_SECONDS", 30, minimum=0)
 for _admin_id in ADMIN_TELEGRAM_IDS:

@@ -71,20 +71,20 @@ def counting_config_clear() -> None:
 
 
 def counter_ttl_ms() -> int:
-    return int(getattr(settings, "STATS_COUNTER_TTL_DAYS", 60)) * DAY_MS
+    return settings.STATS_COUNTER_TTL_DAYS * DAY_MS
 
 
 def buffer_ttl_ms() -> int:
-    return int(getattr(settings, "STATS_BUFFER_TTL_DAYS", 7)) * DAY_MS
+    return settings.STATS_BUFFER_TTL_DAYS * DAY_MS
 
 
 def late_margin_ms() -> int:
     """A message for a day that closes within this margin counts as late (clock skew)."""
-    return int(getattr(settings, "STATS_LATE_MARGIN_SECONDS", 300)) * 1000
+    return settings.STATS_LATE_MARGIN_SECONDS * 1000
 
 
 def _cache_seconds() -> float:
-    return float(getattr(settings, "STATS_CONFIG_CACHE_SECONDS", 5))
+    return settings.STATS_CONFIG_CACHE_SECONDS
 
 
 def _load() -> CountingConfig:

@@ -57,7 +57,7 @@ class ReconcileReport:
 
 
 def max_days() -> int:
-    return max(1, int(getattr(settings, "STATS_RECONCILE_MAX_DAYS", 20)))
+    return max(1, settings.STATS_RECONCILE_MAX_DAYS)
 
 
 def reconcile_run(

@@ -71,5 +71,5 @@ def stats_live_write(*, store: KVStore, facts: MessageFacts) -> bool:
 
 def stats_command_cooldown_take(*, store: KVStore, chat_id: int) -> bool:
     """True at most once per ``STATS_COMMAND_COOLDOWN_SECONDS`` (default 30) and chat."""
-    seconds = int(getattr(settings, "STATS_COMMAND_COOLDOWN_SECONDS", 30))
+    seconds = settings.STATS_COMMAND_COOLDOWN_SECONDS
     return store.set_if_absent(f"lock:stats_cmd:{chat_id}", 1, ttl_ms=max(1, seconds) * 1000)

@@ -15,7 +15,7 @@ def group_summary_text(*, chat_id: int, store: KVStore, today: date | None = Non
     today = today or utc_today()
     week_start = today - timedelta(days=today.weekday())
     week = stats_report(chat_id=chat_id, start=week_start, end=today, store=store, today=today)
-    top = int(getattr(settings, "STATS_COMMAND_TOP", 5))
+    top = settings.STATS_COMMAND_TOP
     today_only = Report(chat_id, today, today, today, week.days[-1:])
     lines = [f"Most active today ({today.isoformat()} UTC):"]
     lines += _ranking(chat_id, today_only.members(top), store)

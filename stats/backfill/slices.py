@@ -99,9 +99,9 @@ class Limits:
     @classmethod
     def from_settings(cls, **overrides: int | None) -> Limits:
         values = {
-            "max_keys": getattr(settings, "STATS_BACKFILL_MAX_KEYS", 50),
-            "max_reads": getattr(settings, "STATS_BACKFILL_MAX_KV_READS", 300),
-            "max_statements": getattr(settings, "STATS_BACKFILL_MAX_STATEMENTS", 90),
+            "max_keys": settings.STATS_BACKFILL_MAX_KEYS,
+            "max_reads": settings.STATS_BACKFILL_MAX_KV_READS,
+            "max_statements": settings.STATS_BACKFILL_MAX_STATEMENTS,
         }
         values.update({name: value for name, value in overrides.items() if value is not None})
         return cls(**values)
@@ -232,7 +232,7 @@ def _days_page(lease: Lease, limit: int) -> tuple[list[str], str | None]:
 
 
 def skew_ms() -> int:
-    return int(getattr(settings, "STATS_BACKFILL_CLOCK_SKEW_MS", 5000))
+    return settings.STATS_BACKFILL_CLOCK_SKEW_MS
 
 
 def rebuilt_at(lease: Lease) -> int:

@@ -85,7 +85,7 @@ def new_owner() -> str:
 
 
 def lease_seconds() -> int:
-    return int(getattr(settings, "STATS_BACKFILL_LEASE_SECONDS", 600))
+    return settings.STATS_BACKFILL_LEASE_SECONDS
 
 
 def utc_today() -> date:
