@@ -1,10 +1,11 @@
-"""Admin site: the join-request policy of each chat (validated by ``ChatPolicy.clean``)."""
+"""Admin site: the join-request policy of each chat (validated by ``ChatPolicy.clean``) and
+the member policy (welcome, rules, captcha, anti-raid; validated by ``MemberPolicy.clean``)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
-from community.models import ChatPolicy
+from community.models import ChatPolicy, MemberPolicy
 
 
 @admin.register(ChatPolicy)
@@ -28,4 +29,46 @@ class ChatPolicyAdmin(admin.ModelAdmin):
             },
         ),
         ("Welcome", {"fields": ("welcome_enabled", "welcome_text")}),
+    )
+
+
+@admin.register(MemberPolicy)
+class MemberPolicyAdmin(admin.ModelAdmin):
+    list_display = (
+        "chat_id",
+        "title",
+        "welcome_enabled",
+        "goodbye_enabled",
+        "captcha_enabled",
+        "raid_joins",
+        "updated_at",
+    )
+    list_filter = ("welcome_enabled", "captcha_enabled")
+    search_fields = ("chat_id", "title")
+    fieldsets = (
+        (None, {"fields": ("chat_id", "title")}),
+        (
+            "Welcome and rules",
+            {
+                "fields": (
+                    "welcome_enabled",
+                    "welcome_text",
+                    "welcome_buttons",
+                    "delete_previous_welcome",
+                    "rules_text",
+                    "goodbye_enabled",
+                    "goodbye_text",
+                    "clean_service_messages",
+                )
+            },
+        ),
+        ("Captcha", {"fields": ("captcha_enabled", "captcha_seconds")}),
+        (
+            "Anti-raid",
+            {
+                "fields": ("raid_joins", "raid_window_seconds", "raid_strict_minutes"),
+                "description": "More joins than the threshold within the window turns on a "
+                "strict mode (captcha for every new member) and alerts the admins.",
+            },
+        ),
     )
