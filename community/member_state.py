@@ -210,11 +210,16 @@ class MemberStore:
 
     # -- anti-raid and the last welcome -----------------------------------------------------
 
-    def count_join(self, chat_id: int, now: int, window_seconds: int) -> int:
-        window = now // window_seconds
-        return self.store.increment(
-            f"members:j:{chat_id}:{window}", 1, ttl_ms=(window_seconds + 60) * 1000
-        )
+    def count_join(self, chat_id: int, at: int, window_seconds: int) -> float:
+        """Count a join at ``at`` and return the joins of the last ``window_seconds``: this
+        window's count plus the previous window's, weighted by how much of it still overlaps
+        (a sliding window from two counters, so a raid across a boundary is seen)."""
+        window = at // window_seconds
+        ttl = (2 * window_seconds + 60) * 1000
+        current = self.store.increment(f"members:j:{chat_id}:{window}", 1, ttl_ms=ttl)
+        previous = self.store.get(f"members:j:{chat_id}:{window - 1}") or 0
+        overlap = (window_seconds - at % window_seconds) / window_seconds
+        return current + int(previous) * overlap
 
     def start_strict(self, chat_id: int, now: int, minutes: int) -> bool:
         """Turn the strict mode on; True only for the call that turned it on."""

@@ -212,11 +212,12 @@ def render(template: str, user: User, *, chat_title: str, rules: str) -> str:
 def _count_for_raid(policy: MemberPolicy, event: MemberEvent, store: MemberStore) -> None:
     if not policy.raid_joins:
         return
-    now = int(time.time())
-    joins = store.count_join(event.chat_id, now, policy.raid_window_seconds)
+    # Counted at the join's own time (Telegram's date), so a backlog of updates delivered
+    # late is counted when the joins happened, not when they arrived.
+    joins = store.count_join(event.chat_id, event.date, policy.raid_window_seconds)
     if joins <= policy.raid_joins:
         return
-    if store.start_strict(event.chat_id, now, policy.raid_strict_minutes):
+    if store.start_strict(event.chat_id, event.date, policy.raid_strict_minutes):
         notify_admins(
             f"Anti-raid in {event.chat_title or event.chat_id} ({event.chat_id}): more than "
             f"{policy.raid_joins} joins within {policy.raid_window_seconds} s. Every new member "
