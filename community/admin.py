@@ -4,8 +4,9 @@ the member policy (welcome, rules, captcha, anti-raid; validated by ``MemberPoli
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
-from community.models import ChatPolicy, MemberPolicy
+from community.models import BotChat, ChatPolicy, MemberPolicy
 
 
 @admin.register(ChatPolicy)
@@ -72,3 +73,18 @@ class MemberPolicyAdmin(admin.ModelAdmin):
             },
         ),
     )
+
+
+@admin.register(BotChat)
+class BotChatAdmin(admin.ModelAdmin):
+    """Read only: Telegram's my_chat_member updates are the source."""
+
+    list_display = ("chat_id", "title", "chat_type", "status", "is_member", "updated_at")
+    list_filter = ("is_member", "status", "chat_type")
+    search_fields = ("chat_id", "title")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

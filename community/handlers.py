@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from community import members, selectors, services, texts
+from community import bot_chats, members, selectors, services, texts
 from community.records import Decider
 from telegram_bot.admins import Role
 from telegram_bot.context import Context
@@ -151,7 +151,19 @@ def on_captcha_button(ctx: Context) -> None:
     _answer(ctx, result.text, alert=result.alert)
 
 
+def on_my_chat_member(ctx: Context) -> None:
+    change = ctx.update.my_chat_member
+    if change is not None:
+        bot_chats.bot_chat_changed(change)
+
+
 OBSERVERS: list[Observer] = [
+    Observer.on(
+        "community.bot_chats",
+        "my_chat_member",
+        on_my_chat_member,
+        chat_types=("group", "supergroup", "channel"),
+    ),
     Observer.on("community.members", "chat_member", on_chat_member, chat_types=GROUPS),
     Observer.on("community.joins", "message", on_service_message, chat_types=GROUPS),
 ]

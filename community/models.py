@@ -281,3 +281,24 @@ def parse_buttons(text: str) -> list[tuple[str, str]]:
     if len(buttons) > MAX_BUTTONS:
         raise ValueError(f"At most {MAX_BUTTONS} buttons.")
     return buttons
+
+
+class BotChat(models.Model):
+    """A group or channel the bot is (or was) in, from ``my_chat_member`` (bot_chats.py)."""
+
+    chat_id = models.BigIntegerField(unique=True)
+    title = models.CharField(max_length=128, blank=True)
+    chat_type = models.CharField(max_length=20)
+    status = models.CharField(max_length=20, help_text="The bot's status: member, administrator...")
+    is_member = models.BooleanField(default=False, help_text="The bot is in the chat.")
+    rights = models.JSONField(default=dict, help_text="The administrator rights it has.")
+    event_date = models.BigIntegerField(default=0, help_text="Telegram's date of the last change.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "chat of the bot"
+        verbose_name_plural = "chats of the bot"
+        ordering = ["-is_member", "chat_id"]
+
+    def __str__(self) -> str:
+        return f"{self.title or self.chat_id} ({self.status})"

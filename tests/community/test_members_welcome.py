@@ -30,7 +30,7 @@ ANN = 3001
 
 
 def test_member_updates_are_requested_from_telegram() -> None:
-    assert {"chat_member", "message"} <= set(get_router().allowed_updates)
+    assert {"chat_member", "my_chat_member", "message"} <= set(get_router().allowed_updates)
 
 
 def test_a_join_is_welcomed_with_the_placeholders_filled_in(

@@ -34,7 +34,8 @@ def test_the_installed_feature_apps_contribute_in_installed_apps_order() -> None
 
 def test_start_names_what_the_installed_features_do() -> None:
     assert start_text().startswith(
-        "Hello! I run this community: support, join requests, channel posts and statistics."
+        "Hello! I run this community: support, members (join requests, welcome, captcha), "
+        "channel posts and statistics."
     )
 
 
