@@ -9,6 +9,7 @@ class CommunityConfig(features.FeatureConfig):
     bot_handlers = "community.handlers"
     job_handlers = "community.tasks.JOB_HANDLERS"
     schedules = "community.schedules.SCHEDULES"
+    api_module = "community.api"
     start_line = "members (join requests, welcome, captcha)"
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from community.growth import movement_record
 from community.member_state import (
     FAILED,
     LEFT,
@@ -40,7 +41,7 @@ from community.member_state import (
     Stay,
     new_token,
 )
-from community.models import MemberPolicy, parse_buttons
+from community.models import MemberMovement, MemberPolicy, parse_buttons
 from telegram_bot.bot import get_client
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_cancel_key, job_enqueue, job_retry_later
@@ -119,6 +120,13 @@ def member_joined(event: MemberEvent) -> None:
     stay = transition.stay
     if stay is None or not stay.inside:
         return  # a join older than the leave we know of
+    movement_record(
+        chat_id=event.chat_id,
+        user_id=event.user.id,
+        stay=stay.stay,
+        kind=MemberMovement.Kind.JOIN,
+        date_unix=stay.date,
+    )
     policy = policy_of(event.chat_id)
     if policy is None:
         return
@@ -131,11 +139,22 @@ def member_joined(event: MemberEvent) -> None:
 
 
 def member_left(event: MemberEvent) -> None:
+    if event.user.is_bot:
+        return
     store = members()
     transition = store.left(event.chat_id, event.user.id, event.date)
-    if not transition.changed or transition.stay is None or event.user.is_bot:
-        return
     stay = transition.stay
+    if stay is None or stay.inside:
+        return  # a leave older than the join we know of
+    movement_record(
+        chat_id=event.chat_id,
+        user_id=event.user.id,
+        stay=stay.stay,
+        kind=MemberMovement.Kind.LEAVE,
+        date_unix=stay.date,
+    )
+    if not transition.changed:
+        return
     challenge = store.get_challenge(stay.cap) if stay.cap else None
     if challenge is not None:
         decided = store.decide(challenge.token, LEFT)

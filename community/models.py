@@ -302,3 +302,46 @@ class BotChat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.title or self.chat_id} ({self.status})"
+
+
+class MemberMovement(models.Model):
+    """One join or one leave of one stay of a member (community/growth.py): unique per stay
+    and kind, so a join seen twice (chat_member and the service message, or a re-delivery)
+    is one row."""
+
+    class Kind(models.TextChoices):
+        JOIN = "join", "Join"
+        LEAVE = "leave", "Leave"
+
+    chat_id = models.BigIntegerField()
+    user_id = models.BigIntegerField()
+    stay = models.CharField(max_length=16, help_text="The stay's id in the KV store.")
+    kind = models.CharField(max_length=5, choices=Kind.choices)
+    at = models.DateTimeField(help_text="Telegram's date of the event.")
+    day = models.DateField(help_text="The UTC day of ``at``.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "stay", "kind"], name="member_movement_once")
+        ]
+        indexes = [models.Index(fields=["chat_id", "day"], name="member_movement_day")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.user_id} in {self.chat_id} on {self.day}"
+
+
+class MemberCount(models.Model):
+    """The member count of a chat on a UTC day (getChatMemberCount, once a day)."""
+
+    chat_id = models.BigIntegerField()
+    day = models.DateField()
+    count = models.PositiveIntegerField()
+    fetched_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "day"], name="member_count_once_a_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.count} members in {self.chat_id} on {self.day}"
