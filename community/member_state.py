@@ -22,6 +22,7 @@ holds the strict mode (TTL: its duration); ``members:w:<chat>`` the last welcome
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -99,6 +100,8 @@ class Challenge:
     restricted: bool = False
     message_id: int | None = None
     finished: bool = False  # the outcome's Telegram calls are done
+    decided_at: float = 0.0  # unix time the outcome was set
+    finisher: str = ""  # who carries the outcome out: "webhook" (a press, a leave) or "job"
 
     @property
     def pending(self) -> bool:
@@ -202,11 +205,16 @@ class MemberStore:
                 return new
         raise RuntimeError(f"challenge {token}: too many concurrent changes")
 
-    def decide(self, token: str, outcome: str) -> Challenge | None:
+    def decide(self, token: str, outcome: str, *, finisher: str) -> Challenge | None:
         """pending -> ``outcome``, once: the challenge if this call won, else None."""
-        return self.update_challenge(
-            token, lambda c: replace(c, status=outcome) if c.pending else None
-        )
+        at = time.time()
+
+        def change(c: Challenge) -> Challenge | None:
+            if not c.pending:
+                return None
+            return replace(c, status=outcome, decided_at=at, finisher=finisher)
+
+        return self.update_challenge(token, change)
 
     # -- anti-raid and the last welcome -----------------------------------------------------
 

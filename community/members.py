@@ -43,7 +43,7 @@ from community.member_state import (
 )
 from community.models import MemberMovement, MemberPolicy, parse_buttons
 from telegram_bot.bot import get_client
-from telegram_bot.errors import TelegramApiError
+from telegram_bot.errors import BotError, TelegramApiError
 from telegram_bot.jobs.services import job_cancel_key, job_enqueue, job_retry_later
 from telegram_bot.notifications import notify_admins
 from telegram_bot.state import get_store
@@ -64,6 +64,11 @@ CHOICES = (
     ("⭐", "the star"),
 )
 BUTTONS_PER_CHALLENGE = 4
+# The deadline job leaves an outcome decided less than this long ago to whoever decided it (a
+# press being carried out in the webhook right now) and comes back later; past it, the
+# decider is taken for dead and the job carries the outcome out. Longer than a Telegram call.
+FINISH_GRACE_SECONDS = 30
+WEBHOOK, JOB = "webhook", "job"
 # restrictChatMember: all False keeps a member from writing; all True lifts the restriction
 # (the chat's default permissions still apply).
 PERMISSION_NAMES = (
@@ -157,7 +162,7 @@ def member_left(event: MemberEvent) -> None:
         return
     challenge = store.get_challenge(stay.cap) if stay.cap else None
     if challenge is not None:
-        decided = store.decide(challenge.token, LEFT)
+        decided = store.decide(challenge.token, LEFT, finisher=WEBHOOK)
         if decided is not None:
             _finish(decided, in_job=False)
     policy = policy_of(event.chat_id)
@@ -357,7 +362,7 @@ def captcha_press(data: str, presser_id: int | None) -> PressResult:
         return PressResult("This is not for you.", alert=True)
     token, choice = parsed
     outcome = PASSED if choice == challenge.answer else FAILED
-    decided = store.decide(token, outcome)
+    decided = store.decide(token, outcome, finisher=WEBHOOK)
     if decided is None:
         return PressResult("Already answered.", alert=False)
     _finish(decided, in_job=False)
@@ -366,13 +371,24 @@ def captcha_press(data: str, presser_id: int | None) -> PressResult:
     return PressResult("Wrong answer.", alert=True)
 
 
+class FinishingElsewhere(BotError):
+    """The outcome was decided moments ago by a press whose webhook is carrying it out: the
+    job comes back later (the runner's retry policy) rather than call Telegram twice."""
+
+    retryable = True
+
+
 def captcha_deadline(token: str) -> None:
     """The deadline job: remove a member who did not answer, or finish an outcome whose
     Telegram calls did not all go through."""
     store = members()
-    challenge = store.decide(token, TIMEOUT) or store.get_challenge(token)
+    decided = store.decide(token, TIMEOUT, finisher=JOB)
+    challenge = decided or store.get_challenge(token)
     if challenge is None or challenge.finished:
         return
+    recent = time.time() - challenge.decided_at < FINISH_GRACE_SECONDS
+    if challenge.finisher == WEBHOOK and recent:
+        raise FinishingElsewhere(f"captcha {token} is being finished by its press")
     _finish(challenge, in_job=True)
 
 
@@ -394,6 +410,7 @@ def _finish(challenge: Challenge, *, in_job: bool) -> None:
         if exc.retryable:
             if in_job:
                 raise
+            members().update_challenge(challenge.token, lambda c: replace(c, finisher=JOB))
             job_retry_later(
                 CAPTCHA_JOB,
                 {"token": challenge.token},

@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -201,6 +202,29 @@ def test_a_transient_failure_is_finished_by_the_job(
     assert [c.failed for c in bot.calls_to("banChatMember")] == [True, False]
     assert len(bot.calls_to("unbanChatMember")) == 1
     assert challenge_state(wrong).finished and challenge_state(wrong).status == FAILED
+
+
+def test_a_press_whose_worker_died_is_carried_out_by_the_job_after_the_grace(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    right, _ = join_challenged(bot, post_update)
+    token = right.split(":")[1]
+    store = members.members()
+    # The press won, then its worker died before any Telegram call.
+    assert store.decide(token, PASSED, finisher=members.WEBHOOK) is not None
+    make_jobs_due()
+    run_due(new_owner())  # within the grace: it could still be on its way; come back later
+    assert len(bot.calls_to("restrictChatMember")) == 1  # only the join's restriction
+    assert captcha_jobs() == 1
+    store.update_challenge(
+        token, lambda c: replace(c, decided_at=c.decided_at - members.FINISH_GRACE_SECONDS)
+    )
+    make_jobs_due()
+    assert run_due(new_owner()) == 1
+    lift = bot.calls_to("restrictChatMember")[-1]
+    assert lift.params["permissions"]["can_send_messages"] is True
+    assert challenge_state(right).finished and sent_to(bot)[-1] == "Hi Ann"
+    assert bot.calls_to("banChatMember") == []
 
 
 # --- real concurrency ---------------------------------------------------------------------------
