@@ -231,9 +231,7 @@ def test_a_press_whose_worker_died_is_carried_out_by_the_job_after_the_grace(
 
 
 @pytest.fixture(params=["memory", "db", "redis"])
-def shared(
-    request: pytest.FixtureRequest, bot: FakeTelegramServer, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[KVStore]:
+def shared(request: pytest.FixtureRequest, bot: FakeTelegramServer) -> Iterator[KVStore]:
     for store in make_store(request, request.param):
 
         def slow_read(key: str, read: Any = store.get) -> Any:
@@ -243,9 +241,13 @@ def shared(
                 time.sleep(0.05)
             return value
 
-        monkeypatch.setattr(store, "get", slow_read)
-        with override_store(store):
-            yield store
+        store.get = slow_read  # type: ignore[method-assign]
+        try:
+            with override_store(store):
+                yield store
+        finally:
+            # No reference cycle keeps the store alive: the claim heartbeat stops with it.
+            del store.get
 
 
 @pytest.mark.django_db(transaction=True)
