@@ -166,3 +166,32 @@ def test_texts_are_checked_against_telegram_limits_when_saved(
 def test_the_longest_valid_welcome_is_accepted() -> None:
     # 4096 with the longest mention (129) in place of {mention}.
     MemberPolicy(chat_id=GROUP, welcome_text="x" * (4096 - 129) + "{mention}").full_clean()
+
+
+@pytest.mark.django_db
+def test_operators_configure_members_in_the_admin_site(admin_client: Any) -> None:
+    url = "/admin/community/memberpolicy/add/"
+    form = {
+        "chat_id": str(GROUP),
+        "title": "Cats",
+        "welcome_enabled": "on",
+        "welcome_text": "Hi {name}",
+        "welcome_buttons": "FAQ https://example.org",
+        "goodbye_text": "",
+        "rules_text": "Be kind",
+        "captcha_seconds": "120",
+        "raid_joins": "10",
+        "raid_window_seconds": "60",
+        "raid_strict_minutes": "15",
+    }
+    page = admin_client.post(url, form).content.decode()
+    assert "Unknown placeholder {name}" in page and "Line 1" in page
+    assert not MemberPolicy.objects.exists()
+    form.update(welcome_text="Hi {first_name}", welcome_buttons="FAQ | https://example.org")
+    form["captcha_enabled"] = "on"
+    assert admin_client.post(url, form).status_code == 302
+    policy = MemberPolicy.objects.get(chat_id=GROUP)
+    assert policy.captcha_enabled and policy.rules_text == "Be kind"
+    assert "Cats" in admin_client.get("/admin/community/memberpolicy/").content.decode()
+    # The chats of the bot are read only.
+    assert admin_client.get("/admin/community/botchat/add/").status_code == 403
