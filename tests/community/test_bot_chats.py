@@ -140,3 +140,15 @@ def test_a_listed_chat_is_not_left(
     settings.LEAVE_UNLISTED_CHATS = True
     processed(post_update, my_update(bot_member("left"), bot_member("member")))
     assert bot.calls_to("leaveChat") == []
+
+
+def test_only_the_bots_own_membership_passes_the_chat_list(
+    bot: FakeTelegramServer, post_update: Any, settings: Any
+) -> None:
+    from tests.community.members_helpers import join_update
+
+    settings.ALLOWED_CHAT_IDS = [-100111]
+    assert processed(post_update, join_update(3001, chat_id=CHAT)) == "ignored"
+    assert processed(post_update, my_update(bot_member("left"), bot_member("member"))) == (
+        "processed"
+    )

@@ -348,3 +348,30 @@ def test_a_pending_deadline_survives_a_killed_worker(bot: FakeTelegramServer) ->
         assert len(bot.calls_to("banChatMember")) == 2  # the killed call, then the fresh one
         assert len(bot.calls_to("unbanChatMember")) == 1
         assert len(bot.calls_to("deleteMessage")) == 1
+
+
+def test_a_join_answered_503_midway_is_finished_by_its_redelivery(
+    bot: FakeTelegramServer, post_update: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from telegram_bot.errors import StateUnavailableError
+
+    make_policy(captcha_enabled=True)
+    real_update = MemberStore.update_challenge
+    failures = [StateUnavailableError("the KV store went away")]
+
+    def flaky(self: MemberStore, token: str, change: Any) -> Any:
+        if failures:  # the first write after the restriction fails
+            raise failures.pop()
+        return real_update(self, token, change)
+
+    monkeypatch.setattr(MemberStore, "update_challenge", flaky)
+    join = join_update(ANN)
+    assert post_update(join).status_code == 503
+    assert len(bot.calls_to("restrictChatMember")) == 1 and bot.calls_to("sendMessage") == []
+    # Telegram delivers the same update again.
+    assert processed(post_update, join) == "processed"
+    challenge_of(bot)  # one challenge
+    assert Job.objects.filter(kind=members.CAPTCHA_JOB).count() == 1
+    # The restriction was not recorded before the failure: asked again (harmless).
+    assert len(bot.calls_to("restrictChatMember")) == 2
+    assert processed(post_update, join) == "duplicate"
