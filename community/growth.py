@@ -101,8 +101,10 @@ class Retention:
 
 
 def retention(chat_id: int, week_start: date, *, now: datetime | None = None) -> Retention:
-    """Of the stays that began in ``week_start .. +6 days``, how many had not ended 7 and 30
-    days after their join. A figure is None while some join of the week is not that old."""
+    """Of the joins in ``week_start .. +6 days``, how many were not followed by a leave of the
+    same member within 7 and 30 days. A figure is None while some join of the week is not
+    that old. Leaves are matched by member and time, not by stay: a stay record lives 7 days
+    in the KV store, so the leave of a long stay carries a stay id of its own."""
     now = now or timezone.now()
     joins = list(
         MemberMovement.objects.filter(
@@ -110,19 +112,26 @@ def retention(chat_id: int, week_start: date, *, now: datetime | None = None) ->
             kind=MemberMovement.Kind.JOIN,
             day__gte=week_start,
             day__lte=week_start + timedelta(days=6),
-        ).values_list("stay", "at")
+        ).values_list("user_id", "at")
     )
-    leaves = dict(
-        MemberMovement.objects.filter(
-            chat_id=chat_id, kind=MemberMovement.Kind.LEAVE, stay__in=[s for s, _ in joins]
-        ).values_list("stay", "at")
-    )
+    leaves: dict[int, list[datetime]] = {}
+    for user_id, at in MemberMovement.objects.filter(
+        chat_id=chat_id,
+        kind=MemberMovement.Kind.LEAVE,
+        user_id__in={user_id for user_id, _ in joins},
+        day__gte=week_start,
+    ).values_list("user_id", "at"):
+        leaves.setdefault(user_id, []).append(at)
     last_possible = datetime.combine(week_start + timedelta(days=7), datetime.min.time(), UTC)
 
     def still(days: int) -> int | None:
         if now < last_possible + timedelta(days=days):
             return None
         horizon = timedelta(days=days)
-        return sum(1 for stay, at in joins if stay not in leaves or leaves[stay] > at + horizon)
+        return sum(
+            1
+            for user_id, at in joins
+            if not any(at < left <= at + horizon for left in leaves.get(user_id, []))
+        )
 
     return Retention(len(joins), still(7), still(30))
