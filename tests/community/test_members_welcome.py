@@ -195,3 +195,21 @@ def test_operators_configure_members_in_the_admin_site(admin_client: Any) -> Non
     assert "Cats" in admin_client.get("/admin/community/memberpolicy/").content.decode()
     # The chats of the bot are read only.
     assert admin_client.get("/admin/community/botchat/add/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_ordinary_group_messages_cost_the_joins_observer_nothing(
+    django_assert_num_queries: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from community import handlers
+    from telegram_bot.updates import parse_update
+
+    def no_store() -> Any:
+        raise AssertionError("the KV store was used for an ordinary message")
+
+    monkeypatch.setattr("community.members.get_store", no_store)
+    update = parse_update(make_message_update("hello", chat_id=GROUP, user_id=ANN))
+    with django_assert_num_queries(0):
+        handlers.on_service_message(SimpleNamespace(update=update))  # type: ignore[arg-type]
