@@ -1,10 +1,12 @@
-"""Admin site: the join-request policy of each chat (validated by ``ChatPolicy.clean``)."""
+"""Admin site: the join-request policy of each chat (validated by ``ChatPolicy.clean``) and
+the member policy (welcome, rules, captcha, anti-raid; validated by ``MemberPolicy.clean``)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
-from community.models import ChatPolicy
+from community.models import BotChat, ChatPolicy, MemberPolicy
 
 
 @admin.register(ChatPolicy)
@@ -29,3 +31,60 @@ class ChatPolicyAdmin(admin.ModelAdmin):
         ),
         ("Welcome", {"fields": ("welcome_enabled", "welcome_text")}),
     )
+
+
+@admin.register(MemberPolicy)
+class MemberPolicyAdmin(admin.ModelAdmin):
+    list_display = (
+        "chat_id",
+        "title",
+        "welcome_enabled",
+        "goodbye_enabled",
+        "captcha_enabled",
+        "raid_joins",
+        "updated_at",
+    )
+    list_filter = ("welcome_enabled", "captcha_enabled")
+    search_fields = ("chat_id", "title")
+    fieldsets = (
+        (None, {"fields": ("chat_id", "title")}),
+        (
+            "Welcome and rules",
+            {
+                "fields": (
+                    "welcome_enabled",
+                    "welcome_text",
+                    "welcome_buttons",
+                    "delete_previous_welcome",
+                    "rules_text",
+                    "goodbye_enabled",
+                    "goodbye_text",
+                    "clean_service_messages",
+                )
+            },
+        ),
+        ("Captcha", {"fields": ("captcha_enabled", "captcha_seconds")}),
+        (
+            "Anti-raid",
+            {
+                "fields": ("raid_joins", "raid_window_seconds", "raid_strict_minutes"),
+                "description": "More joins than the threshold within the window turns on a "
+                "strict mode (captcha for every new member) and alerts the admins.",
+            },
+        ),
+    )
+
+
+@admin.register(BotChat)
+class BotChatAdmin(admin.ModelAdmin):
+    """Read only: Telegram's my_chat_member updates are the source."""
+
+    list_display = ("chat_id", "title", "chat_type", "status", "is_member", "updated_at")
+    list_filter = ("is_member", "status", "chat_type")
+    search_fields = ("chat_id", "title")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

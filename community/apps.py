@@ -9,4 +9,10 @@ class CommunityConfig(features.FeatureConfig):
     bot_handlers = "community.handlers"
     job_handlers = "community.tasks.JOB_HANDLERS"
     schedules = "community.schedules.SCHEDULES"
-    start_line = "join requests"
+    api_module = "community.api"
+    start_line = "members (join requests, welcome, captcha)"
+    key_families = {
+        "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "
+        "join counters and strict mode, the last welcome",
+        "cap": "captcha challenges by token (who, the right button, the outcome), 2 days",
+    }

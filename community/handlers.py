@@ -1,16 +1,22 @@
 """Telegram handlers of the community app: join requests, their buttons, the requester's
-answer to the question, and the panel page. Thin: parse, check, call the service, answer."""
+answer to the question, the panel page; members joining and leaving, /rules and the captcha
+buttons. Thin: parse, check, call the service, answer.
+
+Joins and leaves are observers, not routes: another feature (moderation, statistics) may see
+the same ``chat_member`` update or service message. Both sources of one join are one event
+(``community.members``)."""
 
 from __future__ import annotations
 
 import logging
 
-from community import selectors, services, texts
+from community import bot_chats, members, selectors, services, texts
 from community.records import Decider
 from telegram_bot.admins import Role
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
-from telegram_bot.pipeline.router import PanelEntry, Route
+from telegram_bot.pipeline.router import Observer, PanelEntry, Route
+from telegram_bot.updates import ChatMember, Message, User
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +91,88 @@ def _pressed_on_panel(ctx: Context) -> bool:
     return any(button.callback_data == texts.LIST_CALLBACK for row in rows for button in row)
 
 
+GROUPS = ("group", "supergroup")
+
+
+def is_inside(member: ChatMember) -> bool:
+    """In the chat: an owner, admin or member, or a restricted member who is still in."""
+    if member.status == "restricted":
+        return bool(member.is_member)
+    return member.status in ("creator", "administrator", "member")
+
+
+def on_chat_member(ctx: Context) -> None:
+    change = ctx.update.chat_member
+    if change is None:
+        return
+    was, now = is_inside(change.old_chat_member), is_inside(change.new_chat_member)
+    if was == now:
+        return  # promoted, restricted, unbanned while out...
+    event = members.MemberEvent(
+        chat_id=change.chat.id,
+        chat_title=change.chat.title or "",
+        user=change.new_chat_member.user,
+        date=change.date,
+        via_join_request=bool(change.via_join_request),
+    )
+    if now:
+        members.member_joined(event)
+    else:
+        members.member_left(event)
+
+
+def on_service_message(ctx: Context) -> None:
+    """``new_chat_members`` / ``left_chat_member``: the joins and leaves of groups where
+    ``chat_member`` is not delivered (the bot is not an admin); the same join from both is
+    handled once."""
+    message = ctx.update.message
+    if message is None or not (message.new_chat_members or message.left_chat_member):
+        return
+    for user in message.new_chat_members or []:
+        members.member_joined(_event(message, user))
+    if message.left_chat_member is not None:
+        members.member_left(_event(message, message.left_chat_member))
+    members.clean_service_message(message.chat.id, message.message_id)
+
+
+def _event(message: Message, user: User) -> members.MemberEvent:
+    return members.MemberEvent(
+        chat_id=message.chat.id, chat_title=message.chat.title or "", user=user, date=message.date
+    )
+
+
+def on_rules(ctx: Context) -> None:
+    if ctx.chat_id is not None:
+        ctx.reply(members.rules_for(ctx.chat_id))
+
+
+def on_captcha_button(ctx: Context) -> None:
+    result = members.captcha_press(ctx.update.callback_data, ctx.sender.user_id)
+    _answer(ctx, result.text, alert=result.alert)
+
+
+def on_my_chat_member(ctx: Context) -> None:
+    change = ctx.update.my_chat_member
+    if change is not None:
+        bot_chats.bot_chat_changed(change)
+
+
+OBSERVERS: list[Observer] = [
+    Observer.on(
+        "community.bot_chats",
+        "my_chat_member",
+        on_my_chat_member,
+        chat_types=("group", "supergroup", "channel"),
+    ),
+    Observer.on("community.members", "chat_member", on_chat_member, chat_types=GROUPS),
+    Observer.on("community.joins", "message", on_service_message, chat_types=GROUPS),
+]
 ROUTES: list[Route] = [
     Route.on_update("chat_join_request", on_join_request),
     Route.on_callback(texts.LIST_CALLBACK, on_panel_list, role=Role.ADMIN),
     Route.on_callback(texts.CALLBACK_PREFIX, on_decision_button),
     Route.on_workflow(services.WORKFLOW, on_answer),
+    Route.on_command("rules", on_rules, chat_types=GROUPS, help="the rules of this group"),
+    Route.on_callback(members.CAPTCHA_CALLBACK, on_captcha_button),
 ]
 PANEL_ENTRIES: list[PanelEntry] = [PanelEntry("Join requests", texts.LIST_CALLBACK, order=20)]

@@ -141,3 +141,207 @@ def welcome_text_problem(template: str) -> str | None:
 
 def render_welcome_unbounded(template: str) -> str:
     return template.replace("{name}", LONGEST_NAME)
+
+
+# --- members: welcome, rules, captcha, anti-raid (community/members.py) ----------------------
+MEMBER_PLACEHOLDERS = ("{first_name}", "{mention}", "{chat_title}", "{rules}")
+GOODBYE_PLACEHOLDERS = ("{first_name}", "{mention}", "{chat_title}")
+# The longest value each placeholder can take, as the member reads it (Telegram: a first name
+# is at most 64 characters, first + last name 129, a chat title 128).
+_LONGEST = {"{first_name}": 64, "{mention}": 129, "{chat_title}": 128}
+MAX_BUTTONS = 8
+BUTTON_TEXT_LIMIT = 64
+_BUTTON_URL = re.compile(r"^(https://|http://|tg://)[^\s]{1,2000}$")
+MIN_CAPTCHA_SECONDS = 30
+MAX_CAPTCHA_SECONDS = 600
+
+
+class MemberPolicy(models.Model):
+    """What happens when someone joins or leaves one group: welcome, goodbye, rules, captcha,
+    anti-raid. A chat without a policy gets none of them."""
+
+    chat_id = models.BigIntegerField(
+        unique=True, help_text="The group id, negative (for example -1001234567890)."
+    )
+    title = models.CharField(max_length=128, blank=True, help_text="A label for operators.")
+    welcome_enabled = models.BooleanField(default=False)
+    welcome_text = models.TextField(
+        blank=True,
+        help_text="Plain text. Placeholders: {first_name}, {mention} (a link to the member), "
+        "{chat_title}, {rules}.",
+    )
+    welcome_buttons = models.TextField(
+        blank=True,
+        help_text=f'Optional link buttons under the welcome, one per line: "Label | https://...". '
+        f"At most {MAX_BUTTONS}.",
+    )
+    delete_previous_welcome = models.BooleanField(
+        default=False, help_text="Delete the previous welcome when a new one is posted."
+    )
+    goodbye_enabled = models.BooleanField(default=False)
+    goodbye_text = models.TextField(
+        blank=True, help_text="Plain text. Placeholders: {first_name}, {mention}, {chat_title}."
+    )
+    rules_text = models.TextField(
+        blank=True, max_length=MAX_MESSAGE_LENGTH, help_text="Answered to /rules; plain text."
+    )
+    clean_service_messages = models.BooleanField(
+        default=False, help_text='Delete Telegram\'s "X joined" / "X left" messages.'
+    )
+    captcha_enabled = models.BooleanField(
+        default=False,
+        help_text="New members cannot write until they press the right button (public groups).",
+    )
+    captcha_seconds = models.PositiveIntegerField(
+        default=120,
+        validators=[MinValueValidator(MIN_CAPTCHA_SECONDS), MaxValueValidator(MAX_CAPTCHA_SECONDS)],
+        help_text=f"Time to answer, {MIN_CAPTCHA_SECONDS}-{MAX_CAPTCHA_SECONDS} seconds; "
+        "no answer removes the member (they may join again).",
+    )
+    raid_joins = models.PositiveIntegerField(
+        default=10,
+        validators=[MaxValueValidator(10_000)],
+        help_text="Anti-raid: more joins than this within the window turns the strict mode "
+        "on (0: off).",
+    )
+    raid_window_seconds = models.PositiveIntegerField(
+        default=60, validators=[MinValueValidator(5), MaxValueValidator(3600)]
+    )
+    raid_strict_minutes = models.PositiveIntegerField(
+        default=15,
+        validators=[MinValueValidator(1), MaxValueValidator(24 * 60)],
+        help_text="How long the strict mode (captcha for everyone) lasts.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "member policy"
+        verbose_name_plural = "member policies"
+        ordering = ["chat_id"]
+
+    def __str__(self) -> str:
+        return str(self.title or self.chat_id)
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.chat_id is not None and self.chat_id >= 0:
+            errors["chat_id"] = "Group ids are negative."
+        rules_length = len(self.rules_text)
+        checks = (
+            ("welcome", self.welcome_enabled, self.welcome_text, MEMBER_PLACEHOLDERS),
+            ("goodbye", self.goodbye_enabled, self.goodbye_text, GOODBYE_PLACEHOLDERS),
+        )
+        for name, enabled, text, allowed in checks:
+            if enabled and not text.strip():
+                errors[f"{name}_text"] = f"Write the {name} text, or switch the {name} off."
+            elif text:
+                problem = member_text_problem(text, allowed, rules_length=rules_length)
+                if problem:
+                    errors[f"{name}_text"] = problem
+        try:
+            parse_buttons(self.welcome_buttons)
+        except ValueError as exc:
+            errors["welcome_buttons"] = str(exc)
+        if errors:
+            raise ValidationError(errors)
+
+
+def member_text_problem(text: str, allowed: tuple[str, ...], *, rules_length: int) -> str | None:
+    """Why ``text`` cannot be sent as a welcome or goodbye, or None. The length is checked with
+    the longest value of every placeholder, as Telegram counts it (the visible text)."""
+    unknown = sorted({p for p in _PLACEHOLDER.findall(text) if p not in allowed})
+    if unknown:
+        return f"Unknown placeholder {', '.join(unknown)}: use {', '.join(allowed)}."
+    longest = dict(_LONGEST, **{"{rules}": rules_length})
+    length = len(text)
+    for placeholder in allowed:
+        length += text.count(placeholder) * (longest[placeholder] - len(placeholder))
+    if length > MAX_MESSAGE_LENGTH:
+        return (
+            f"The text must fit in {MAX_MESSAGE_LENGTH} characters with the longest possible "
+            f"values in place of the placeholders (it could reach {length})."
+        )
+    return None
+
+
+def parse_buttons(text: str) -> list[tuple[str, str]]:
+    """``[(label, url)]`` from "Label | URL" lines; ValueError names the first bad line."""
+    buttons = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        label, sep, url = (part.strip() for part in line.partition("|"))
+        if not sep or not label or not url:
+            raise ValueError(f'Line {number}: write "Label | https://...".')
+        if len(label) > BUTTON_TEXT_LIMIT:
+            raise ValueError(f"Line {number}: a label is at most {BUTTON_TEXT_LIMIT} characters.")
+        if not _BUTTON_URL.match(url):
+            raise ValueError(f"Line {number}: the link must start with https://, http:// or tg://")
+        buttons.append((label, url))
+    if len(buttons) > MAX_BUTTONS:
+        raise ValueError(f"At most {MAX_BUTTONS} buttons.")
+    return buttons
+
+
+class BotChat(models.Model):
+    """A group or channel the bot is (or was) in, from ``my_chat_member`` (bot_chats.py)."""
+
+    chat_id = models.BigIntegerField(unique=True)
+    title = models.CharField(max_length=128, blank=True)
+    chat_type = models.CharField(max_length=20)
+    status = models.CharField(max_length=20, help_text="The bot's status: member, administrator...")
+    is_member = models.BooleanField(default=False, help_text="The bot is in the chat.")
+    rights = models.JSONField(default=dict, help_text="The administrator rights it has.")
+    event_date = models.BigIntegerField(default=0, help_text="Telegram's date of the last change.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "chat of the bot"
+        verbose_name_plural = "chats of the bot"
+        ordering = ["-is_member", "chat_id"]
+
+    def __str__(self) -> str:
+        return f"{self.title or self.chat_id} ({self.status})"
+
+
+class MemberMovement(models.Model):
+    """One join or one leave of one stay of a member (community/growth.py): unique per stay
+    and kind, so a join seen twice (chat_member and the service message, or a re-delivery)
+    is one row."""
+
+    class Kind(models.TextChoices):
+        JOIN = "join", "Join"
+        LEAVE = "leave", "Leave"
+
+    chat_id = models.BigIntegerField()
+    user_id = models.BigIntegerField()
+    stay = models.CharField(max_length=16, help_text="The stay's id in the KV store.")
+    kind = models.CharField(max_length=5, choices=Kind.choices)
+    at = models.DateTimeField(help_text="Telegram's date of the event.")
+    day = models.DateField(help_text="The UTC day of ``at``.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "stay", "kind"], name="member_movement_once")
+        ]
+        indexes = [models.Index(fields=["chat_id", "day"], name="member_movement_day")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of {self.user_id} in {self.chat_id} on {self.day}"
+
+
+class MemberCount(models.Model):
+    """The member count of a chat on a UTC day (getChatMemberCount, once a day)."""
+
+    chat_id = models.BigIntegerField()
+    day = models.DateField()
+    count = models.PositiveIntegerField()
+    fetched_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "day"], name="member_count_once_a_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.count} members in {self.chat_id} on {self.day}"

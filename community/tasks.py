@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from community import services
+from community import growth, members, services
 from telegram_bot.jobs.runner import JobRun
 
 
@@ -30,7 +30,18 @@ def copy_sent_job(payload: dict[str, Any], run: JobRun) -> None:
     )
 
 
+def captcha_job(payload: dict[str, Any], run: JobRun) -> None:
+    """A captcha's deadline, or the finishing of an outcome Telegram did not take at once."""
+    members.captcha_deadline(token=str(payload["token"]))
+
+
+def member_counts_tick() -> int:
+    """django-q2 schedule, daily: the member count of every chat the bot is in."""
+    return growth.member_counts_fetch()
+
+
 JOB_HANDLERS = {
+    members.CAPTCHA_JOB: captcha_job,
     services.DECIDE_JOB: decide_job,
     services.TIMEOUT_JOB: question_timeout_job,
     services.COPY_SENT_JOB: copy_sent_job,

@@ -51,6 +51,8 @@ TELEGRAM_API_BASE_URL = env.url(
 OWNER_TELEGRAM_ID = env.optional_number("OWNER_TELEGRAM_ID", minimum=1)
 ADMIN_TELEGRAM_IDS = env.int_list("ADMIN_TELEGRAM_IDS")
 ALLOWED_CHAT_IDS = env.int_list("ALLOWED_CHAT_IDS")
+# The bot leaves a group or channel outside ALLOWED_CHAT_IDS it is added to (community).
+LEAVE_UNLISTED_CHATS = env.flag("LEAVE_UNLISTED_CHATS", default=False)
 if TELEGRAM_BOT_TOKEN and OWNER_TELEGRAM_ID is None:
     # Without an owner the bot would have no admin at all (admin lockout).
     raise ConfigError("OWNER_TELEGRAM_ID", "must be set when TELEGRAM_BOT_TOKEN is set")

@@ -176,6 +176,36 @@ class TelegramMethods:
         params["until_date"] = _unix_time(until_date)
         return self._call_bool("restrictChatMember", **params)
 
+    def ban_chat_member(
+        self,
+        *,
+        chat_id: ChatId,
+        user_id: int,
+        until_date: int | datetime | None = None,
+        revoke_messages: bool | None = None,
+    ) -> bool:
+        """banChatMember; True on success."""
+        params = _locals(locals())
+        params["until_date"] = _unix_time(until_date)
+        return self._call_bool("banChatMember", **params)
+
+    def unban_chat_member(
+        self, *, chat_id: ChatId, user_id: int, only_if_banned: bool | None = None
+    ) -> bool:
+        """unbanChatMember; with `only_if_banned` a member who is in the chat stays in it."""
+        return self._call_bool("unbanChatMember", **_locals(locals()))
+
+    def get_chat_member_count(self, *, chat_id: ChatId) -> int:
+        """getChatMemberCount; the number of members."""
+        result = self.call("getChatMemberCount", chat_id=chat_id)
+        if isinstance(result, int) and not isinstance(result, bool):
+            return result
+        raise _unexpected("getChatMemberCount", result)
+
+    def leave_chat(self, *, chat_id: ChatId) -> bool:
+        """leaveChat; True on success."""
+        return self._call_bool("leaveChat", chat_id=chat_id)
+
     def approve_chat_join_request(self, *, chat_id: ChatId, user_id: int) -> bool:
         """approveChatJoinRequest; True on success."""
         return self._call_bool("approveChatJoinRequest", chat_id=chat_id, user_id=user_id)

@@ -210,6 +210,25 @@ def _webhook_registered() -> str | None:
     return None
 
 
+# What Telegram sends a webhook registered without allowed_updates: every kind but these.
+NOT_SENT_BY_DEFAULT = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
+
+
+def _webhook_update_types() -> str | None:
+    """The webhook receives every update type a route or observer needs. An empty
+    ``allowed_updates`` is Telegram's default, which leaves out ``chat_member`` (member joins
+    and leaves in groups where the bot is an admin)."""
+    info = get_client().get_webhook_info()
+    if not info.get("url"):
+        return None  # "webhook registered" says so already
+    wanted = set(get_router().allowed_updates)
+    allowed = set(info.get("allowed_updates") or [])
+    missing = wanted - allowed if allowed else wanted & NOT_SENT_BY_DEFAULT
+    if missing:
+        return f"the webhook does not receive {sorted(missing)} (run set_webhook again)"
+    return None
+
+
 CHECKS = [
     Check("debug off", _debug_off),
     Check("secret key", _secret_key),
@@ -230,4 +249,5 @@ CHECKS = [
     Check("smoke test", production_ops.smoke_test),
     Check("Telegram accepts the token", _telegram_accepts_token, network=True),
     Check("webhook registered", _webhook_registered, network=True),
+    Check("webhook update types", _webhook_update_types, network=True),
 ]

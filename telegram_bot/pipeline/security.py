@@ -112,9 +112,11 @@ def addressed_to_us(update: Update) -> bool:
 
 
 def chat_allowed(update: Update) -> bool:
-    """Private chats always; other chats when ALLOWED_CHAT_IDS is empty or lists them."""
+    """Private chats always; other chats when ALLOWED_CHAT_IDS is empty or lists them. The
+    bot's own membership (``my_chat_member``) is seen from every chat: the bot records where
+    it is and may leave a chat that is not listed."""
     chat_type, chat_id = update.chat_type, update.chat_id
-    if chat_id is None or chat_type == "private":
+    if chat_id is None or chat_type == "private" or update.type == "my_chat_member":
         return True
     allowed = settings.ALLOWED_CHAT_IDS
     return not allowed or chat_id in allowed

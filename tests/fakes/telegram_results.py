@@ -38,6 +38,7 @@ class Results:
         self.webhook: Json | None = None
         self.last_error: tuple[int, str] | None = None
         self.chats: dict[int, Json] = {}
+        self.member_counts: dict[int, int] = {}  # getChatMemberCount's answer per chat
         self._messages: dict[tuple[int, int], Json] = {}
         self._last_message_id: dict[int, int] = {}
         self._serial = 0
@@ -243,6 +244,13 @@ class Results:
         if self.last_error is not None:
             info["last_error_date"], info["last_error_message"] = self.last_error
         return info
+
+    def _getChatMemberCount(self, params: Json, bot_id: int) -> int:
+        return self.member_counts.get(int(params["chat_id"]), 0)
+
+    def _leaveChat(self, params: Json, bot_id: int) -> bool:
+        self.member_counts.pop(int(params["chat_id"]), None)
+        return True
 
     def _generic(self, method: str, params: Json, bot_id: int) -> Any:
         """A plausible result for a method without its own handler, from its return type."""

@@ -101,3 +101,21 @@ def test_the_command_exits_non_zero_and_prints_no_secret(production: Any) -> Non
     assert "[FAIL] debug off" in text and "[ok  ] secret key" in text
     assert production.TELEGRAM_BOT_TOKEN not in text
     assert production.SECRET_KEY not in text
+
+
+def test_the_webhook_must_receive_the_member_updates(
+    production: Any, bot: FakeTelegramServer
+) -> None:
+    from telegram_bot.bot import get_client
+
+    # Registered without allowed_updates: Telegram's default leaves chat_member out.
+    get_client().set_webhook(url="https://bot.example.org/telegram/webhook")
+    problem = problems()["webhook update types"] or ""
+    assert "chat_member" in problem and "set_webhook" in problem
+    get_client().set_webhook(
+        url="https://bot.example.org/telegram/webhook", allowed_updates=["message"]
+    )
+    assert "my_chat_member" in (problems()["webhook update types"] or "")
+    call_command("set_webhook", "https://bot.example.org/telegram/webhook", stdout=io.StringIO())
+    assert problems()["webhook update types"] is None
+    assert {"chat_member", "my_chat_member"} <= set((bot.webhook or {})["allowed_updates"])

@@ -46,6 +46,7 @@ STATS = ("stats.view_dailyuserstat",)
 TICKETS = ("support.view_ticket",)
 DEAD_LETTERS = ("telegram_bot.manage_dead_letters",)
 STATS_QUERY = "?chat_id=-1001234567890&start=2026-01-01&end=2026-01-02"
+GROWTH = ("community.view_membermovement",)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,10 @@ RULES: dict[str, Rule] = {
     "api-v1:members": perm(STATS, query=STATS_QUERY),
     "api-v1:hours": perm(STATS, query=STATS_QUERY),
     "api-v1:coverage": perm(STATS, query=STATS_QUERY),
+    "api-v1:community-growth": perm(GROWTH, query=STATS_QUERY),
+    "api-v1:community-retention": perm(
+        GROWTH, query="?chat_id=-1001234567890&week_start=2026-01-05"
+    ),
 }
 # The pages Django's admin makes for each registered model: what the view permission opens.
 MODEL_PAGES = {"changelist": True, "history": True, "change": True, "add": False, "delete": False}

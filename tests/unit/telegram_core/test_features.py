@@ -24,7 +24,7 @@ def test_the_installed_feature_apps_contribute_in_installed_apps_order() -> None
     assert labels == ["telegram_bot", "support", "community", "content", "stats"]
     modules = [module.__name__ for module in features.handler_modules()]
     assert modules == [f"{label}.handlers" for label in labels]
-    assert [label for label, _ in features.api_modules()] == ["stats"]
+    assert [label for label, _ in features.api_modules()] == ["community", "stats"]
     router = get_router()
     assert "stats.count" in [observer.name for observer in router.observers]
     assert {"support.deliver", "content.publish"} <= set(
@@ -34,7 +34,8 @@ def test_the_installed_feature_apps_contribute_in_installed_apps_order() -> None
 
 def test_start_names_what_the_installed_features_do() -> None:
     assert start_text().startswith(
-        "Hello! I run this community: support, join requests, channel posts and statistics."
+        "Hello! I run this community: support, members (join requests, welcome, captcha), "
+        "channel posts and statistics."
     )
 
 

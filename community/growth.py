@@ -1,0 +1,137 @@
+"""Growth statistics of the groups: joins and leaves per chat and UTC day, the member count
+once a day, and the retention of a week's new members. Stored in ORM tables
+(``MemberMovement``, ``MemberCount``); read through ``community.api``.
+
+A join or a leave is written as a row unique per (chat, stay, kind) (``member_state``: a stay
+is one membership of one member, from a join to a leave). The stay record in the KV store
+makes a join seen twice (``chat_member`` and the service message) or delivered again one stay,
+so the insert that comes second conflicts and is ignored: each is counted exactly once. A
+re-delivery after a crash between the stay's write and the row's insert inserts it then.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+
+from django.db.models import Count
+from django.utils import timezone
+
+from community.models import BotChat, MemberCount, MemberMovement
+from telegram_bot.bot import get_client
+from telegram_bot.errors import TelegramApiError
+
+log = logging.getLogger(__name__)
+COUNTED_CHAT_TYPES = ("group", "supergroup", "channel")
+
+
+def movement_record(*, chat_id: int, user_id: int, stay: str, kind: str, date_unix: int) -> None:
+    at = datetime.fromtimestamp(date_unix, tz=UTC)
+    MemberMovement.objects.bulk_create(
+        [
+            MemberMovement(
+                chat_id=chat_id, user_id=user_id, stay=stay, kind=kind, at=at, day=at.date()
+            )
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def member_counts_fetch() -> int:
+    """Ask Telegram for the member count of every chat the bot is in; one row per chat and
+    UTC day (a second run the same day updates it). Returns how many chats were counted."""
+    today = timezone.now().astimezone(UTC).date()
+    client = get_client()
+    counted = 0
+    chats = BotChat.objects.filter(is_member=True, chat_type__in=COUNTED_CHAT_TYPES)
+    for chat_id in chats.values_list("chat_id", flat=True):
+        try:
+            count = client.get_chat_member_count(chat_id=chat_id)
+        except TelegramApiError as exc:  # one chat's failure stops no other
+            log.warning("member count of %s not fetched: %s", chat_id, exc)
+            continue
+        MemberCount.objects.update_or_create(chat_id=chat_id, day=today, defaults={"count": count})
+        counted += 1
+    return counted
+
+
+@dataclass(frozen=True)
+class GrowthDay:
+    day: date
+    joins: int
+    leaves: int
+    member_count: int | None
+
+
+def growth_days(chat_id: int, start: date, end: date) -> list[GrowthDay]:
+    """Every day of ``start..end`` (inclusive): joins, leaves and the member count (None for a
+    day without a fetched count)."""
+    rows = (
+        MemberMovement.objects.filter(chat_id=chat_id, day__gte=start, day__lte=end)
+        .values("day", "kind")
+        .annotate(n=Count("id"))
+    )
+    moves = {(row["day"], row["kind"]): row["n"] for row in rows}
+    counts = dict(
+        MemberCount.objects.filter(chat_id=chat_id, day__gte=start, day__lte=end).values_list(
+            "day", "count"
+        )
+    )
+    days = []
+    day = start
+    while day <= end:
+        days.append(
+            GrowthDay(
+                day=day,
+                joins=moves.get((day, MemberMovement.Kind.JOIN), 0),
+                leaves=moves.get((day, MemberMovement.Kind.LEAVE), 0),
+                member_count=counts.get(day),
+            )
+        )
+        day += timedelta(days=1)
+    return days
+
+
+@dataclass(frozen=True)
+class Retention:
+    joined: int
+    still_members_after_7_days: int | None  # None until 7 days after the week's last day
+    still_members_after_30_days: int | None
+
+
+def retention(chat_id: int, week_start: date, *, now: datetime | None = None) -> Retention:
+    """Of the joins in ``week_start .. +6 days``, how many were not followed by a leave of the
+    same member within 7 and 30 days. A figure is None while some join of the week is not
+    that old. Leaves are matched by member and time, not by stay: a stay record lives 7 days
+    in the KV store, so the leave of a long stay carries a stay id of its own."""
+    now = now or timezone.now()
+    joins = list(
+        MemberMovement.objects.filter(
+            chat_id=chat_id,
+            kind=MemberMovement.Kind.JOIN,
+            day__gte=week_start,
+            day__lte=week_start + timedelta(days=6),
+        ).values_list("user_id", "at")
+    )
+    leaves: dict[int, list[datetime]] = {}
+    for user_id, at in MemberMovement.objects.filter(
+        chat_id=chat_id,
+        kind=MemberMovement.Kind.LEAVE,
+        user_id__in={user_id for user_id, _ in joins},
+        day__gte=week_start,
+    ).values_list("user_id", "at"):
+        leaves.setdefault(user_id, []).append(at)
+    last_possible = datetime.combine(week_start + timedelta(days=7), datetime.min.time(), UTC)
+
+    def still(days: int) -> int | None:
+        if now < last_possible + timedelta(days=days):
+            return None
+        horizon = timedelta(days=days)
+        return sum(
+            1
+            for user_id, at in joins
+            if not any(at < left <= at + horizon for left in leaves.get(user_id, []))
+        )
+
+    return Retention(len(joins), still(7), still(30))

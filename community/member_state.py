@@ -1,0 +1,248 @@
+"""KV state of members joining and leaving (``members:``) and of captcha challenges (``cap:``).
+
+``members:m:<chat>:<user>`` is the member's current *stay*: ``{"in": bool, "date": unix time
+of the event that set it, "stay": random id of this stay, "welcomed": bool, "cap": captcha
+token or ""}``. Every join or leave is a compare-and-set on it, so:
+
+- a join and the ``new_chat_members`` service message of the same join (Telegram sends both
+  when the bot is an admin and receives ``chat_member``), and a re-delivered update, find the
+  member already "in": one stay, counted once, challenged once, welcomed once;
+- an event older than the stored one (a join re-delivered after the member left) changes
+  nothing.
+
+``cap:<token>`` is one challenge: who must answer, the right button, the message, the outcome.
+The token (12 URL-safe characters, 72 random bits from ``secrets``) is what the buttons carry:
+callback data cannot be forged from the chat and user ids. The outcome is set once, by
+compare-and-set from "pending"; only the writer that won performs it.
+
+``members:j:<chat>:<window>`` counts joins per anti-raid window; ``members:strict:<chat>``
+holds the strict mode (TTL: its duration); ``members:w:<chat>`` the last welcome's message id.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from telegram_bot.state import KVStore
+
+STAY_TTL_MS = 7 * 24 * 3600 * 1000  # beyond Telegram's 24 h of re-deliveries
+CHALLENGE_TTL_MS = 2 * 24 * 3600 * 1000
+TOKEN_BYTES = 9
+_CAS_ATTEMPTS = 20
+
+PENDING = "pending"
+PASSED = "passed"
+FAILED = "failed"  # a wrong button
+TIMEOUT = "timeout"
+LEFT = "left"  # the member left before answering
+
+
+def stay_key(chat_id: int, user_id: int) -> str:
+    return f"members:m:{chat_id}:{user_id}"
+
+
+def challenge_key(token: str) -> str:
+    return f"cap:{token}"
+
+
+@dataclass(frozen=True)
+class Stay:
+    inside: bool
+    date: int
+    stay: str
+    welcomed: bool = False
+    cap: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "in": self.inside,
+            "date": self.date,
+            "stay": self.stay,
+            "welcomed": self.welcomed,
+            "cap": self.cap,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Stay:
+        return cls(
+            inside=bool(data["in"]),
+            date=int(data["date"]),
+            stay=str(data["stay"]),
+            welcomed=bool(data.get("welcomed")),
+            cap=str(data.get("cap") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The outcome of a join or leave event: the stay after it, and whether it changed it."""
+
+    stay: Stay | None
+    changed: bool
+
+
+@dataclass(frozen=True)
+class Challenge:
+    token: str
+    chat_id: int
+    user_id: int
+    stay: str
+    user: dict[str, Any]  # the member as Telegram described them (for the welcome)
+    chat_title: str
+    choices: list[str]
+    answer: int
+    deadline: int  # unix seconds
+    status: str = PENDING
+    restricted: bool = False
+    message_id: int | None = None
+    finished: bool = False  # the outcome's Telegram calls are done
+    decided_at: float = 0.0  # unix time the outcome was set
+    finisher: str = ""  # who carries the outcome out: "webhook" (a press, a leave) or "job"
+
+    @property
+    def pending(self) -> bool:
+        return self.status == PENDING
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Challenge:
+        return cls(**data)
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(TOKEN_BYTES)
+
+
+class MemberStore:
+    def __init__(self, store: KVStore) -> None:
+        self.store = store
+
+    # -- stays ----------------------------------------------------------------------------
+
+    def get_stay(self, chat_id: int, user_id: int) -> Stay | None:
+        data = self.store.get(stay_key(chat_id, user_id))
+        return Stay.from_json(data) if data is not None else None
+
+    def joined(self, chat_id: int, user_id: int, date: int) -> Transition:
+        """Record a join at ``date``: changed only when the member was not in (or unknown) and
+        the event is newer than the leave we know."""
+
+        def change(current: Stay | None) -> Stay | None:
+            if current is not None and (current.inside or date <= current.date):
+                return None
+            return Stay(inside=True, date=date, stay=new_token())
+
+        return self._transition(chat_id, user_id, change)
+
+    def left(self, chat_id: int, user_id: int, date: int) -> Transition:
+        """Record a leave at ``date``: changed only when the member was in (or unknown) and
+        the event is not older than their join."""
+
+        def change(current: Stay | None) -> Stay | None:
+            if current is not None and (not current.inside or date < current.date):
+                return None
+            previous = current or Stay(inside=True, date=date, stay=new_token())
+            return replace(previous, inside=False, date=date)
+
+        return self._transition(chat_id, user_id, change)
+
+    def update_stay(
+        self, chat_id: int, user_id: int, change: Callable[[Stay], Stay | None]
+    ) -> Stay | None:
+        """Apply ``change`` to the stay (None from it: no change); the stay written, or None."""
+
+        def wrapped(current: Stay | None) -> Stay | None:
+            return change(current) if current is not None else None
+
+        result = self._transition(chat_id, user_id, wrapped)
+        return result.stay if result.changed else None
+
+    def _transition(
+        self, chat_id: int, user_id: int, change: Callable[[Stay | None], Stay | None]
+    ) -> Transition:
+        key = stay_key(chat_id, user_id)
+        for _ in range(_CAS_ATTEMPTS):
+            raw = self.store.get(key)
+            current = Stay.from_json(raw) if raw is not None else None
+            new = change(current)
+            if new is None:
+                return Transition(current, changed=False)
+            if self.store.compare_and_set(key, raw, new.to_json(), STAY_TTL_MS):
+                return Transition(new, changed=True)
+        raise RuntimeError(f"stay of {user_id} in {chat_id}: too many concurrent changes")
+
+    # -- challenges -------------------------------------------------------------------------
+
+    def get_challenge(self, token: str) -> Challenge | None:
+        data = self.store.get(challenge_key(token))
+        return Challenge.from_json(data) if data is not None else None
+
+    def create_challenge(self, challenge: Challenge) -> bool:
+        return self.store.set_if_absent(
+            challenge_key(challenge.token), challenge.to_json(), CHALLENGE_TTL_MS
+        )
+
+    def update_challenge(
+        self, token: str, change: Callable[[Challenge], Challenge | None]
+    ) -> Challenge | None:
+        """Compare-and-set ``change`` on the challenge; the written value, or None when
+        ``change`` refused (or there is no such challenge)."""
+        key = challenge_key(token)
+        for _ in range(_CAS_ATTEMPTS):
+            raw = self.store.get(key)
+            if raw is None:
+                return None
+            new = change(Challenge.from_json(raw))
+            if new is None:
+                return None
+            if self.store.compare_and_set(key, raw, new.to_json(), CHALLENGE_TTL_MS):
+                return new
+        raise RuntimeError(f"challenge {token}: too many concurrent changes")
+
+    def decide(self, token: str, outcome: str, *, finisher: str) -> Challenge | None:
+        """pending -> ``outcome``, once: the challenge if this call won, else None."""
+        at = time.time()
+
+        def change(c: Challenge) -> Challenge | None:
+            if not c.pending:
+                return None
+            return replace(c, status=outcome, decided_at=at, finisher=finisher)
+
+        return self.update_challenge(token, change)
+
+    # -- anti-raid and the last welcome -----------------------------------------------------
+
+    def count_join(self, chat_id: int, at: int, window_seconds: int) -> float:
+        """Count a join at ``at`` and return the joins of the last ``window_seconds``: this
+        window's count plus the previous window's, weighted by how much of it still overlaps
+        (a sliding window from two counters, so a raid across a boundary is seen)."""
+        window = at // window_seconds
+        ttl = (2 * window_seconds + 60) * 1000
+        current = self.store.increment(f"members:j:{chat_id}:{window}", 1, ttl_ms=ttl)
+        previous = self.store.get(f"members:j:{chat_id}:{window - 1}") or 0
+        overlap = (window_seconds - at % window_seconds) / window_seconds
+        return current + int(previous) * overlap
+
+    def start_strict(self, chat_id: int, now: int, minutes: int) -> bool:
+        """Turn the strict mode on; True only for the call that turned it on."""
+        return self.store.set_if_absent(
+            f"members:strict:{chat_id}", {"since": now}, ttl_ms=minutes * 60 * 1000
+        )
+
+    def strict(self, chat_id: int) -> bool:
+        return self.store.get(f"members:strict:{chat_id}") is not None
+
+    def swap_last_welcome(self, chat_id: int, message_id: int) -> int | None:
+        """Remember ``message_id`` as the chat's last welcome; return the one it replaces."""
+        key = f"members:w:{chat_id}"
+        for _ in range(_CAS_ATTEMPTS):
+            previous = self.store.get(key)
+            if self.store.compare_and_set(key, previous, message_id, STAY_TTL_MS):
+                return int(previous) if previous is not None else None
+        return None

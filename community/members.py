@@ -1,0 +1,465 @@
+"""Writes of members joining and leaving a group: welcome, goodbye, rules, captcha, anti-raid.
+
+Where the events come from. ``chat_member`` updates (sent when the bot is an admin and the
+webhook asks for them) and the ``new_chat_members`` / ``left_chat_member`` service messages
+(sent in every group the bot is in). Both describe one join when both arrive; the member's
+stay record (``member_state``) makes them, and any re-delivery, one event: counted once,
+challenged once, welcomed once.
+
+Captcha. A joining member in a chat whose policy asks for it (or in the anti-raid strict mode)
+is restricted (cannot send messages) and gets a message with several buttons; only the
+right one, pressed by them, lifts the restriction. A wrong button, or no press before the
+deadline, removes them (ban, then unban: they may join again) and deletes the challenge. The
+outcome is decided once (compare-and-set from pending) and only the winner calls Telegram.
+The deadline is a ``community.captcha`` job (one per challenge, in the database, so it
+survives a restart); it also finishes an outcome whose Telegram calls failed or were cut off
+(a retryable failure in the webhook reschedules it at once, on the core retry policy).
+
+Everything here is best effort towards the chat: a welcome or a deletion Telegram refuses is
+logged, never retried into a second copy. Texts are HTML (``parse_mode``), every value
+escaped; ``{mention}`` is a ``tg://user`` link.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import secrets
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from community.growth import movement_record
+from community.member_state import (
+    FAILED,
+    LEFT,
+    PASSED,
+    TIMEOUT,
+    Challenge,
+    MemberStore,
+    Stay,
+    new_token,
+)
+from community.models import MemberMovement, MemberPolicy, parse_buttons
+from telegram_bot.bot import get_client
+from telegram_bot.errors import BotError, TelegramApiError
+from telegram_bot.jobs.services import job_cancel_key, job_enqueue, job_retry_later
+from telegram_bot.notifications import notify_admins
+from telegram_bot.state import get_store
+from telegram_bot.updates import User
+
+log = logging.getLogger(__name__)
+
+CAPTCHA_JOB = "community.captcha"
+CAPTCHA_CALLBACK = "mc:"
+CHOICES = (
+    ("🍎", "the apple"),
+    ("🍌", "the banana"),
+    ("🍇", "the grapes"),
+    ("🍒", "the cherries"),
+    ("🐶", "the dog"),
+    ("🐱", "the cat"),
+    ("🚗", "the car"),
+    ("⭐", "the star"),
+)
+BUTTONS_PER_CHALLENGE = 4
+# The deadline job leaves an outcome decided less than this long ago to whoever decided it (a
+# press being carried out in the webhook right now) and comes back later; past it, the
+# decider is taken for dead and the job carries the outcome out. Longer than a Telegram call.
+FINISH_GRACE_SECONDS = 30
+WEBHOOK, JOB = "webhook", "job"
+# restrictChatMember: all False keeps a member from writing; all True lifts the restriction
+# (the chat's default permissions still apply).
+PERMISSION_NAMES = (
+    "can_send_messages",
+    "can_send_audios",
+    "can_send_documents",
+    "can_send_photos",
+    "can_send_videos",
+    "can_send_video_notes",
+    "can_send_voice_notes",
+    "can_send_polls",
+    "can_send_other_messages",
+    "can_add_web_page_previews",
+    "can_invite_users",
+)
+MUTED = dict.fromkeys(PERMISSION_NAMES, False)
+FREED = dict.fromkeys(PERMISSION_NAMES, True)
+
+
+@dataclass(frozen=True)
+class MemberEvent:
+    """A join or a leave, from a ``chat_member`` update or a service message."""
+
+    chat_id: int
+    chat_title: str
+    user: User
+    date: int
+    via_join_request: bool = False
+
+
+@dataclass(frozen=True)
+class PressResult:
+    text: str
+    alert: bool
+
+
+def policy_of(chat_id: int) -> MemberPolicy | None:
+    return MemberPolicy.objects.filter(chat_id=chat_id).first()
+
+
+def members() -> MemberStore:
+    return MemberStore(get_store())
+
+
+# --- joins and leaves -------------------------------------------------------------------------
+
+
+def member_joined(event: MemberEvent) -> None:
+    """A member joined (or this is the same join again): finish what is left to do for it."""
+    if event.user.is_bot:
+        return  # bots are not welcomed nor challenged; the bot's own chats: bot_chats
+    store = members()
+    transition = store.joined(event.chat_id, event.user.id, event.date)
+    stay = transition.stay
+    if stay is None or not stay.inside:
+        return  # a join older than the leave we know of
+    movement_record(
+        chat_id=event.chat_id,
+        user_id=event.user.id,
+        stay=stay.stay,
+        kind=MemberMovement.Kind.JOIN,
+        date_unix=stay.date,
+    )
+    policy = policy_of(event.chat_id)
+    if policy is None:
+        return
+    if transition.changed:
+        _count_for_raid(policy, event, store)
+    if stay.cap or _needs_captcha(policy, event, store):
+        _challenge(policy, event, stay, store)
+    else:
+        welcome(policy, event, stay.stay)
+
+
+def member_left(event: MemberEvent) -> None:
+    if event.user.is_bot:
+        return
+    store = members()
+    transition = store.left(event.chat_id, event.user.id, event.date)
+    stay = transition.stay
+    if stay is None or stay.inside:
+        return  # a leave older than the join we know of
+    movement_record(
+        chat_id=event.chat_id,
+        user_id=event.user.id,
+        stay=stay.stay,
+        kind=MemberMovement.Kind.LEAVE,
+        date_unix=stay.date,
+    )
+    if not transition.changed:
+        return
+    challenge = store.get_challenge(stay.cap) if stay.cap else None
+    if challenge is not None:
+        decided = store.decide(challenge.token, LEFT, finisher=WEBHOOK)
+        if decided is not None:
+            _finish(decided, in_job=False)
+    policy = policy_of(event.chat_id)
+    if policy is None or not policy.goodbye_enabled or not policy.goodbye_text:
+        return
+    if challenge is not None and challenge.status != PASSED:
+        return  # they never got in: no goodbye
+    text = render(policy.goodbye_text, event.user, chat_title=event.chat_title, rules="")
+    _send(event.chat_id, text)
+
+
+def clean_service_message(chat_id: int, message_id: int) -> None:
+    """Delete a "joined" / "left" service message when the chat's policy asks for it."""
+    policy = policy_of(chat_id)
+    if policy is not None and policy.clean_service_messages:
+        _delete(chat_id, message_id)
+
+
+def rules_for(chat_id: int) -> str:
+    policy = policy_of(chat_id)
+    if policy is None or not policy.rules_text.strip():
+        return "No rules are set for this group."
+    return policy.rules_text
+
+
+# --- welcome ----------------------------------------------------------------------------------
+
+
+def welcome(policy: MemberPolicy, event: MemberEvent, stay_id: str) -> None:
+    """Send the welcome once per stay (claimed before sending: a crash in between loses it
+    rather than sending it twice)."""
+    if not policy.welcome_enabled or not policy.welcome_text:
+        return
+    store = members()
+
+    def claim(stay: Stay) -> Stay | None:
+        return replace(stay, welcomed=True) if stay.stay == stay_id and not stay.welcomed else None
+
+    if store.update_stay(event.chat_id, event.user.id, claim) is None:
+        return
+    text = render(
+        policy.welcome_text, event.user, chat_title=event.chat_title, rules=policy.rules_text
+    )
+    rows = [[{"text": label, "url": url}] for label, url in parse_buttons(policy.welcome_buttons)]
+    sent = _send(event.chat_id, text, reply_markup={"inline_keyboard": rows} if rows else None)
+    if sent is None or not policy.delete_previous_welcome:
+        return
+    previous = store.swap_last_welcome(event.chat_id, int(sent["message_id"]))
+    if previous is not None:
+        _delete(event.chat_id, previous)
+
+
+def render(template: str, user: User, *, chat_title: str, rules: str) -> str:
+    """The template as HTML, every value escaped. Plain replacement, not str.format: the
+    template is operator input and format() would let it reach attributes."""
+    values = {
+        "{first_name}": html.escape(user.first_name, quote=False),
+        "{mention}": f'<a href="tg://user?id={user.id}">{html.escape(user.full_name)}</a>',
+        "{chat_title}": html.escape(chat_title, quote=False),
+        "{rules}": html.escape(rules, quote=False),
+    }
+    text = html.escape(template, quote=False)
+    for placeholder, value in values.items():
+        text = text.replace(placeholder, value)
+    return text
+
+
+# --- anti-raid --------------------------------------------------------------------------------
+
+
+def _count_for_raid(policy: MemberPolicy, event: MemberEvent, store: MemberStore) -> None:
+    if not policy.raid_joins:
+        return
+    # Counted at the join's own time (Telegram's date), so a backlog of updates delivered
+    # late is counted when the joins happened, not when they arrived.
+    joins = store.count_join(event.chat_id, event.date, policy.raid_window_seconds)
+    if joins <= policy.raid_joins:
+        return
+    if store.start_strict(event.chat_id, event.date, policy.raid_strict_minutes):
+        notify_admins(
+            f"Anti-raid in {event.chat_title or event.chat_id} ({event.chat_id}): more than "
+            f"{policy.raid_joins} joins within {policy.raid_window_seconds} s. Every new member "
+            f"must pass the captcha for the next {policy.raid_strict_minutes} minutes.",
+            purpose="community.raid",
+        )
+
+
+def _needs_captcha(policy: MemberPolicy, event: MemberEvent, store: MemberStore) -> bool:
+    if store.strict(event.chat_id):
+        return True
+    # A member approved through a join request was vetted already.
+    return policy.captcha_enabled and not event.via_join_request
+
+
+# --- captcha ----------------------------------------------------------------------------------
+
+
+def _challenge(policy: MemberPolicy, event: MemberEvent, stay: Stay, store: MemberStore) -> None:
+    """Create the stay's challenge once, then do whatever of it is not done yet: the deadline
+    job, the restriction, the message. Re-deliveries come here and finish the rest."""
+    token = stay.cap
+    if not token:
+        candidate = new_token()
+
+        def attach(current: Stay) -> Stay | None:
+            if current.stay != stay.stay or current.cap:
+                return None
+            return replace(current, cap=candidate)
+
+        written = store.update_stay(event.chat_id, event.user.id, attach)
+        current = written or store.get_stay(event.chat_id, event.user.id)
+        if current is None or current.stay != stay.stay or not current.cap:
+            return  # the member left meanwhile
+        token = current.cap
+    challenge = store.get_challenge(token)
+    if challenge is None:
+        names = secrets.SystemRandom().sample(CHOICES, BUTTONS_PER_CHALLENGE)
+        store.create_challenge(
+            Challenge(
+                token=token,
+                chat_id=event.chat_id,
+                user_id=event.user.id,
+                stay=stay.stay,
+                user=event.user.model_dump(mode="json", by_alias=True, exclude_none=True),
+                chat_title=event.chat_title,
+                choices=[emoji for emoji, _ in names],
+                answer=secrets.randbelow(BUTTONS_PER_CHALLENGE),
+                deadline=int(time.time()) + policy.captcha_seconds,
+            )
+        )
+        challenge = store.get_challenge(token)
+        if challenge is None:
+            return
+    if not challenge.pending:
+        return  # answered, timed out or left: a late re-delivery changes nothing
+    # The deadline first: whatever happens next, the challenge ends.
+    job_enqueue(
+        CAPTCHA_JOB,
+        {"token": token},
+        run_at=datetime.fromtimestamp(challenge.deadline, tz=UTC),
+        dedupe_key=_job_key(token),
+    )
+    if not challenge.restricted:
+        try:
+            get_client().restrict_chat_member(
+                chat_id=event.chat_id, user_id=event.user.id, permissions=MUTED
+            )
+        except TelegramApiError as exc:
+            log.warning(
+                "captcha: could not restrict %s in %s: %s", event.user.id, event.chat_id, exc
+            )
+        challenge = (
+            store.update_challenge(token, lambda c: replace(c, restricted=True)) or challenge
+        )
+    if challenge.message_id is None and challenge.pending:
+        text, markup = challenge_message(challenge, event.user, policy.captcha_seconds)
+        sent = _send(event.chat_id, text, reply_markup=markup)
+        if sent is not None:
+            message_id = int(sent["message_id"])
+            store.update_challenge(token, lambda c: replace(c, message_id=message_id))
+
+
+def challenge_message(challenge: Challenge, user: User, seconds: int) -> tuple[str, dict[str, Any]]:
+    emoji = challenge.choices[challenge.answer]
+    label = dict(CHOICES)[emoji]
+    mention = f'<a href="tg://user?id={user.id}">{html.escape(user.full_name)}</a>'
+    text = (
+        f"{mention}, welcome! To write here, press {label} {emoji} within {seconds} seconds. "
+        "Otherwise you will be removed (you can join again)."
+    )
+    row = [
+        {"text": choice, "callback_data": f"{CAPTCHA_CALLBACK}{challenge.token}:{index}"}
+        for index, choice in enumerate(challenge.choices)
+    ]
+    return text, {"inline_keyboard": [row]}
+
+
+def parse_press(data: str) -> tuple[str, int] | None:
+    if not data.startswith(CAPTCHA_CALLBACK):
+        return None
+    token, sep, choice = data[len(CAPTCHA_CALLBACK) :].partition(":")
+    if not sep or len(token) != 12 or not choice.isdigit() or len(choice) > 1:
+        return None
+    if int(choice) >= BUTTONS_PER_CHALLENGE:
+        return None
+    return token, int(choice)
+
+
+def captcha_press(data: str, presser_id: int | None) -> PressResult:
+    """A press on a challenge's button: only the challenged member's first press counts."""
+    parsed = parse_press(data)
+    store = members()
+    challenge = store.get_challenge(parsed[0]) if parsed is not None else None
+    if parsed is None or challenge is None:
+        return PressResult("This button is not valid.", alert=True)
+    if presser_id != challenge.user_id:
+        return PressResult("This is not for you.", alert=True)
+    token, choice = parsed
+    outcome = PASSED if choice == challenge.answer else FAILED
+    decided = store.decide(token, outcome, finisher=WEBHOOK)
+    if decided is None:
+        return PressResult("Already answered.", alert=False)
+    _finish(decided, in_job=False)
+    if outcome == PASSED:
+        return PressResult("Thank you, you can write now.", alert=False)
+    return PressResult("Wrong answer.", alert=True)
+
+
+class FinishingElsewhere(BotError):
+    """The outcome was decided moments ago by a press whose webhook is carrying it out: the
+    job comes back later (the runner's retry policy) rather than call Telegram twice."""
+
+    retryable = True
+
+
+def captcha_deadline(token: str) -> None:
+    """The deadline job: remove a member who did not answer, or finish an outcome whose
+    Telegram calls did not all go through."""
+    store = members()
+    decided = store.decide(token, TIMEOUT, finisher=JOB)
+    challenge = decided or store.get_challenge(token)
+    if challenge is None or challenge.finished:
+        return
+    recent = time.time() - challenge.decided_at < FINISH_GRACE_SECONDS
+    if challenge.finisher == WEBHOOK and recent:
+        raise FinishingElsewhere(f"captcha {token} is being finished by its press")
+    _finish(challenge, in_job=True)
+
+
+def _finish(challenge: Challenge, *, in_job: bool) -> None:
+    """Carry the outcome out in Telegram, then mark the challenge finished. A retryable failure
+    is raised in a job (the runner retries) or handed to the job (in the webhook)."""
+    client = get_client()
+    try:
+        if challenge.status == PASSED:
+            client.restrict_chat_member(
+                chat_id=challenge.chat_id, user_id=challenge.user_id, permissions=FREED
+            )
+        elif challenge.status in (FAILED, TIMEOUT):
+            client.ban_chat_member(chat_id=challenge.chat_id, user_id=challenge.user_id)
+            client.unban_chat_member(
+                chat_id=challenge.chat_id, user_id=challenge.user_id, only_if_banned=True
+            )
+    except TelegramApiError as exc:
+        if exc.retryable:
+            if in_job:
+                raise
+            members().update_challenge(challenge.token, lambda c: replace(c, finisher=JOB))
+            job_retry_later(
+                CAPTCHA_JOB,
+                {"token": challenge.token},
+                dedupe_key=_job_key(challenge.token),
+                error=exc,
+            )
+            return
+        log.warning(
+            "captcha %s (%s) in %s: Telegram refused: %s",
+            challenge.status,
+            challenge.user_id,
+            challenge.chat_id,
+            exc,
+        )
+    finished = members().update_challenge(
+        challenge.token, lambda c: None if c.finished else replace(c, finished=True)
+    )
+    if finished is None:
+        return  # another run finished it
+    if challenge.message_id is not None:
+        _delete(challenge.chat_id, challenge.message_id)
+    if not in_job:
+        job_cancel_key(_job_key(challenge.token))
+    if challenge.status == PASSED:
+        policy = policy_of(challenge.chat_id)
+        if policy is not None:
+            user = User.model_validate(challenge.user)
+            event = MemberEvent(challenge.chat_id, challenge.chat_title, user, int(time.time()))
+            welcome(policy, event, challenge.stay)
+
+
+def _job_key(token: str) -> str:
+    return f"{CAPTCHA_JOB}:{token}"
+
+
+# --- Telegram, best effort --------------------------------------------------------------------
+
+
+def _send(chat_id: int, text: str, **params: Any) -> dict[str, Any] | None:
+    params = {key: value for key, value in params.items() if value is not None}
+    try:
+        return get_client().send_message(chat_id=chat_id, text=text, parse_mode="HTML", **params)
+    except TelegramApiError as exc:
+        log.warning("message to %s not sent: %s", chat_id, exc)
+        return None
+
+
+def _delete(chat_id: int, message_id: int) -> None:
+    try:
+        get_client().delete_message(chat_id=chat_id, message_id=message_id)
+    except TelegramApiError as exc:  # already deleted, too old, no right to delete
+        log.info("message %s in %s not deleted: %s", message_id, chat_id, exc)
