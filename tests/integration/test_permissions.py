@@ -8,6 +8,7 @@ permission`` ("no permission rule"): decide who may use it, check it in the code
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import uuid
 from collections.abc import Iterator
@@ -209,9 +210,16 @@ def post_action(model_admin: Any, action: str, account: User, pk: str) -> list[s
     ran: list[str] = []
     original = model_admin._get_base_actions
 
-    def recorded() -> list[tuple[Any, str, str]]:
-        entries = []
-        for func, name, description in original():
+    def recorded(*args: Any, **kwargs: Any) -> list[Any]:
+        # Django 6.1 passes action_location and gives Action dataclasses; 5.2 gives tuples.
+        entries: list[Any] = []
+        for entry in original(*args, **kwargs):
+            if dataclasses.is_dataclass(entry):
+                if entry.name == action:
+                    entry = dataclasses.replace(entry, func=_recorder(entry.func, ran))
+                entries.append(entry)
+                continue
+            func, name, description = entry
             if name == action:
                 func = _recorder(func, ran)
             entries.append((func, name, description))
