@@ -13,7 +13,10 @@ from django.http import HttpRequest
 from django_q import admin as django_q_admin
 from django_q.models import Failure, Success
 
-from telegram_bot import admins
+from telegram_bot import (
+    admins,
+    audit_admin,  # noqa: F401 - registers the audit log
+)
 from telegram_bot.admin_site import register_view
 from telegram_bot.dead_letter_views import dead_letter_drop, dead_letter_list, dead_letter_replay
 from telegram_bot.errors import BotError
