@@ -229,6 +229,7 @@ INSTALLED_APPS = [
     "support",
     "community",
     "content",
+    "moderation",
     "stats",
 ]
 
