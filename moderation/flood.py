@@ -21,6 +21,10 @@ from telegram_bot.context import Context
 from telegram_bot.errors import TelegramApiError
 
 
+def clock() -> float:
+    return time.time()
+
+
 def flood_key(chat_id: int, user_id: int, window: int) -> str:
     return f"mod:fl:{chat_id}:{user_id}:{window}"
 
@@ -35,7 +39,7 @@ def check_flood(ctx: Context) -> None:
     settings = chat_settings(ctx.chat_id)
     if settings.flood_action == Action.NONE:
         return
-    window = int(time.time()) // settings.flood_seconds
+    window = int(clock()) // settings.flood_seconds
     count = ctx.store.increment(
         flood_key(ctx.chat_id, user.id, window), 1, ttl_ms=(settings.flood_seconds + 1) * 1000
     )
