@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from moderation import flood, services
+from moderation import flood, services, violations
 from moderation.conf import chat_settings
 from moderation.durations import DurationError, looks_like_duration, parse_duration
 from moderation.rights import (
@@ -23,7 +23,7 @@ from moderation.rights import (
     is_protected,
 )
 from moderation.services import Origin, Target
-from telegram_bot.audit import BOT, Actor, audit_record
+from telegram_bot.audit import Actor, audit_record
 from telegram_bot.client.methods import DELETE_BATCH
 from telegram_bot.context import Context
 from telegram_bot.errors import TelegramApiError
@@ -199,26 +199,7 @@ def kick(req: Request) -> str:
 def warn(req: Request) -> str:
     target = resolve_target(req)
     reason = " ".join(req.args)[:300]
-    return warn_and_act(req.ctx, req.origin, target, reason)
-
-
-def warn_and_act(ctx: Context, origin: Origin, target: Target, reason: str) -> str:
-    """Warn; at the chat's limit also take the chat's action (once)."""
-    settings = chat_settings(origin.chat_id)
-    result = services.warn(origin=origin, target=target, reason=reason, settings=settings)
-    text = f"{target.label} is warned ({result.count}/{result.limit})"
-    text += f": {reason}" if reason else "."
-    if result.triggered:
-        auto = Origin(origin.chat_id, BOT, "auto", origin.update_id)
-        text += " " + services.penalize(
-            ctx.client,
-            origin=auto,
-            action=settings.warn_action,
-            target=target,
-            seconds=settings.warn_action_seconds,
-            reason=f"{result.limit} warnings",
-        )
-    return text
+    return services.warn_and_act(req.ctx.client, req.origin, target, reason)
 
 
 @_command(RESTRICT)
@@ -316,5 +297,8 @@ OBSERVERS: list[Observer] = [
     Observer.on("mod.admins", "chat_member", on_member_change, chat_types=GROUPS),
     Observer.on("mod.admins-self", "my_chat_member", on_member_change, chat_types=GROUPS),
     Observer.on("mod.flood", "message", flood.check_flood, chat_types=GROUPS, order=100),
+    Observer.on(
+        "mod.violations", "message", violations.act_on_violations, chat_types=GROUPS, order=110
+    ),
 ]
 PANEL_ENTRIES: list = []

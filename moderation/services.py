@@ -21,9 +21,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from moderation.conf import chat_settings
 from moderation.durations import describe
 from moderation.models import Action, ChatSettings, Warning, WarnState
-from telegram_bot.audit import Actor, Outcome, audit_record
+from telegram_bot.audit import BOT, Actor, Outcome, audit_record
 from telegram_bot.client import TelegramClient
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_retry_later
@@ -285,6 +286,25 @@ def warn(
             Warning.objects.filter(pk=warning.pk).update(triggered=True)
         _record(origin, "warn", target, reason, Outcome.DONE, f"{count}/{settings.warn_limit}")
     return WarnResult(count, settings.warn_limit, triggered)
+
+
+def warn_and_act(client: TelegramClient, origin: Origin, target: Target, reason: str) -> str:
+    """Warn; at the chat's limit also take the chat's action (once)."""
+    settings = chat_settings(origin.chat_id)
+    result = warn(origin=origin, target=target, reason=reason, settings=settings)
+    text = f"{target.label} is warned ({result.count}/{result.limit})"
+    text += f": {reason}" if reason else "."
+    if result.triggered:
+        auto = Origin(origin.chat_id, BOT, "auto", origin.update_id)
+        text += " " + penalize(
+            client,
+            origin=auto,
+            action=settings.warn_action,
+            target=target,
+            seconds=settings.warn_action_seconds,
+            reason=f"{result.limit} warnings",
+        )
+    return text
 
 
 def unwarn(*, origin: Origin, target: Target) -> bool:
