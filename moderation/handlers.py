@@ -8,7 +8,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from moderation import flood, services, violations
+from moderation import flood, panel, services, violations
 from moderation.conf import chat_settings
 from moderation.durations import DurationError, looks_like_duration, parse_duration
 from moderation.rights import (
@@ -23,11 +23,12 @@ from moderation.rights import (
     is_protected,
 )
 from moderation.services import Origin, Target
+from telegram_bot.admins import Role
 from telegram_bot.audit import Actor, audit_record
 from telegram_bot.client.methods import DELETE_BATCH
 from telegram_bot.context import Context
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.router import Observer, Route
+from telegram_bot.router import Observer, PanelEntry, Route
 from telegram_bot.updates import Message
 
 log = logging.getLogger(__name__)
@@ -280,6 +281,42 @@ def on_member_change(ctx: Context) -> None:
         forget_chat_admins(ctx.store, change.chat.id)
 
 
+# -- panel -----------------------------------------------------------------------------------
+
+
+def panel_button(ctx: Context) -> None:
+    try:
+        page, chat_id, op = panel.parse(ctx.update.callback_data)
+    except ValueError:
+        _answer(ctx, "This button is not valid.", alert=True)
+        return
+    if page == "chats":
+        text, markup = panel.chats_view()
+    else:
+        assert chat_id is not None
+        if page == "set":
+            user = ctx.update.user
+            actor = Actor(user.id if user else None, user.full_name if user else "")
+            row = services.settings_toggle(
+                chat_id=chat_id, op=op, actor=actor, update_id=ctx.update.update_id
+            )
+        else:
+            row = services.settings_for_edit(chat_id)
+        text, markup = panel.chat_view(row)
+    _answer(ctx, None)
+    try:
+        ctx.edit_callback_message(text, reply_markup=markup)
+    except TelegramApiError as exc:  # "message is not modified" after a double press
+        log.info("moderation panel not updated: %s", exc)
+
+
+def _answer(ctx: Context, text: str | None, *, alert: bool = False) -> None:
+    try:
+        ctx.answer_callback(text, alert=alert)
+    except TelegramApiError as exc:
+        log.info("callback not answered: %s", exc)
+
+
 HELP = "(reply or @user/id)"
 ROUTES: list[Route] = [
     Route.on_command("warn", warn, help=f"{HELP} [reason]: warn a member", chat_types=GROUPS),
@@ -292,6 +329,7 @@ ROUTES: list[Route] = [
     Route.on_command("kick", kick, help=f"{HELP}: remove a member", chat_types=GROUPS),
     Route.on_command("del", delete, help="(reply): delete a message", chat_types=GROUPS),
     Route.on_command("purge", purge, help="(reply): delete from there on", chat_types=GROUPS),
+    Route.on_callback("mod:", panel_button, role=Role.ADMIN),
 ]
 OBSERVERS: list[Observer] = [
     Observer.on("mod.admins", "chat_member", on_member_change, chat_types=GROUPS),
@@ -301,4 +339,4 @@ OBSERVERS: list[Observer] = [
         "mod.violations", "message", violations.act_on_violations, chat_types=GROUPS, order=110
     ),
 ]
-PANEL_ENTRIES: list = []
+PANEL_ENTRIES: list[PanelEntry] = [PanelEntry("Moderation", "mod:p", order=250)]

@@ -356,3 +356,72 @@ def known_username(chat_id: int, username: str) -> Target | None:
     if state is None:
         return None
     return Target(state.user_id, state.name, state.username)
+
+
+# -- settings -------------------------------------------------------------------------------
+
+VIOLATION_CYCLE = (Action.NONE, Action.DELETE, Action.WARN, Action.MUTE, Action.BAN)
+PANEL_OPS = ("flood", "warn+", "warn-", "low", "medium", "high")
+
+
+def settings_for_edit(chat_id: int) -> ChatSettings:
+    return ChatSettings.objects.filter(chat_id=chat_id).first() or ChatSettings(chat_id=chat_id)
+
+
+def settings_toggle(
+    *, chat_id: int, op: str, actor: Actor, update_id: int | None = None
+) -> ChatSettings:
+    """One panel button: anti-flood on/off, warning limit up/down, a severity's next action.
+    Validated like the admin site's form (``full_clean``) and recorded in the audit log; a
+    re-delivered press changes nothing again."""
+    if op not in PANEL_OPS:
+        raise ValueError(f"unknown settings change {op!r}")
+    with transaction.atomic():
+        row, _ = ChatSettings.objects.select_for_update().get_or_create(chat_id=chat_id)
+        if update_id is not None and already_done(update_id, "settings"):
+            return row
+        if op == "flood":
+            row.flood_action = Action.NONE if row.flood_action != Action.NONE else Action.MUTE
+            field, value = "flood_action", row.flood_action
+        elif op in ("warn+", "warn-"):
+            step = 1 if op == "warn+" else -1
+            row.warn_limit = min(20, max(1, row.warn_limit + step))
+            field, value = "warn_limit", str(row.warn_limit)
+        else:
+            field = f"violation_{op}"
+            current = getattr(row, field)
+            index = VIOLATION_CYCLE.index(current) if current in VIOLATION_CYCLE else 0
+            value = VIOLATION_CYCLE[(index + 1) % len(VIOLATION_CYCLE)]
+            setattr(row, field, value)
+        row.full_clean()
+        row.save()
+        audit_settings(
+            row, actor=actor, source="panel", changes=f"{field}={value}", update_id=update_id
+        )
+    return row
+
+
+def audit_settings(
+    row: ChatSettings, *, actor: Actor, source: str, changes: str, update_id: int | None = None
+) -> None:
+    audit_record(
+        update_id=update_id,
+        action="settings",
+        actor=actor,
+        source=source,
+        chat_id=row.chat_id,
+        detail=changes,
+        outcome=Outcome.DONE,
+    )
+
+
+def known_chats(limit: int = 20) -> list[int]:
+    """Chats to offer in the panel: those with settings, then those moderated before."""
+    chats = list(ChatSettings.objects.values_list("chat_id", flat=True)[:limit])
+    seen = (
+        AuditEntry.objects.filter(chat_id__lt=0)
+        .exclude(chat_id__in=chats)
+        .values_list("chat_id", flat=True)
+        .distinct()[: max(0, limit - len(chats))]
+    )
+    return chats + [chat for chat in seen if chat is not None]
