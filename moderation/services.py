@@ -382,7 +382,7 @@ def settings_toggle(
             return row
         if op == "flood":
             row.flood_action = Action.NONE if row.flood_action != Action.NONE else Action.MUTE
-            field, value = "flood_action", row.flood_action
+            field, value = "flood_action", str(row.flood_action)
         elif op in ("warn+", "warn-"):
             step = 1 if op == "warn+" else -1
             row.warn_limit = min(20, max(1, row.warn_limit + step))
@@ -391,7 +391,7 @@ def settings_toggle(
             field = f"violation_{op}"
             current = getattr(row, field)
             index = VIOLATION_CYCLE.index(current) if current in VIOLATION_CYCLE else 0
-            value = VIOLATION_CYCLE[(index + 1) % len(VIOLATION_CYCLE)]
+            value = str(VIOLATION_CYCLE[(index + 1) % len(VIOLATION_CYCLE)])
             setattr(row, field, value)
         row.full_clean()
         row.save()
