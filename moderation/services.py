@@ -24,7 +24,7 @@ from django.utils import timezone
 from moderation.conf import chat_settings
 from moderation.durations import describe
 from moderation.models import Action, ChatSettings, Warning, WarnState
-from telegram_bot.audit import BOT, Actor, Outcome, audit_record
+from telegram_bot.audit import BOT, Actor, Outcome, audit_record, clean
 from telegram_bot.client import TelegramClient
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_retry_later
@@ -257,7 +257,7 @@ def warn(
         state, _ = WarnState.objects.get_or_create(
             chat_id=origin.chat_id,
             user_id=target.user_id,
-            defaults={"name": target.name[:200], "username": target.username[:64]},
+            defaults={"name": clean(target.name, 200), "username": clean(target.username, 64)},
         )
         # The lock that serialises warnings of this member (PostgreSQL; SQLite's IMMEDIATE
         # transactions serialise every writer anyway).
@@ -274,7 +274,7 @@ def warn(
             chat_id=origin.chat_id,
             user_id=target.user_id,
             moderator_id=origin.actor.telegram_id,
-            reason=reason[:300],
+            reason=clean(reason, 300),
             expires_at=now + timedelta(days=settings.warn_expiry_days),
             update_id=origin.update_id,
         )

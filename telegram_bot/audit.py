@@ -4,7 +4,8 @@ Any app records through ``audit_record``: a Telegram command or button (with the
 that a re-delivered update records nothing twice: the row is unique on update id + action),
 an admin-site action (no update id: each call is one entry) or an automatic action taken for a
 member's message (anti-flood, violations, the warning limit). Free text is clipped to the
-column sizes, never refused: a log that fails to record is worse than a clipped reason.
+column sizes, never refused: a log that fails to record is worse than a clipped reason. NUL
+characters (which Telegram names may hold and PostgreSQL text cannot) are dropped.
 """
 
 from __future__ import annotations
@@ -51,15 +52,15 @@ def audit_record(
         raise ValueError(f"audit action {action!r}: 1-40 characters")
     entry = AuditEntry(
         actor_id=actor.telegram_id,
-        actor_name=actor.name[:200],
+        actor_name=clean(actor.name, 200),
         source=source,
         chat_id=chat_id,
         action=action,
         target_id=target_id,
-        target_name=target_name[:200],
-        reason=reason[:500],
+        target_name=clean(target_name, 200),
+        reason=clean(reason, 500),
         outcome=outcome,
-        detail=detail[:500],
+        detail=clean(detail, 500),
         update_id=update_id,
     )
     if update_id is None:
@@ -71,6 +72,11 @@ def audit_record(
     except IntegrityError:
         return None
     return entry
+
+
+def clean(text: str, limit: int) -> str:
+    """``text`` without NUL characters, clipped to ``limit``."""
+    return text.replace("\x00", "")[:limit]
 
 
 def audit_recorded(*, update_id: int, action: str) -> bool:

@@ -257,3 +257,11 @@ def test_warnings_expire(bot: FakeTelegramServer) -> None:
     run(command("/warn", reply_to=target))
     assert answers(bot)[-1] == "Mallory is warned (1/3)."
     assert bot.calls_to("restrictChatMember") == []
+
+
+def test_nul_characters_in_names_and_reasons_are_dropped(bot: FakeTelegramServer) -> None:
+    describe_group(bot)
+    run(command("/warn bad\x00word", reply_to=member_message(name="Mal\x00lory")))
+    entry = AuditEntry.objects.get()
+    assert (entry.target_name, entry.reason) == ("Mallory", "badword")
+    assert Warning.objects.get().reason == "badword"
