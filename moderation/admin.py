@@ -55,6 +55,7 @@ class ChatSettingsAdmin(admin.ModelAdmin):
                 )
             },
         ),
+        ("Log channel", {"fields": ("log_chat_id",)}),
     )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:

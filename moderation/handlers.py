@@ -24,7 +24,7 @@ from moderation.rights import (
 )
 from moderation.services import Origin, Target
 from telegram_bot.admins import Role
-from telegram_bot.audit import Actor, audit_record
+from telegram_bot.audit import Actor
 from telegram_bot.client.methods import DELETE_BATCH
 from telegram_bot.context import Context
 from telegram_bot.errors import TelegramApiError
@@ -254,7 +254,7 @@ def purge(req: Request) -> str:
 
 def _audit_delete(req: Request, action: str, count: int, reply: Message) -> None:
     author = reply.from_user
-    audit_record(
+    services.record(
         action=action,
         actor=req.origin.actor,
         source="command",

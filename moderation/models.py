@@ -66,6 +66,13 @@ class ChatSettings(models.Model):
     violation_medium = models.CharField(max_length=10, choices=_VIOLATION, default=Action.NONE)
     violation_high = models.CharField(max_length=10, choices=_VIOLATION, default=Action.NONE)
     violation_action_seconds = _seconds(3600, "How long a violation's mute or ban lasts")
+    log_chat_id = models.BigIntegerField(
+        null=True,
+        blank=True,
+        validators=[MaxValueValidator(-1)],
+        help_text="Optional: a channel or group (its negative id) where every moderation "
+        "action in this chat is also posted. The bot must be able to post there.",
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -14,7 +14,7 @@ from moderation.models import Action
 from moderation.rights import chat_admins, is_protected
 from moderation.services import Origin, Target
 from telegram_bot import violations
-from telegram_bot.audit import BOT, Outcome, audit_record
+from telegram_bot.audit import BOT, Outcome
 from telegram_bot.context import Context
 from telegram_bot.errors import TelegramApiError
 
@@ -42,7 +42,7 @@ def act_on_violations(ctx: Context) -> None:
             return
         if action == Action.DELETE:
             ctx.client.delete_message(chat_id=ctx.chat_id, message_id=message.message_id)
-            audit_record(
+            services.record(
                 action="delete",
                 actor=BOT,
                 source="auto",

@@ -103,3 +103,33 @@ def test_panel_lists_chats_and_refuses_members_and_bad_buttons(bot: FakeTelegram
     alerts = [c.params.get("text") for c in bot.calls_to("answerCallbackQuery")]
     assert alerts.count("This button is not valid.") == 2
     assert not AuditEntry.objects.exists()
+
+
+def test_actions_are_mirrored_to_the_chats_log_channel(bot: FakeTelegramServer) -> None:
+    from django.utils import timezone
+
+    from telegram_bot.jobs.models import Job
+    from telegram_bot.jobs.runner import run_due
+    from tests.moderation.helpers import command, describe_group, member_message, run
+
+    describe_group(bot)
+    ChatSettings.objects.create(chat_id=GROUP, log_chat_id=-100999)
+    run(command("/ban 2h spam", reply_to=member_message()))
+    run(command("/mute", reply_to=member_message(5010, "Eve")))
+    assert Job.objects.filter(kind="moderation.log").count() == 2
+    Job.objects.update(next_attempt=timezone.now())
+    assert run_due("test-worker") == 2
+    lines = sorted(
+        c.params["text"] for c in bot.calls_to("sendMessage") if c.params["chat_id"] == -100999
+    )
+    assert lines == [
+        f"#ban in {GROUP} Mallory by Test: spam [for 2h]",
+        f"#mute in {GROUP} Eve by Test",
+    ]
+
+
+def test_a_log_channel_must_be_a_group_or_channel_id() -> None:
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match="log_chat_id"):
+        ChatSettings(chat_id=GROUP, log_chat_id=12345).full_clean()
