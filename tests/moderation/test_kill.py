@@ -13,6 +13,7 @@ import pytest
 from django.db import connection
 
 from moderation.models import Warning
+from telegram_bot import liveness
 from telegram_bot.models import AuditEntry
 from telegram_bot.pipeline import Outcome, process_update
 from telegram_bot.state import KVStore, override_store
@@ -67,6 +68,9 @@ def test_a_warning_killed_after_telegrams_answer_is_not_given_twice(
         if worker.is_alive():
             worker.kill()
             worker.join(timeout=30)
+        # This process's heartbeat would keep writing live: rows into the shared store for
+        # the claim TTL, into later tests' tables.
+        liveness.current().stop()
     assert outcome == Outcome.PROCESSED
     assert Warning.objects.count() == 3
     assert len(fake_telegram.calls_to("restrictChatMember")) == 2  # the repeat, idempotent
