@@ -251,6 +251,7 @@ INSTALLED_APPS = [
     "support",
     "community",
     "content",
+    "moderation",
     "stats",
 ]
 

@@ -16,3 +16,11 @@ class StatsConfig(features.FeatureConfig):
         "activity": "daily message total per chat",
         "last_message": "time of a user's last message in a chat",
     }
+
+    def ready(self) -> None:
+        super().ready()
+        from stats.services import message_violations
+        from telegram_bot import violations
+
+        # The banned-word and link rules are this app's; moderation acts on what they find.
+        violations.register_classifier("stats", message_violations)

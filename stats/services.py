@@ -10,7 +10,7 @@ from django.conf import settings
 
 from stats import keys
 from stats.config import counting_config
-from stats.counting import MessageFacts, counting_ops, join_ops, message_facts
+from stats.counting import MessageFacts, _violations, counting_ops, join_ops, message_facts
 from stats.live_writer import RowDelta, count_once, live_write
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op
@@ -54,6 +54,20 @@ def stats_count_once(
     row = RowDelta(counted.facts.chat_id, counted.facts.day, counted.facts.user_id,
                    counted.facts.deltas())  # fmt: skip
     return count_once(store=store, commit=lambda: commit(counted.ops), rows=[row])
+
+
+def message_violations(message: Message, store: KVStore) -> dict[str, int]:
+    """The violations of a group message by the statistics app's rules (``{severity: n}``),
+    for the core's violation registry (``telegram_bot.violations``): moderation acts on them
+    without importing this app. Reads the KV store only for a link while a link rule is on."""
+    sender = message.from_user
+    if sender is None or message.chat.type not in ("group", "supergroup"):
+        return {}
+
+    def is_new_member() -> bool:
+        return store.get(keys.joined_key(message.chat.id, sender.id)) is not None
+
+    return _violations(message.text_or_caption, message, counting_config(), is_new_member)
 
 
 def joins_to_record(message: Message) -> list[Op]:

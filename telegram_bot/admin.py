@@ -13,7 +13,10 @@ from django.http import HttpRequest
 from django_q import admin as django_q_admin
 from django_q.models import Failure, Success
 
-from telegram_bot import admins
+from telegram_bot import (
+    admins,
+    audit_admin,  # noqa: F401 - registers the audit log
+)
 from telegram_bot.errors import BotError
 from telegram_bot.jobs.services import job_cancel, job_retry_now
 from telegram_bot.models import BlockedChat, BotAdmin, DeliveryFailure, Job

@@ -58,3 +58,46 @@ class DeliveryFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.purpose} -> {self.chat_id}: {self.error_class}"
+
+
+class AuditEntry(models.Model):
+    """One action of an admin or moderator: who, where, what, on whom, why, when, outcome.
+
+    Written through ``telegram_bot.audit.audit_record`` only. An action taken for a Telegram
+    update is unique on (update id, action): a re-delivered update records nothing twice.
+    The log is append-only in the admin site (no add, change or delete).
+    """
+
+    class Outcome(models.TextChoices):
+        DONE = "done", "done"
+        REFUSED = "refused", "refused"
+        FAILED = "failed", "failed"
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    actor_name = models.CharField(max_length=200, blank=True)
+    source = models.CharField(max_length=20, help_text="command, button, panel, admin, auto")
+    chat_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    action = models.CharField(max_length=40, db_index=True)
+    target_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    target_name = models.CharField(max_length=200, blank=True)
+    reason = models.CharField(max_length=500, blank=True)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.DONE)
+    detail = models.CharField(max_length=500, blank=True)
+    update_id = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "audit entry"
+        verbose_name_plural = "audit log"
+        permissions = [("export_auditentry", "Can export the audit log as CSV")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["update_id", "action"],
+                condition=models.Q(update_id__isnull=False),
+                name="audit_once_per_update_action",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} by {self.actor_id} on {self.target_id} in {self.chat_id}"

@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -38,6 +39,13 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1
 DATE_MAX = 4_102_444_800  # 2100-01-01: anything later is not a date Telegram sends
 
+
+def _without_nul(text: str) -> str:
+    # PostgreSQL cannot store U+0000 in text; Telegram never sends it in names or messages.
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
+Text = Annotated[StrictStr, AfterValidator(_without_nul)]
 Int64 = Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)]
 Count = Annotated[StrictInt, Field(ge=0, le=INT32_MAX)]  # offsets, lengths, durations, sizes
 FileSize = Annotated[StrictInt, Field(ge=0, le=INT64_MAX)]
@@ -66,10 +74,10 @@ class TelegramObject(BaseModel):
 class User(TelegramObject):
     id: Int64
     is_bot: StrictBool
-    first_name: StrictStr
-    last_name: StrictStr | None = None
-    username: StrictStr | None = None
-    language_code: StrictStr | None = None
+    first_name: Text
+    last_name: Text | None = None
+    username: Text | None = None
+    language_code: Text | None = None
     is_premium: StrictBool | None = None
 
     @property
@@ -79,58 +87,58 @@ class User(TelegramObject):
 
 class Chat(TelegramObject):
     id: Int64
-    type: StrictStr
-    title: StrictStr | None = None
-    username: StrictStr | None = None
-    first_name: StrictStr | None = None
-    last_name: StrictStr | None = None
+    type: Text
+    title: Text | None = None
+    username: Text | None = None
+    first_name: Text | None = None
+    last_name: Text | None = None
     is_forum: StrictBool | None = None
 
 
 class MessageEntity(TelegramObject):
-    type: StrictStr
+    type: Text
     offset: Count
     length: Count
-    url: StrictStr | None = None
+    url: Text | None = None
     user: Lenient[User] = None
 
 
 class PhotoSize(TelegramObject):
-    file_id: StrictStr
-    file_unique_id: StrictStr
+    file_id: Text
+    file_unique_id: Text
     width: Count
     height: Count
     file_size: FileSize | None = None
 
 
 class Voice(TelegramObject):
-    file_id: StrictStr
-    file_unique_id: StrictStr
+    file_id: Text
+    file_unique_id: Text
     duration: Count
-    mime_type: StrictStr | None = None
+    mime_type: Text | None = None
     file_size: FileSize | None = None
 
 
 class VideoNote(TelegramObject):
-    file_id: StrictStr
-    file_unique_id: StrictStr
+    file_id: Text
+    file_unique_id: Text
     length: Count
     duration: Count
     file_size: FileSize | None = None
 
 
 class Document(TelegramObject):
-    file_id: StrictStr
-    file_unique_id: StrictStr
-    file_name: StrictStr | None = None
-    mime_type: StrictStr | None = None
+    file_id: Text
+    file_unique_id: Text
+    file_name: Text | None = None
+    mime_type: Text | None = None
     file_size: FileSize | None = None
 
 
 class InlineKeyboardButton(TelegramObject):
-    text: StrictStr
-    url: StrictStr | None = None
-    callback_data: StrictStr | None = None
+    text: Text
+    url: Text | None = None
+    callback_data: Text | None = None
 
 
 class InlineKeyboardMarkup(TelegramObject):
@@ -187,10 +195,10 @@ class Message(TelegramObject):
     reply_to_message: Lenient[Message] = None
     via_bot: Lenient[User] = None
     edit_date: Lenient[UnixTime] = None
-    media_group_id: Lenient[StrictStr] = None
-    text: Lenient[StrictStr] = None
+    media_group_id: Lenient[Text] = None
+    text: Lenient[Text] = None
     entities: Lenient[list[MessageEntity]] = None
-    caption: Lenient[StrictStr] = None
+    caption: Lenient[Text] = None
     caption_entities: Lenient[list[MessageEntity]] = None
     photo: Lenient[list[PhotoSize]] = None
     document: Lenient[Document] = None
@@ -198,7 +206,7 @@ class Message(TelegramObject):
     video_note: Lenient[VideoNote] = None
     new_chat_members: Lenient[list[User]] = None
     left_chat_member: Lenient[User] = None
-    new_chat_title: Lenient[StrictStr] = None
+    new_chat_title: Lenient[Text] = None
     reply_markup: Lenient[InlineKeyboardMarkup] = None
 
     @property
@@ -225,21 +233,21 @@ _DECLARED_SERVICE_FIELDS = frozenset(SERVICE_FIELDS & Message.model_fields.keys(
 
 
 class CallbackQuery(TelegramObject):
-    id: StrictStr
+    id: Text
     from_user: User = Field(alias="from")
-    chat_instance: StrictStr
+    chat_instance: Text
     message: Lenient[Message] = None
-    inline_message_id: Lenient[StrictStr] = None
-    data: Lenient[StrictStr] = None
+    inline_message_id: Lenient[Text] = None
+    data: Lenient[Text] = None
 
 
 class ChatInviteLink(TelegramObject):
-    invite_link: StrictStr
+    invite_link: Text
     creator: User
     creates_join_request: StrictBool
     is_primary: StrictBool
     is_revoked: StrictBool
-    name: StrictStr | None = None
+    name: Text | None = None
 
 
 class ChatJoinRequest(TelegramObject):
@@ -247,7 +255,7 @@ class ChatJoinRequest(TelegramObject):
     from_user: User = Field(alias="from")
     user_chat_id: Int64
     date: UnixTime
-    bio: Lenient[StrictStr] = None
+    bio: Lenient[Text] = None
     invite_link: Lenient[ChatInviteLink] = None
 
 
@@ -258,7 +266,7 @@ class ChatMember(TelegramObject):
     status: Literal["creator", "administrator", "member", "restricted", "left", "kicked"]
     user: User
     is_anonymous: StrictBool | None = None
-    custom_title: StrictStr | None = None
+    custom_title: Text | None = None
     is_member: StrictBool | None = None
     until_date: Annotated[StrictInt, Field(ge=0, le=DATE_MAX)] | None = None
     can_be_edited: StrictBool | None = None

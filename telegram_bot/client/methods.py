@@ -14,6 +14,7 @@ from typing import Any, BinaryIO
 from telegram_bot.errors import TelegramApiError
 
 ChatId = int | str
+DELETE_BATCH = 100  # deleteMessages takes at most this many ids
 JsonObject = dict[str, Any]
 # A file_id or URL string, raw bytes, a (filename, bytes[, content_type]) tuple or a file object.
 InputFile = str | bytes | tuple[str, bytes] | tuple[str, bytes, str] | BinaryIO
@@ -122,6 +123,13 @@ class TelegramMethods:
         """deleteMessage; True on success."""
         return self._call_bool("deleteMessage", chat_id=chat_id, message_id=message_id)
 
+    def delete_messages(self, *, chat_id: ChatId, message_ids: Sequence[int]) -> bool:
+        """deleteMessages: 1-100 ids; ones that cannot be found are skipped."""
+        ids = list(message_ids)
+        if not 1 <= len(ids) <= DELETE_BATCH:
+            raise ValueError(f"deleteMessages takes 1-{DELETE_BATCH} message ids, got {len(ids)}")
+        return self._call_bool("deleteMessages", chat_id=chat_id, message_ids=ids)
+
     def answer_callback_query(
         self,
         *,
@@ -184,7 +192,7 @@ class TelegramMethods:
         until_date: int | datetime | None = None,
         revoke_messages: bool | None = None,
     ) -> bool:
-        """banChatMember; True on success."""
+        """banChatMember; `until_date` may be an aware datetime (none: forever)."""
         params = _locals(locals())
         params["until_date"] = _unix_time(until_date)
         return self._call_bool("banChatMember", **params)
@@ -192,8 +200,21 @@ class TelegramMethods:
     def unban_chat_member(
         self, *, chat_id: ChatId, user_id: int, only_if_banned: bool | None = None
     ) -> bool:
-        """unbanChatMember; with `only_if_banned` a member who is in the chat stays in it."""
+        """unbanChatMember; without `only_if_banned` it also removes a present member."""
         return self._call_bool("unbanChatMember", **_locals(locals()))
+
+    def get_chat_member(self, *, chat_id: ChatId, user_id: int) -> JsonObject:
+        """getChatMember; a ChatMember object (its `status` tells the kind)."""
+        return self._call_dict("getChatMember", chat_id=chat_id, user_id=user_id)
+
+    def get_chat_administrators(
+        self, *, chat_id: ChatId, return_bots: bool | None = None
+    ) -> list[JsonObject]:
+        """getChatAdministrators; the owner and administrators (this bot included)."""
+        result = self.call("getChatAdministrators", **_locals(locals()))
+        if isinstance(result, list) and all(isinstance(item, dict) for item in result):
+            return result
+        raise _unexpected("getChatAdministrators", result)
 
     def get_chat_member_count(self, *, chat_id: ChatId) -> int:
         """getChatMemberCount; the number of members."""

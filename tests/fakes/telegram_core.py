@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.fakes.botapi_spec import BotApiSpec, RawParams, RequestError, load_spec, parse_request
+from tests.fakes.telegram_members import user_json
 from tests.fakes.telegram_results import Results
 
 _PATH = re.compile(r".*/bot(?P<token>[^/]*)/(?P<method>[^/]+)")
@@ -221,6 +222,38 @@ class FakeTelegram:
         """Describe a chat (e.g. `type="channel"`) instead of inferring it from the id."""
         with self.lock:
             self.results.chats[chat_id] = {"id": chat_id, "type": type, **fields}
+
+    def set_chat_member(
+        self,
+        chat_id: int,
+        user_id: int,
+        status: str = "member",
+        *,
+        first_name: str = "",
+        username: str | None = None,
+        is_bot: bool = False,
+        **rights: Any,
+    ) -> None:
+        """Describe one member of a chat (the bot too, by its id): ``status`` is a ChatMember
+        status, ``rights`` its fields (``can_restrict_members=True``...). A described chat
+        follows Telegram's rights rules (tests/fakes/telegram_members.py)."""
+        extra = {"username": username} if username else {}
+        user = user_json(user_id, first_name, is_bot=is_bot, **extra)
+        with self.lock:
+            self.results.describe_member(chat_id, user, status, **rights)
+
+    def chat_member(self, chat_id: int, user_id: int) -> dict[str, Any]:
+        """The ChatMember the fake would answer for ``user_id`` in ``chat_id`` now."""
+        with self.lock:
+            return self.results.member(chat_id, user_id)
+
+    def note_message(
+        self, chat_id: int, message_id: int, *, date: int, user_id: int | None = None
+    ) -> None:
+        """Tell the fake when (and by whom) a message from a test's update was sent, for
+        deleteMessage's 48-hour and rights rules."""
+        with self.lock:
+            self.results.note_message(chat_id, message_id, date, user_id)
 
     def unblock_chat(self, chat_id: int | str) -> None:
         """Undo `block_chat` or `migrate_chat`."""

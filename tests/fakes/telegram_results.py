@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tests.fakes.botapi_spec import BotApiSpec, RequestError, UploadedFile
+from tests.fakes.telegram_members import ChatMemberResults
 
 NOT_MODIFIED = (
     "Bad Request: message is not modified: specified new message content and reply markup are "
@@ -27,8 +28,9 @@ _CONTENT_KEYS = ("text", "entities", "caption", "caption_entities", "reply_marku
 Json = dict[str, Any]
 
 
-class Results:
-    """The fake's Telegram-side state and the result of each method."""
+class Results(ChatMemberResults):
+    """The fake's Telegram-side state and the result of each method (chat members and
+    deletions: ``ChatMemberResults``)."""
 
     def __init__(self, spec: BotApiSpec, clock: Callable[[], float]) -> None:
         self.spec = spec
@@ -42,6 +44,7 @@ class Results:
         self._messages: dict[tuple[int, int], Json] = {}
         self._last_message_id: dict[int, int] = {}
         self._serial = 0
+        self._init_members()
 
     def answer(self, method: str, params: Json, bot_id: int) -> Any:
         """The result of a valid call; RequestError for the errors Telegram would give."""
@@ -155,10 +158,6 @@ class Results:
         message["poll"] = {**message["poll"], "is_closed": True}
         _set_markup(message, params)
         return dict(message["poll"])
-
-    def _deleteMessage(self, params: Json, bot_id: int) -> bool:
-        self._messages.pop((self.chat(params["chat_id"])["id"], params["message_id"]), None)
-        return True
 
     def _new_message(self, params: Json, bot_id: int, content: Json) -> Json:
         chat = self.chat(params["chat_id"])

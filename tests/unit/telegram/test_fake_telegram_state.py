@@ -256,7 +256,7 @@ def test_results_fit_the_spec(fake: FakeTelegram, bot: Any) -> None:
 
 
 def test_methods_without_a_handler_get_a_plausible_result(bot: Any) -> None:
-    assert _result(bot("banChatMember", chat_id=-100, user_id=5)) is True
+    assert _result(bot("pinChatMessage", chat_id=-100, message_id=5)) is True
     assert _result(bot("sendDocument", chat_id=1, document="file-id"))["message_id"] == 1
 
 

@@ -21,7 +21,7 @@ def feature_labels() -> set[str]:
 
 def test_the_installed_feature_apps_contribute_in_installed_apps_order() -> None:
     labels = [config.label for config in features.feature_configs()]
-    assert labels == ["telegram_bot", "support", "community", "content", "stats"]
+    assert labels == ["telegram_bot", "support", "community", "content", "moderation", "stats"]
     modules = [module.__name__ for module in features.handler_modules()]
     assert modules == [f"{label}.handlers" for label in labels]
     assert [label for label, _ in features.api_modules()] == ["community", "stats"]
@@ -35,7 +35,7 @@ def test_the_installed_feature_apps_contribute_in_installed_apps_order() -> None
 def test_start_names_what_the_installed_features_do() -> None:
     assert start_text().startswith(
         "Hello! I run this community: support, members (join requests, welcome, captcha), "
-        "channel posts and statistics."
+        "channel posts, moderation (/warn, /mute, /ban... in groups) and statistics."
     )
 
 

@@ -218,3 +218,17 @@ def test_the_accessors_read_every_kind() -> None:
     )
     assert update.effective_message is None and update.text == "" and update.command() is None
     assert isinstance(update, Update)
+
+
+def test_a_nul_character_never_reaches_a_handler() -> None:
+    """PostgreSQL text cannot hold U+0000: it is dropped at the edge."""
+    update = parse_update_json(
+        b'{"update_id": 4, "message": {"message_id": 1, "date": 1700000000,'
+        b' "chat": {"id": 5, "type": "private", "first_name": "A\\u0000B"},'
+        b' "from": {"id": 5, "is_bot": false, "first_name": "N\\u0000ul"},'
+        b' "text": "/support x\\u0000y"}}'
+    )
+    assert update.message is not None and update.message.from_user is not None
+    assert update.message.from_user.first_name == "Nul"
+    assert update.message.text == "/support xy"
+    assert update.message.chat.first_name == "AB"

@@ -1,0 +1,94 @@
+"""Admin site: per-chat moderation settings (every save recorded in the audit log) and the
+warnings given (read-only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from moderation.models import ChatSettings, Warning
+from moderation.services import audit_settings
+from telegram_bot.audit import Actor
+
+
+@admin.register(ChatSettings)
+class ChatSettingsAdmin(admin.ModelAdmin):
+    list_display = (
+        "chat_id",
+        "title",
+        "warn_limit",
+        "warn_action",
+        "flood_action",
+        "violation_low",
+        "violation_medium",
+        "violation_high",
+        "updated_at",
+    )
+    search_fields = ("title", "=chat_id")
+    fieldsets = (
+        (None, {"fields": ("chat_id", "title")}),
+        (
+            "Warnings",
+            {
+                "fields": (
+                    "warn_limit",
+                    "warn_action",
+                    "warn_action_seconds",
+                    "warn_expiry_days",
+                )
+            },
+        ),
+        (
+            "Anti-flood",
+            {"fields": ("flood_action", "flood_messages", "flood_seconds", "flood_action_seconds")},
+        ),
+        (
+            "Violations (severity from the statistics rules)",
+            {
+                "fields": (
+                    "violation_low",
+                    "violation_medium",
+                    "violation_high",
+                    "violation_action_seconds",
+                )
+            },
+        ),
+        ("Log channel", {"fields": ("log_chat_id",)}),
+    )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        return ("chat_id",) if obj is not None else ()
+
+    def save_model(self, request: HttpRequest, obj: ChatSettings, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        changed = ", ".join(f"{name}={form.cleaned_data.get(name)}" for name in form.changed_data)
+        actor = Actor(None, f"admin:{request.user.get_username()}")
+        audit_settings(obj, actor=actor, source="admin", changes=changed or "no change")
+
+
+@admin.register(Warning)
+class WarningAdmin(admin.ModelAdmin):
+    list_display = (
+        "created_at",
+        "chat_id",
+        "user_id",
+        "moderator_id",
+        "reason",
+        "expires_at",
+        "revoked",
+        "spent",
+        "triggered",
+    )
+    list_filter = ("revoked", "spent", "triggered")
+    search_fields = ("=chat_id", "=user_id", "reason")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

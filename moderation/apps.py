@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from telegram_bot import features
+
+
+class ModerationConfig(features.FeatureConfig):
+    name = "moderation"
+    verbose_name = "Moderation"
+    bot_handlers = "moderation.handlers"
+    job_handlers = "moderation.tasks.JOB_HANDLERS"
+    key_families = {
+        "mod": "moderation: chat administrators cache (mod:adm:<chat>, TTL) and anti-flood "
+        "windows (mod:fl:<chat>:<user>:<window>, TTL)",
+    }
+    start_line = "moderation (/warn, /mute, /ban... in groups)"
+
+    def ready(self) -> None:
+        super().ready()
+        from moderation import conf
+
+        conf.connect_signals()

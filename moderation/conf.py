@@ -1,0 +1,48 @@
+"""Reading a chat's moderation settings on the message path without a database query each
+time: a small in-process cache (``CACHE_SECONDS``), dropped in this process when a row is saved.
+Another process sees a change within ``CACHE_SECONDS``."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from django.db.models.signals import post_delete, post_save
+
+from moderation.models import ChatSettings
+
+CACHE_SECONDS = 30.0
+CACHE_SIZE = 2048
+_cache: dict[int, tuple[float, ChatSettings]] = {}
+_lock = threading.Lock()
+
+
+def chat_settings(chat_id: int) -> ChatSettings:
+    """The chat's settings (an unsaved row with the defaults when it has none)."""
+    now = time.monotonic()
+    hit = _cache.get(chat_id)
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    found = ChatSettings.objects.filter(chat_id=chat_id).first() or ChatSettings(chat_id=chat_id)
+    with _lock:
+        if len(_cache) >= CACHE_SIZE:
+            _cache.clear()
+        _cache[chat_id] = (now + CACHE_SECONDS, found)
+    return found
+
+
+def forget(chat_id: int | None = None) -> None:
+    with _lock:
+        if chat_id is None:
+            _cache.clear()
+        else:
+            _cache.pop(chat_id, None)
+
+
+def _on_change(sender: type, instance: ChatSettings, **kwargs: object) -> None:
+    forget(instance.chat_id)
+
+
+def connect_signals() -> None:
+    post_save.connect(_on_change, sender=ChatSettings, dispatch_uid="moderation-settings-save")
+    post_delete.connect(_on_change, sender=ChatSettings, dispatch_uid="moderation-settings-del")

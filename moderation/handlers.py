@@ -1,0 +1,342 @@
+"""Telegram handlers of the moderation app: the commands, the admin-cache observer and the
+anti-flood observer. Thin: resolve who and what, check rights, call the service, answer one
+line naming the target. Refusals change nothing."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from moderation import flood, panel, services, violations
+from moderation.conf import chat_settings
+from moderation.durations import DurationError, looks_like_duration, parse_duration
+from moderation.rights import (
+    DELETE,
+    RESTRICT,
+    ChatAdmin,
+    Refusal,
+    chat_admins,
+    check_bot,
+    check_moderator,
+    forget_chat_admins,
+    is_protected,
+)
+from moderation.services import Origin, Target
+from telegram_bot.admins import Role
+from telegram_bot.audit import Actor
+from telegram_bot.client.methods import DELETE_BATCH
+from telegram_bot.errors import TelegramApiError
+from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import Observer, PanelEntry, Route
+from telegram_bot.updates import Message
+
+log = logging.getLogger(__name__)
+GROUPS = ("group", "supergroup")
+PURGE_MAX = 500  # messages one /purge may delete (five deleteMessages calls)
+MAX_USER_ID = 2**53
+
+
+@dataclass
+class Request:
+    ctx: Context
+    message: Message
+    chat_id: int
+    admins: dict[int, ChatAdmin]
+    args: list[str]
+
+    @property
+    def origin(self) -> Origin:
+        user = self.ctx.update.user
+        actor = Actor(user.id if user else None, user.full_name if user else "")
+        return Origin(self.chat_id, actor, "command", self.ctx.update.update_id)
+
+
+def _command(right: str) -> Callable[[Callable[[Request], str]], Callable[[Context], None]]:
+    """Wrap a command: admins fetched, the sender's and the bot's rights checked, refusals
+    and Telegram errors answered in one line."""
+
+    def wrap(body: Callable[[Request], str]) -> Callable[[Context], None]:
+        def handler(ctx: Context) -> None:
+            message, command = ctx.update.message, ctx.command
+            if message is None or command is None or ctx.chat_id is None:
+                return
+            try:
+                admins = chat_admins(ctx.store, ctx.client, ctx.chat_id)
+                check_moderator(admins, ctx.sender.user_id, right)
+                check_bot(admins, right)
+                answer = body(Request(ctx, message, ctx.chat_id, admins, command.args.split()))
+            except Refusal as refusal:
+                answer = str(refusal)
+            except TelegramApiError as exc:
+                log.info("moderation command /%s: %s", command.name, exc)
+                answer = services.explain(exc)
+            if answer:
+                ctx.reply(answer)
+
+        handler.__name__ = handler.__qualname__ = body.__name__
+        return handler
+
+    return wrap
+
+
+# -- who -------------------------------------------------------------------------------------
+
+
+def resolve_target(req: Request, *, protect: bool = True) -> Target:
+    """The member the command is about (by reply, text mention, @username or id); the args
+    left are what follows. Refuses the bot, the owner and admins when ``protect``."""
+    reply = req.message.reply_to_message
+    target: Target | None = None
+    if reply is not None and not _is_topic_root(reply):
+        if reply.is_service:
+            raise Refusal("That is a service message: reply to something a member wrote.")
+        if reply.from_user is None or reply.sender_chat is not None:
+            raise Refusal("That message was sent on behalf of a chat, not by a member.")
+        user = reply.from_user
+        target = Target(user.id, user.full_name, user.username or "")
+    elif req.args:
+        target = _target_from_arg(req, req.args[0])
+        req.args = req.args[1:]
+    if target is None:
+        raise Refusal("Reply to the member's message, or give their @username or user id.")
+    if protect:
+        why = is_protected(req.admins, target.user_id)
+        if why:
+            raise Refusal(f"{why} ({target.label})")
+    return target
+
+
+def _target_from_arg(req: Request, arg: str) -> Target:
+    for entity in req.message.entities or []:
+        if entity.type == "text_mention" and entity.user is not None:
+            return Target(entity.user.id, entity.user.full_name, entity.user.username or "")
+    if arg.isdigit():
+        user_id = int(arg)
+        if not 0 < user_id < MAX_USER_ID:
+            raise Refusal(f"{arg} is not a Telegram user id.")
+        return Target(user_id)
+    if arg.startswith("@") and len(arg) > 1:
+        name = arg[1:]
+        for admin in req.admins.values():
+            if admin.username and admin.username == name.lower():
+                return Target(admin.user_id, username=name)
+        known = services.known_username(req.chat_id, name)
+        if known is not None:
+            return known
+        raise Refusal(f"I don't know {arg} here: reply to one of their messages or use their id.")
+    raise Refusal(f"{arg[:40]} is not a member: reply to their message, or give @username or id.")
+
+
+def _is_topic_root(reply: Message) -> bool:
+    # In forums every message "replies" to its topic's creation message: not a target.
+    return bool((reply.model_extra or {}).get("forum_topic_created"))
+
+
+def _duration_and_reason(req: Request) -> tuple[int | None, str]:
+    seconds = None
+    if req.args and looks_like_duration(req.args[0]):
+        try:
+            seconds = parse_duration(req.args[0])
+        except DurationError as exc:
+            raise Refusal(str(exc)) from None
+        req.args = req.args[1:]
+    return seconds, " ".join(req.args)[:300]
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+@_command(RESTRICT)
+def mute(req: Request) -> str:
+    target = resolve_target(req)
+    seconds, reason = _duration_and_reason(req)
+    return services.penalize(
+        req.ctx.client,
+        origin=req.origin,
+        action="mute",
+        target=target,
+        seconds=seconds,
+        reason=reason,
+    )
+
+
+@_command(RESTRICT)
+def unmute(req: Request) -> str:
+    target = resolve_target(req)
+    return services.penalize(req.ctx.client, origin=req.origin, action="unmute", target=target)
+
+
+@_command(RESTRICT)
+def ban(req: Request) -> str:
+    target = resolve_target(req)
+    seconds, reason = _duration_and_reason(req)
+    return services.penalize(
+        req.ctx.client,
+        origin=req.origin,
+        action="ban",
+        target=target,
+        seconds=seconds,
+        reason=reason,
+    )
+
+
+@_command(RESTRICT)
+def unban(req: Request) -> str:
+    target = resolve_target(req)
+    return services.penalize(req.ctx.client, origin=req.origin, action="unban", target=target)
+
+
+@_command(RESTRICT)
+def kick(req: Request) -> str:
+    target = resolve_target(req)
+    reason = " ".join(req.args)[:300]
+    return services.penalize(
+        req.ctx.client, origin=req.origin, action="kick", target=target, reason=reason
+    )
+
+
+@_command(RESTRICT)
+def warn(req: Request) -> str:
+    target = resolve_target(req)
+    reason = " ".join(req.args)[:300]
+    return services.warn_and_act(req.ctx.client, req.origin, target, reason)
+
+
+@_command(RESTRICT)
+def unwarn(req: Request) -> str:
+    target = resolve_target(req, protect=False)
+    if services.unwarn(origin=req.origin, target=target):
+        left = len(services.warnings_of(req.chat_id, target.user_id))
+        return f"Removed a warning of {target.label} ({left} left)."
+    return f"{target.label} has no warnings."
+
+
+@_command(RESTRICT)
+def warns(req: Request) -> str:
+    target = resolve_target(req, protect=False)
+    active = services.warnings_of(req.chat_id, target.user_id)
+    limit = chat_settings(req.chat_id).warn_limit
+    if not active:
+        return f"{target.label} has no warnings."
+    reasons = "; ".join(w.reason or "no reason" for w in active[:5])
+    return f"{target.label} has {len(active)}/{limit} warnings: {reasons}"
+
+
+@_command(DELETE)
+def delete(req: Request) -> str:
+    reply = req.message.reply_to_message
+    if reply is None:
+        raise Refusal("Reply to the message to delete.")
+    req.ctx.client.delete_messages(
+        chat_id=req.chat_id, message_ids=[reply.message_id, req.message.message_id]
+    )
+    _audit_delete(req, "del", 1, reply)
+    return ""
+
+
+@_command(DELETE)
+def purge(req: Request) -> str:
+    reply = req.message.reply_to_message
+    if reply is None:
+        raise Refusal("Reply to the first message to delete; /purge deletes from there on.")
+    first, last = reply.message_id, req.message.message_id
+    if last - first + 1 > PURGE_MAX:
+        raise Refusal(f"At most {PURGE_MAX} messages at once: reply to a later message.")
+    ids = list(range(first, last + 1))
+    for start in range(0, len(ids), DELETE_BATCH):
+        req.ctx.client.delete_messages(
+            chat_id=req.chat_id, message_ids=ids[start : start + DELETE_BATCH]
+        )
+    _audit_delete(req, "purge", len(ids) - 1, reply)
+    return ""
+
+
+def _audit_delete(req: Request, action: str, count: int, reply: Message) -> None:
+    author = reply.from_user
+    services.record(
+        action=action,
+        actor=req.origin.actor,
+        source="command",
+        chat_id=req.chat_id,
+        target_id=author.id if author else None,
+        target_name=author.full_name if author else "",
+        detail=f"{count} message(s) from #{reply.message_id}",
+        update_id=req.ctx.update.update_id,
+    )
+
+
+# -- observers -------------------------------------------------------------------------------
+
+ADMIN_STATUSES = frozenset({"creator", "administrator"})
+
+
+def on_member_change(ctx: Context) -> None:
+    """Someone became or stopped being an admin (or changed rights): drop the cached list."""
+    change = ctx.update.chat_member or ctx.update.my_chat_member
+    if change is None:
+        return
+    old, new = change.old_chat_member, change.new_chat_member
+    if old.status in ADMIN_STATUSES or new.status in ADMIN_STATUSES:
+        forget_chat_admins(ctx.store, change.chat.id)
+
+
+# -- panel -----------------------------------------------------------------------------------
+
+
+def panel_button(ctx: Context) -> None:
+    try:
+        page, chat_id, op = panel.parse(ctx.update.callback_data)
+    except ValueError:
+        _answer(ctx, "This button is not valid.", alert=True)
+        return
+    if page == "chats":
+        text, markup = panel.chats_view()
+    else:
+        assert chat_id is not None
+        if page == "set":
+            user = ctx.update.user
+            actor = Actor(user.id if user else None, user.full_name if user else "")
+            row = services.settings_toggle(
+                chat_id=chat_id, op=op, actor=actor, update_id=ctx.update.update_id
+            )
+        else:
+            row = services.settings_for_edit(chat_id)
+        text, markup = panel.chat_view(row)
+    _answer(ctx, None)
+    try:
+        ctx.edit_callback_message(text, reply_markup=markup)
+    except TelegramApiError as exc:  # "message is not modified" after a double press
+        log.info("moderation panel not updated: %s", exc)
+
+
+def _answer(ctx: Context, text: str | None, *, alert: bool = False) -> None:
+    try:
+        ctx.answer_callback(text, alert=alert)
+    except TelegramApiError as exc:
+        log.info("callback not answered: %s", exc)
+
+
+HELP = "(reply or @user/id)"
+ROUTES: list[Route] = [
+    Route.on_command("warn", warn, help=f"{HELP} [reason]: warn a member", chat_types=GROUPS),
+    Route.on_command("unwarn", unwarn, help=f"{HELP}: remove a warning", chat_types=GROUPS),
+    Route.on_command("warns", warns, help=f"{HELP}: a member's warnings", chat_types=GROUPS),
+    Route.on_command("mute", mute, help=f"{HELP} [30m|2h|7d] [reason]", chat_types=GROUPS),
+    Route.on_command("unmute", unmute, help=f"{HELP}: let a member write", chat_types=GROUPS),
+    Route.on_command("ban", ban, help=f"{HELP} [duration] [reason]", chat_types=GROUPS),
+    Route.on_command("unban", unban, help=f"{HELP}: lift a ban", chat_types=GROUPS),
+    Route.on_command("kick", kick, help=f"{HELP}: remove a member", chat_types=GROUPS),
+    Route.on_command("del", delete, help="(reply): delete a message", chat_types=GROUPS),
+    Route.on_command("purge", purge, help="(reply): delete from there on", chat_types=GROUPS),
+    Route.on_callback("mod:", panel_button, role=Role.ADMIN),
+]
+OBSERVERS: list[Observer] = [
+    Observer.on("mod.admins", "chat_member", on_member_change, chat_types=GROUPS),
+    Observer.on("mod.admins-self", "my_chat_member", on_member_change, chat_types=GROUPS),
+    Observer.on("mod.flood", "message", flood.check_flood, chat_types=GROUPS, order=100),
+    Observer.on(
+        "mod.violations", "message", violations.act_on_violations, chat_types=GROUPS, order=110
+    ),
+]
+PANEL_ENTRIES: list[PanelEntry] = [PanelEntry("Moderation", "mod:p", order=250)]

@@ -1,0 +1,83 @@
+"""The moderation page of the Telegram /panel: pick a chat, then toggle its settings.
+
+Callback data: ``mod:p`` (the chats), ``mod:c:<chat>`` (one chat), ``mod:s:<chat>:<op>`` (one
+change, see ``services.PANEL_OPS``). Every change is validated and recorded in the audit log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moderation import services
+from moderation.durations import describe
+from moderation.models import ChatSettings
+
+Markup = dict[str, Any]
+
+
+def chats_view() -> tuple[str, Markup]:
+    chats = services.known_chats()
+    rows = [
+        [{"text": _chat_label(chat_id), "callback_data": f"mod:c:{chat_id}"}] for chat_id in chats
+    ]
+    rows.append([{"text": "Back", "callback_data": "panel:home"}])
+    if not chats:
+        return "Moderation: no chat yet. Use a moderation command in a group first.", {
+            "inline_keyboard": rows
+        }
+    return "Moderation: pick a chat.", {"inline_keyboard": rows}
+
+
+def chat_view(row: ChatSettings) -> tuple[str, Markup]:
+    flood = (
+        "off"
+        if row.flood_action == "none"
+        else f"{row.flood_action} {describe(row.flood_action_seconds)} after more than "
+        f"{row.flood_messages} messages in {row.flood_seconds}s"
+    )
+    lines = [
+        f"Moderation of {_chat_label(row.chat_id)}",
+        f"Warnings: {row.warn_limit} -> {row.warn_action} "
+        f"{describe(row.warn_action_seconds)}, expire after {row.warn_expiry_days}d",
+        f"Anti-flood: {flood}",
+        "Violations: "
+        + ", ".join(f"{s} -> {row.violation_action(s)}" for s in ("low", "medium", "high")),
+    ]
+    c = row.chat_id
+    flood_button = "Anti-flood: turn off" if row.flood_action != "none" else "Anti-flood: turn on"
+    rows = [
+        [{"text": flood_button, "callback_data": f"mod:s:{c}:flood"}],
+        [
+            {"text": "Warn limit -1", "callback_data": f"mod:s:{c}:warn-"},
+            {"text": "Warn limit +1", "callback_data": f"mod:s:{c}:warn+"},
+        ],
+        [
+            {"text": f"{s}: {row.violation_action(s)}", "callback_data": f"mod:s:{c}:{s}"}
+            for s in ("low", "medium", "high")
+        ],
+        [{"text": "Back", "callback_data": "mod:p"}],
+    ]
+    return "\n".join(lines), {"inline_keyboard": rows}
+
+
+def parse(data: str) -> tuple[str, int | None, str]:
+    """(page, chat id, op) of callback ``data``; ValueError when malformed."""
+    parts = data.split(":")
+    if parts == ["mod", "p"]:
+        return "chats", None, ""
+    if len(parts) == 3 and parts[1] == "c":
+        return "chat", _chat_id(parts[2]), ""
+    if len(parts) == 4 and parts[1] == "s" and parts[3] in services.PANEL_OPS:
+        return "set", _chat_id(parts[2]), parts[3]
+    raise ValueError(f"not a moderation button: {data[:64]!r}")
+
+
+def _chat_id(text: str) -> int:
+    if not text.startswith("-") or not text[1:].isdigit() or len(text) > 20:
+        raise ValueError("a group chat id is negative")
+    return int(text)
+
+
+def _chat_label(chat_id: int) -> str:
+    title = ChatSettings.objects.filter(chat_id=chat_id).values_list("title", flat=True).first()
+    return f"{title} ({chat_id})" if title else str(chat_id)

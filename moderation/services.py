@@ -1,0 +1,463 @@
+"""Moderation actions: the Telegram call, the audit entry, and what to answer.
+
+Every action taken for an update is recorded once (``telegram_bot.audit``: unique on update
+id + action). An action whose audit entry exists is not called again: a re-delivered /ban
+bans once. A crash between Telegram's answer and the audit commit leaves at most a repeated
+call, and these calls are idempotent (banning a banned member changes nothing). Warnings are
+rows written in the same transaction as their audit entry, under a per-member row lock, so a
+re-delivered /warn never warns twice and two moderators at the limit trigger one action.
+Flood control (429) and other retryable Telegram errors hand the action to a job
+(``moderation.act``) that runs it when Telegram allows, and records it then.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from moderation.conf import chat_settings
+from moderation.durations import describe
+from moderation.models import Action, ChatSettings, Warning, WarnState
+from telegram_bot.audit import BOT, Actor, Outcome, audit_record, clean
+from telegram_bot.client import TelegramClient
+from telegram_bot.errors import TelegramApiError
+from telegram_bot.jobs.services import job_enqueue, job_retry_later
+from telegram_bot.models import AuditEntry
+
+log = logging.getLogger(__name__)
+JOB_KIND = "moderation.act"
+LOG_JOB_KIND = "moderation.log"
+MUTED = {"can_send_messages": False}
+UNMUTED = {
+    name: True
+    for name in (
+        "can_send_messages",
+        "can_send_audios",
+        "can_send_documents",
+        "can_send_photos",
+        "can_send_videos",
+        "can_send_video_notes",
+        "can_send_voice_notes",
+        "can_send_polls",
+        "can_send_other_messages",
+        "can_add_web_page_previews",
+        "can_react_to_messages",
+    )
+}
+PAST = {
+    "mute": "muted",
+    "unmute": "unmuted",
+    "ban": "banned",
+    "unban": "unbanned",
+    "kick": "kicked",
+}
+KICK_SECONDS = 60  # a kick is a ban this short (Telegram rounds it up to 30 s), then an unban
+
+
+@dataclass(frozen=True)
+class Target:
+    user_id: int
+    name: str = ""
+    username: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or (f"@{self.username}" if self.username else str(self.user_id))
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where an action comes from: chat, who, how, and the update (None outside updates)."""
+
+    chat_id: int
+    actor: Actor
+    source: str
+    update_id: int | None = None
+
+
+def telegram_apply(
+    client: TelegramClient, action: str, chat_id: int, user_id: int, seconds: int | None
+) -> None:
+    """The Telegram calls of ``action`` (each idempotent)."""
+    until = int(time.time()) + seconds if seconds else None
+    if action == Action.MUTE:
+        client.restrict_chat_member(
+            chat_id=chat_id,
+            user_id=user_id,
+            permissions=MUTED,
+            until_date=until,
+            use_independent_chat_permissions=True,
+        )
+    elif action == "unmute":
+        client.restrict_chat_member(
+            chat_id=chat_id,
+            user_id=user_id,
+            permissions=UNMUTED,
+            use_independent_chat_permissions=True,
+        )
+    elif action == Action.BAN:
+        client.ban_chat_member(chat_id=chat_id, user_id=user_id, until_date=until)
+    elif action == "unban":
+        client.unban_chat_member(chat_id=chat_id, user_id=user_id, only_if_banned=True)
+    elif action == Action.KICK:
+        client.ban_chat_member(
+            chat_id=chat_id, user_id=user_id, until_date=int(time.time()) + KICK_SECONDS
+        )
+        client.unban_chat_member(chat_id=chat_id, user_id=user_id, only_if_banned=True)
+    else:
+        raise ValueError(f"unknown moderation action {action!r}")
+
+
+def already_done(update_id: int | None, action: str) -> bool:
+    if update_id is None:
+        return False
+    return AuditEntry.objects.filter(
+        update_id=update_id, action=action, outcome=Outcome.DONE
+    ).exists()
+
+
+def penalize(
+    client: TelegramClient,
+    *,
+    origin: Origin,
+    action: str,
+    target: Target,
+    seconds: int | None = None,
+    reason: str = "",
+) -> str:
+    """Mute, unmute, ban, unban or kick ``target``; the one-line answer."""
+    done = _done_text(action, target, seconds, reason)
+    if already_done(origin.update_id, action):
+        return done
+    try:
+        telegram_apply(client, action, origin.chat_id, target.user_id, seconds)
+    except TelegramApiError as exc:
+        if exc.retryable:
+            return _retry_later(origin, action, target, seconds, reason, exc)
+        _record(origin, action, target, reason, Outcome.FAILED, exc.description)
+        return explain(exc, target)
+    _record(origin, action, target, reason, Outcome.DONE, describe(seconds) if seconds else "")
+    return done
+
+
+def perform_job(payload: dict[str, Any], client: TelegramClient) -> None:
+    """The ``moderation.act`` job: the action handed over after a retryable error."""
+    origin = Origin(
+        chat_id=int(payload["chat_id"]),
+        actor=Actor(payload.get("actor_id"), str(payload.get("actor_name", ""))),
+        source=str(payload["source"]),
+        update_id=payload.get("update_id"),
+    )
+    action = str(payload["action"])
+    target = Target(int(payload["user_id"]), str(payload.get("name", "")))
+    if already_done(origin.update_id, action):
+        return
+    # A retryable error raises here and the job runner retries it (honouring retry_after).
+    telegram_apply(client, action, origin.chat_id, target.user_id, payload.get("seconds"))
+    _record(origin, action, target, str(payload.get("reason", "")), Outcome.DONE, "after retry")
+
+
+def _retry_later(
+    origin: Origin,
+    action: str,
+    target: Target,
+    seconds: int | None,
+    reason: str,
+    exc: TelegramApiError,
+) -> str:
+    payload = {
+        "chat_id": origin.chat_id,
+        "actor_id": origin.actor.telegram_id,
+        "actor_name": origin.actor.name,
+        "source": origin.source,
+        "update_id": origin.update_id,
+        "action": action,
+        "user_id": target.user_id,
+        "name": target.label,
+        "seconds": seconds,
+        "reason": reason,
+    }
+    key = f"mod:{origin.chat_id}:{origin.update_id or time.time_ns()}:{action}:{target.user_id}"
+    job_retry_later(JOB_KIND, payload, dedupe_key=key, error=exc)
+    wait = f" in {int(exc.retry_after)}s" if exc.retry_after else " shortly"
+    return f"Telegram asks me to slow down: {target.label} will be {PAST[action]}{wait}."
+
+
+def record(**fields: Any) -> AuditEntry | None:
+    """``audit_record``, and the entry mirrored to the chat's log channel when it has one
+    (by the ``moderation.log`` job, queued in the same transaction as the entry)."""
+    entry = audit_record(**fields)
+    if entry is not None and entry.chat_id is not None:
+        log_chat_id = chat_settings(entry.chat_id).log_chat_id
+        if log_chat_id:
+            job_enqueue(
+                LOG_JOB_KIND,
+                {"entry_id": entry.pk, "log_chat_id": log_chat_id},
+                dedupe_key=f"modlog:{entry.pk}",
+                kick=True,
+            )
+    return entry
+
+
+def log_line(entry: AuditEntry) -> str:
+    """One line of the log channel for ``entry``."""
+    who = entry.actor_name or str(entry.actor_id or "")
+    whom = f" {entry.target_name or entry.target_id}" if entry.target_id else ""
+    why = f": {entry.reason}" if entry.reason else ""
+    detail = f" [{entry.detail}]" if entry.detail else ""
+    outcome = "" if entry.outcome == Outcome.DONE else f" ({entry.outcome})"
+    return f"#{entry.action} in {entry.chat_id}{whom} by {who}{why}{detail}{outcome}"[:4096]
+
+
+def mirror_job(payload: dict[str, Any], client: TelegramClient) -> None:
+    """The ``moderation.log`` job. A crash after Telegram's answer and before the job is
+    finished posts the line again: a log mirror prefers a repeated line to a missing one."""
+    entry = AuditEntry.objects.filter(pk=payload["entry_id"]).first()
+    if entry is None:
+        return
+    client.send_message(chat_id=int(payload["log_chat_id"]), text=log_line(entry))
+
+
+def _record(
+    origin: Origin, action: str, target: Target, reason: str, outcome: str, detail: str
+) -> None:
+    record(
+        action=action,
+        actor=origin.actor,
+        source=origin.source,
+        chat_id=origin.chat_id,
+        target_id=target.user_id,
+        target_name=target.label,
+        reason=reason,
+        outcome=outcome,
+        detail=detail,
+        update_id=origin.update_id,
+    )
+
+
+def _done_text(action: str, target: Target, seconds: int | None, reason: str) -> str:
+    text = f"{target.label} is {PAST[action]}"
+    if action in (Action.MUTE, Action.BAN):
+        text += f" {describe(seconds)}"
+    return text + (f": {reason}" if reason else ".")
+
+
+def explain(exc: TelegramApiError, target: Target | None = None) -> str:
+    """A Telegram refusal as one plain line."""
+    text = exc.description.lower()
+    who = target.label if target else "That user"
+    if "not enough rights" in text or "have no rights" in text:
+        return "I lack the right to do that here: an owner can grant it."
+    if "user is an administrator" in text:
+        return f"{who} is an admin; I can't do that."
+    if "can't remove chat owner" in text or "chat owner" in text:
+        return f"{who} is the chat's owner."
+    if "user not found" in text or "participant_id_invalid" in text or "user_id_invalid" in text:
+        return "I can't find that user in this chat."
+    if "message can't be deleted" in text:
+        return "That message can't be deleted: it is older than 48 hours, or I lack the right."
+    if "message to delete not found" in text:
+        return "That message is already gone."
+    if "only for supergroups" in text:
+        return "That works only in supergroups."
+    return f"Telegram refused: {exc.description[:200]}"
+
+
+# -- warnings -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WarnResult:
+    count: int
+    limit: int
+    triggered: bool
+
+
+def warn(
+    *,
+    origin: Origin,
+    target: Target,
+    reason: str,
+    settings: ChatSettings,
+) -> WarnResult:
+    """Give a warning (once per update). At the chat's limit the active warnings are spent
+    and ``triggered`` is True for exactly one warning, however many moderators warn at once."""
+    now = timezone.now()
+    with transaction.atomic():
+        state, _ = WarnState.objects.get_or_create(
+            chat_id=origin.chat_id,
+            user_id=target.user_id,
+            defaults={"name": clean(target.name, 200), "username": clean(target.username, 64)},
+        )
+        # The lock that serialises warnings of this member (PostgreSQL; SQLite's IMMEDIATE
+        # transactions serialise every writer anyway).
+        WarnState.objects.select_for_update().filter(pk=state.pk).first()
+        if origin.update_id is not None:
+            existing = Warning.objects.filter(update_id=origin.update_id).first()
+            if existing is not None:
+                return WarnResult(
+                    _active(origin.chat_id, target.user_id, now).count(),
+                    settings.warn_limit,
+                    existing.triggered,
+                )
+        warning = Warning.objects.create(
+            chat_id=origin.chat_id,
+            user_id=target.user_id,
+            moderator_id=origin.actor.telegram_id,
+            reason=clean(reason, 300),
+            expires_at=now + timedelta(days=settings.warn_expiry_days),
+            update_id=origin.update_id,
+        )
+        active = _active(origin.chat_id, target.user_id, now)
+        count = active.count()
+        triggered = count >= settings.warn_limit
+        if triggered:
+            active.update(spent=True)
+            Warning.objects.filter(pk=warning.pk).update(triggered=True)
+        _record(origin, "warn", target, reason, Outcome.DONE, f"{count}/{settings.warn_limit}")
+    return WarnResult(count, settings.warn_limit, triggered)
+
+
+def warn_and_act(client: TelegramClient, origin: Origin, target: Target, reason: str) -> str:
+    """Warn; at the chat's limit also take the chat's action (once)."""
+    settings = chat_settings(origin.chat_id)
+    result = warn(origin=origin, target=target, reason=reason, settings=settings)
+    text = f"{target.label} is warned ({result.count}/{result.limit})"
+    text += f": {reason}" if reason else "."
+    if result.triggered:
+        auto = Origin(origin.chat_id, BOT, "auto", origin.update_id)
+        text += " " + penalize(
+            client,
+            origin=auto,
+            action=settings.warn_action,
+            target=target,
+            seconds=settings.warn_action_seconds,
+            reason=f"{result.limit} warnings",
+        )
+    return text
+
+
+def unwarn(*, origin: Origin, target: Target) -> bool:
+    """Revoke the member's latest active warning; False when there was none (or this update
+    revoked one already)."""
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            latest = _active(origin.chat_id, target.user_id, now).first()
+            if latest is None:
+                return False
+            Warning.objects.filter(pk=latest.pk).update(revoked=True)
+            entry = record(
+                action="unwarn",
+                actor=origin.actor,
+                source=origin.source,
+                chat_id=origin.chat_id,
+                target_id=target.user_id,
+                target_name=target.label,
+                update_id=origin.update_id,
+            )
+            if entry is None:
+                raise _AlreadyDone
+    except _AlreadyDone:
+        return True
+    return True
+
+
+class _AlreadyDone(Exception):
+    """Rolls back a revocation that this update made before (a re-delivery)."""
+
+
+def warnings_of(chat_id: int, user_id: int) -> list[Warning]:
+    return list(_active(chat_id, user_id, timezone.now()))
+
+
+def _active(chat_id: int, user_id: int, now: Any) -> Any:
+    return Warning.objects.filter(
+        chat_id=chat_id, user_id=user_id, revoked=False, spent=False, expires_at__gt=now
+    ).order_by("-created_at", "-id")
+
+
+def known_username(chat_id: int, username: str) -> Target | None:
+    """A member of the chat we have moderated before, by @username (the bot keeps no member
+    directory: a username it never saw must be given as a reply or an id)."""
+    state = (
+        WarnState.objects.filter(chat_id=chat_id, username__iexact=username).order_by("-id").first()
+    )
+    if state is None:
+        return None
+    return Target(state.user_id, state.name, state.username)
+
+
+# -- settings -------------------------------------------------------------------------------
+
+VIOLATION_CYCLE = (Action.NONE, Action.DELETE, Action.WARN, Action.MUTE, Action.BAN)
+PANEL_OPS = ("flood", "warn+", "warn-", "low", "medium", "high")
+
+
+def settings_for_edit(chat_id: int) -> ChatSettings:
+    return ChatSettings.objects.filter(chat_id=chat_id).first() or ChatSettings(chat_id=chat_id)
+
+
+def settings_toggle(
+    *, chat_id: int, op: str, actor: Actor, update_id: int | None = None
+) -> ChatSettings:
+    """One panel button: anti-flood on/off, warning limit up/down, a severity's next action.
+    Validated like the admin site's form (``full_clean``) and recorded in the audit log; a
+    re-delivered press changes nothing again."""
+    if op not in PANEL_OPS:
+        raise ValueError(f"unknown settings change {op!r}")
+    with transaction.atomic():
+        row, _ = ChatSettings.objects.select_for_update().get_or_create(chat_id=chat_id)
+        if update_id is not None and already_done(update_id, "settings"):
+            return row
+        if op == "flood":
+            row.flood_action = Action.NONE if row.flood_action != Action.NONE else Action.MUTE
+            field, value = "flood_action", str(row.flood_action)
+        elif op in ("warn+", "warn-"):
+            step = 1 if op == "warn+" else -1
+            row.warn_limit = min(20, max(1, row.warn_limit + step))
+            field, value = "warn_limit", str(row.warn_limit)
+        else:
+            field = f"violation_{op}"
+            current = getattr(row, field)
+            index = VIOLATION_CYCLE.index(current) if current in VIOLATION_CYCLE else 0
+            value = str(VIOLATION_CYCLE[(index + 1) % len(VIOLATION_CYCLE)])
+            setattr(row, field, value)
+        row.full_clean()
+        row.save()
+        audit_settings(
+            row, actor=actor, source="panel", changes=f"{field}={value}", update_id=update_id
+        )
+    return row
+
+
+def audit_settings(
+    row: ChatSettings, *, actor: Actor, source: str, changes: str, update_id: int | None = None
+) -> None:
+    record(
+        update_id=update_id,
+        action="settings",
+        actor=actor,
+        source=source,
+        chat_id=row.chat_id,
+        detail=changes,
+        outcome=Outcome.DONE,
+    )
+
+
+def known_chats(limit: int = 20) -> list[int]:
+    """Chats to offer in the panel: those with settings, then those moderated before."""
+    chats = list(ChatSettings.objects.values_list("chat_id", flat=True)[:limit])
+    seen = (
+        AuditEntry.objects.filter(chat_id__lt=0)
+        .exclude(chat_id__in=chats)
+        .values_list("chat_id", flat=True)
+        .distinct()[: max(0, limit - len(chats))]
+    )
+    return chats + [chat for chat in seen if chat is not None]

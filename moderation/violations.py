@@ -1,0 +1,71 @@
+"""Acting on violations: per chat, each severity maps to an action (none, delete, warn, mute,
+ban). The rules and their matching belong to the statistics app; moderation asks the core
+classification service (``telegram_bot.violations``) and never imports statistics. A chat whose
+severities all map to "none" (the default) costs nothing: the message is not classified here.
+Admins are exempt. Statistics still count the message: this observer runs before theirs and
+does not stop it.
+"""
+
+from __future__ import annotations
+
+from moderation import services
+from moderation.conf import chat_settings
+from moderation.models import Action
+from moderation.rights import chat_admins, is_protected
+from moderation.services import Origin, Target
+from telegram_bot import violations
+from telegram_bot.audit import BOT, Outcome
+from telegram_bot.errors import TelegramApiError
+from telegram_bot.pipeline.context import Context
+
+
+def act_on_violations(ctx: Context) -> None:
+    message = ctx.update.message
+    if message is None or ctx.chat_id is None or ctx.update.command() is not None:
+        return
+    user = message.from_user
+    if user is None or user.is_bot or message.sender_chat is not None or message.is_service:
+        return
+    settings = chat_settings(ctx.chat_id)
+    actions = {s: settings.violation_action(s) for s in violations.SEVERITIES}
+    if all(action == Action.NONE for action in actions.values()):
+        return
+    severity = violations.worst(violations.classify(message, ctx.store))
+    if severity is None or actions[severity] == Action.NONE:
+        return
+    action = actions[severity]
+    target = Target(user.id, user.full_name, user.username or "")
+    origin = Origin(ctx.chat_id, BOT, "auto", ctx.update.update_id)
+    reason = f"{severity} violation"
+    try:
+        if is_protected(chat_admins(ctx.store, ctx.client, ctx.chat_id), user.id):
+            return
+        if action == Action.DELETE:
+            ctx.client.delete_message(chat_id=ctx.chat_id, message_id=message.message_id)
+            services.record(
+                action="delete",
+                actor=BOT,
+                source="auto",
+                chat_id=ctx.chat_id,
+                target_id=user.id,
+                target_name=target.label,
+                reason=reason,
+                outcome=Outcome.DONE,
+                detail=f"message #{message.message_id}",
+                update_id=ctx.update.update_id,
+            )
+            return
+        if action == Action.WARN:
+            answer = services.warn_and_act(ctx.client, origin, target, reason)
+        else:
+            answer = services.penalize(
+                ctx.client,
+                origin=origin,
+                action=action,
+                target=target,
+                seconds=settings.violation_action_seconds,
+                reason=reason,
+            )
+    except TelegramApiError as exc:
+        answer = services.explain(exc, target)
+    ctx.reply(answer)
