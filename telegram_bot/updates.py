@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -263,7 +263,9 @@ class ChatMember(TelegramObject):
     """The union ChatMemberOwner | Administrator | Member | Restricted | Left | Banned, told
     apart by ``status``; a right a status does not carry is None."""
 
-    status: Literal["creator", "administrator", "member", "restricted", "left", "kicked"]
+    # creator, administrator, member, restricted, left or kicked; a string, so that a status
+    # Telegram adds one day does not make every chat_member update "not an Update".
+    status: Text
     user: User
     is_anonymous: StrictBool | None = None
     custom_title: Text | None = None

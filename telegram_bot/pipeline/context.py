@@ -26,8 +26,9 @@ class Context:
     # whether it is the last one to run: its commit_once then also marks the update done.
     unit: str = ROUTE_UNIT
     last_unit: bool = True
-    # Set once commit_once has written (or found) this update's done-marker.
+    # Set once commit_once has written this update's done-marker; committed once it ran.
     done_marked: bool = False
+    committed: bool = False
 
     @property
     def command(self) -> Command | None:
@@ -51,7 +52,10 @@ class Context:
         applied = idempotency.commit_once(
             self.store, self.update.update_id, ops, unit=self.unit, finish=self.last_unit
         )
-        self.done_marked = self.last_unit
+        self.committed = True
+        # Not applied: this unit had committed before, and the done-marker in its batch was
+        # skipped with the rest, so the pipeline still has to write it.
+        self.done_marked = self.last_unit and applied
         return applied
 
     def reply(self, text: str, **params: Any) -> dict[str, Any]:

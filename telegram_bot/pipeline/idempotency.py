@@ -116,9 +116,10 @@ def commit_once(
 
 
 def mark_units_done(store: KVStore, update_id: int, units: Sequence[str]) -> None:
-    """Remember the units that finished, for an update that ends as a dead letter: its replay
-    then runs only the units that had not (a reply already sent is not sent again)."""
-    ttl = done_ttl_ms()
+    """Remember the units that finished or committed, for an update that ends as a dead
+    letter: its replay runs only the others (no effect applied and no reply sent twice). Kept
+    as long as the letter may be replayed, which can be longer than a done-marker lives."""
+    ttl = max(done_ttl_ms(), int(settings.DEAD_LETTER_RETENTION_DAYS) * 24 * 3600 * 1000)
     for unit in units:
         store.set(unit_marker_key(update_id, unit), DONE, ttl)
 

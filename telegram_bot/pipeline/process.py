@@ -59,6 +59,11 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
         return Outcome.IGNORED
     try:
         store = get_store()
+        # A letter from before per-unit markers whose handler committed: its DONE marker
+        # alone says so (see _run_units).
+        legacy_done = replay and idempotency.is_done(
+            store.get(idempotency.marker_key(update.update_id))
+        )
         claim = _claim(store, update.update_id, replay=replay)
     except UNAVAILABLE_ERRORS as exc:
         log.warning(
@@ -70,7 +75,7 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
     if isinstance(claim, Outcome):
         return claim
     try:
-        outcome, marked = _handle(store, update, replay=replay)
+        outcome, marked = _handle(store, update, replay=replay, legacy_done=legacy_done)
     except UNAVAILABLE_ERRORS as exc:
         log.warning(
             "update %s: state unavailable while handling: %s", update.update_id, redact(str(exc))
@@ -103,7 +108,9 @@ def dead_letters() -> DeadLetterStore:
     return DeadLetterStore(get_store(), retention_ms=retention_ms)
 
 
-def _handle(store: KVStore, update: Update, *, replay: bool) -> tuple[Outcome, bool]:
+def _handle(
+    store: KVStore, update: Update, *, replay: bool, legacy_done: bool = False
+) -> tuple[Outcome, bool]:
     """The outcome, and whether the last unit marked the update done itself (commit_once).
 
     The units of an update are its observers (in their order), then the routed handler.
@@ -138,7 +145,9 @@ def _handle(store: KVStore, update: Update, *, replay: bool) -> tuple[Outcome, b
         units.append((ROUTE_UNIT, route.handler))
     if not units:
         return (Outcome.IGNORED if outcome == Outcome.PROCESSED else outcome), False
-    return outcome, _run_units(store, update, sender, router, units, replay=replay)
+    return outcome, _run_units(
+        store, update, sender, router, units, replay=replay, legacy_done=legacy_done
+    )
 
 
 def _run_units(
@@ -149,17 +158,31 @@ def _run_units(
     units: list[tuple[str, Handler]],
     *,
     replay: bool,
+    legacy_done: bool = False,
 ) -> bool:
     """Run the units; True when the last one wrote the update's done-marker. Raises the first
-    unit's error (after the others ran) so that the update becomes a dead letter."""
+    unit's error (after the others ran) so that the update becomes a dead letter.
+
+    A replay skips the units that finished or committed before (their markers). A letter
+    whose update marker is DONE but no unit has a marker was written before unit markers
+    existed, by a handler that had committed: nothing of it runs again.
+    """
     client = get_client()
     finished: list[str] = []
     failures: list[Exception] = []
     done_marked = False
+    skip: set[str] = set()
+    if replay:
+        skip = {name for name, _ in units if idempotency.unit_done(store, update.update_id, name)}
+        if legacy_done and not skip:
+            skip = {name for name, _ in units}
     for index, (name, handler) in enumerate(units):
-        if replay and idempotency.unit_done(store, update.update_id, name):
+        if name in skip:
             continue  # it finished (or committed) before the update was dead-lettered
-        last = index == len(units) - 1
+        # After a failure no commit may carry the update's done-marker: the update is to
+        # become a dead letter, and a DONE marker would answer its re-delivery "duplicate"
+        # even if writing the letter failed.
+        last = index == len(units) - 1 and not failures
         context = Context(
             update=update,
             sender=sender,
@@ -183,11 +206,13 @@ def _run_units(
                 redact(str(exc)),
             )
             failures.append(exc)
+            if context.committed:
+                finished.append(name)  # its effects are in: a replay must not apply them again
             continue
         finished.append(name)
         done_marked = done_marked or (last and context.done_marked)
     if failures:
-        if finished and len(units) > 1:
+        if finished:
             idempotency.mark_units_done(store, update.update_id, finished)
         raise failures[0]
     return done_marked
@@ -228,16 +253,14 @@ def _refuse(store: KVStore, update: Update, refusal: security.Refusal) -> None:
 
 
 def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | Outcome | None:
-    """Our claim on the update; None for a replay of an update whose handler had committed
-    (its DONE marker stays, so commit_once will not apply its effects again); or the Outcome
-    that ends processing here."""
+    """Our claim on the update, or the Outcome that ends processing here. A replay claims the
+    update whatever its marker (done, dead, released, gone), so two replays of one letter at
+    once never both run it; its units' markers say what already ran."""
     key = idempotency.marker_key(update_id)
     claim = idempotency.new_claim(store)
     ttl = settings.UPDATE_CLAIM_TTL_SECONDS * 1000
     if replay:
         current = store.get(key)
-        if idempotency.is_done(current):
-            return None
         if idempotency.is_claimed(current) and not idempotency.owner_gone(store, current):
             return Outcome.IN_PROGRESS  # another worker (or replay) holds it right now
         # From the marker we saw: two replays of one letter at once do not both run it.

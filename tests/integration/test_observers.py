@@ -207,3 +207,100 @@ def test_observer_names_are_checked_and_unique() -> None:
         Router(
             [], observers=[Observer.on("a", "message", first), Observer.on("a", "message", second)]
         )
+
+
+# --- review findings: replay after the done-marker's lifetime, failed updates, claims -------
+def test_a_replay_after_the_done_markers_lifetime_repeats_nothing(
+    bot: FakeTelegramServer,
+    memory_store: KVStore,
+    observed: Router,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Letters are kept longer than done-markers: what ran is remembered as long as the letter."""
+    from telegram_bot.pipeline import idempotency
+
+    monkeypatch.setattr(idempotency, "done_ttl_ms", lambda: 200)  # done-markers die fast
+    update = make_message_update("/ask", chat_id=-100, user_id=5)
+    broken["first"] = True
+    assert process_update(update) == Outcome.DEAD_LETTER
+    time.sleep(0.3)  # every 200 ms marker is gone; the letter (7 days) is not
+    broken["first"] = False
+    seen.clear()
+    assert process_update(update, replay=True) == Outcome.PROCESSED
+    assert seen == ["first"]
+    assert (memory_store.get("counter:first"), memory_store.get("counter:second")) == (1, 1)
+    assert len(bot.calls_to("sendMessage")) == 1
+
+
+def test_an_update_with_a_failed_unit_is_never_marked_done_by_a_later_commit(
+    bot: FakeTelegramServer,
+    memory_store: KVStore,
+    observed: Router,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last unit commits after an earlier one failed: if the letter cannot be written
+    (the KV store went away), Telegram's re-delivery must run the failed unit, not be told
+    "duplicate"."""
+    from telegram_bot.errors import StateUnavailableError
+
+    update = make_message_update("plain text", chat_id=-100, user_id=5)
+    broken["first"] = True
+
+    def unavailable(*args: Any, **kwargs: Any) -> None:
+        raise StateUnavailableError("the KV store went away")
+
+    monkeypatch.setattr(pipeline.DeadLetterStore, "put", unavailable)
+    assert process_update(update) == Outcome.UNAVAILABLE
+    assert memory_store.get(f"upd:{update['update_id']}") != {"s": "done"}
+    monkeypatch.undo()
+    monkeypatch.setattr(pipeline, "get_router", lambda: observed)
+    broken["first"] = False
+    seen.clear()
+    time.sleep(0.05)  # the released claim's 1 ms TTL; Telegram comes back seconds later
+    assert process_update(update) == Outcome.PROCESSED  # not "duplicate"
+    assert seen == ["first", "watcher", "second"]
+    assert (memory_store.get("counter:first"), memory_store.get("counter:second")) == (1, 1)
+
+
+def test_a_replay_claims_the_update_even_when_it_is_marked_done(
+    bot: FakeTelegramServer, memory_store: KVStore, observed: Router
+) -> None:
+    update = make_message_update("/ask", chat_id=-100, user_id=5)
+    key = f"upd:{update['update_id']}"
+    memory_store.set(key, {"s": "done"}, ttl_ms=60_000)
+    markers: list[Any] = []
+    real_first = observed.observers[0].handler
+
+    def peek(ctx: Any) -> None:
+        markers.append(ctx.store.get(key))
+        real_first(ctx)
+
+    object.__setattr__(observed.observers[0], "handler", peek)
+    try:
+        memory_store.set(f"upd:{update['update_id']}:t.second", {"s": "done"}, ttl_ms=60_000)
+        assert process_update(update, replay=True) == Outcome.PROCESSED
+    finally:
+        object.__setattr__(observed.observers[0], "handler", real_first)
+    assert markers and markers[0]["s"] == "claim"  # a second replay would get IN_PROGRESS
+    assert memory_store.get(key) == {"s": "done"}
+    assert memory_store.get("counter:second") is None  # its marker said it had run
+
+
+def test_a_letter_from_before_unit_markers_is_not_applied_again(
+    bot: FakeTelegramServer, memory_store: KVStore, observed: Router
+) -> None:
+    update = make_message_update("/ask", chat_id=-100, user_id=5)
+    memory_store.set(f"upd:{update['update_id']}", {"s": "done"}, ttl_ms=60_000)
+    assert process_update(update, replay=True) == Outcome.PROCESSED
+    assert seen == []  # its handler had committed under the old single marker
+    assert bot.calls_to("sendMessage") == []
+
+
+def test_a_last_unit_that_had_committed_before_still_gets_the_update_marked_done(
+    bot: FakeTelegramServer, memory_store: KVStore, observed: Router
+) -> None:
+    update = make_message_update("plain text", chat_id=-100, user_id=5)
+    memory_store.set(f"upd:{update['update_id']}:t.second", {"s": "done"}, ttl_ms=60_000)
+    assert process_update(update) == Outcome.PROCESSED
+    assert memory_store.get(f"upd:{update['update_id']}") == {"s": "done"}
+    assert memory_store.get("counter:second") is None
