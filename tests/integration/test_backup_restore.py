@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -120,6 +121,8 @@ def test_a_restored_backup_serves_the_old_data(databases: tuple[str, str], tmp_p
     )
     assert refused.returncode == 2 and "restore into an empty one" in refused.stderr
     run(new, "bash", "deploy/restore", str(dump))
+    # DEBUG is off: the admin's pages need the collected static files' manifest.
+    run(new, python, "manage.py", "collectstatic", "--noinput", "-v", "0")
 
     port = free_port()
     serve = subprocess.Popen(
@@ -149,6 +152,8 @@ def admin_page(port: int, path: str) -> str:
         try:
             login = opener.open(f"{base}/admin/login/", timeout=5).read().decode()
             break
+        except urllib.error.HTTPError as exc:  # it started, and answers with an error
+            raise AssertionError(f"{exc.code}: {exc.read()[:500]!r}") from None
         except OSError:
             assert time.monotonic() < deadline, "the restored product did not start"
             time.sleep(0.3)

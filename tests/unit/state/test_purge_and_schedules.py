@@ -20,8 +20,12 @@ def test_the_purge_deletes_expired_rows_only() -> None:
     store.set("lock:live", 1, ttl_ms=60_000)
     store.set("lock:forever", 1)
     time.sleep(0.1)
-    assert store.purge_expired(batch=7) == 30
-    assert set(KVEntry.objects.values_list("key", flat=True)) == {"lock:live", "lock:forever"}
+    # Other tests' liveness heartbeats (their own connections, committed outside this test's
+    # transaction) may leave live:<process> rows here that expire too.
+    foreign = KVEntry.objects.filter(key__startswith="live:").count()
+    assert 30 <= store.purge_expired(batch=7) <= 30 + foreign
+    ours = set(KVEntry.objects.exclude(key__startswith="live:").values_list("key", flat=True))
+    assert ours == {"lock:live", "lock:forever"}
 
 
 @pytest.mark.django_db
@@ -31,8 +35,10 @@ def test_the_purge_task_uses_the_configured_store() -> None:
     store = open_store("db://")
     store.set("rl:x", 1, ttl_ms=10)
     time.sleep(0.05)
+    foreign = KVEntry.objects.filter(key__startswith="live:").count()  # see above
     with override_store(store):
-        assert kv_purge_expired() == 1
+        assert 1 <= kv_purge_expired() <= 1 + foreign
+    assert not KVEntry.objects.filter(key="rl:x").exists()
 
 
 @pytest.mark.django_db
