@@ -160,6 +160,9 @@ def test_live_workers_racing_for_one_update_never_both_win(
     from tests.integration.claim_worker import race_claims
 
     settings.UPDATE_LIVENESS_TTL_SECONDS = LIVENESS_TTL
+    # The parent's claims below live an hour, so its heartbeat must too (it beats as long as
+    # the claims it made can live): on a slow machine the rounds take longer than 90 s.
+    settings.UPDATE_CLAIM_TTL_SECONDS = 3600
     first = 700_000 + (uuid.uuid4().int % 1000) * 100
     live_id = liveness.current().hold(shared_kv)  # the parent beats: a live owner
     ctx = multiprocessing.get_context("spawn")
@@ -178,6 +181,7 @@ def test_live_workers_racing_for_one_update_never_both_win(
         if kind == "dead":
             shared_kv.set(key, _dead_claim(), ttl_ms=3_600_000)
         elif kind == "live":
+            live_id = liveness.current().hold(shared_kv)  # a live worker's new claim
             shared_kv.set(key, {"s": "claim", "o": "parent", "p": live_id}, ttl_ms=3_600_000)
         barrier.wait(timeout=120)
         barrier.wait(timeout=120)
