@@ -19,7 +19,7 @@ from telegram_bot import (
 )
 from telegram_bot.errors import BotError
 from telegram_bot.jobs.services import job_cancel, job_retry_now
-from telegram_bot.models import BlockedChat, BotAdmin, DeliveryFailure, Job
+from telegram_bot.models import BlockedChat, BotAdmin, ChatPreference, DeliveryFailure, Job
 from telegram_bot.ops.admin_site import register_view
 from telegram_bot.ops.dead_letter_views import (
     dead_letter_drop,
@@ -120,6 +120,12 @@ class BlockedChatAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+
+@admin.register(ChatPreference)
+class ChatPreferenceAdmin(admin.ModelAdmin):
+    list_display = ("chat_id", "time_zone", "language")
+    search_fields = ("chat_id",)
 
 
 @admin.register(Job)

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import zoneinfo
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.state.models import KVEntry
 
-__all__ = ["BlockedChat", "BotAdmin", "DeliveryFailure", "Job", "JobStatus", "KVEntry"]
+__all__ = [
+    "BlockedChat",
+    "BotAdmin",
+    "ChatPreference",
+    "DeliveryFailure",
+    "Job",
+    "JobStatus",
+    "KVEntry",
+]
 
 
 class BotAdmin(models.Model):
@@ -28,6 +40,54 @@ class BotAdmin(models.Model):
 
     def __str__(self) -> str:
         return f"{self.display_name or 'admin'} ({self.telegram_id})"
+
+
+def validate_time_zone(value: str) -> None:
+    if value and value not in zoneinfo.available_timezones():
+        raise ValidationError(
+            "%(value)s is not a time zone name (e.g. Europe/Moscow).", params={"value": value}
+        )
+
+
+def validate_language(value: str) -> None:
+    if value and value not in {code for code, _name in settings.LANGUAGES}:
+        raise ValidationError(
+            "%(value)s is not one of the site's languages.", params={"value": value}
+        )
+
+
+class ChatPreference(models.Model):
+    """A chat's time zone and language, read by every app (the statistics' days and hours, the
+    overview's "today", the language the bot answers in when the user's is unknown). A chat
+    without a row, or a blank field, uses the ``TIME_ZONE`` / ``LANGUAGE_CODE`` setting."""
+
+    chat_id = models.BigIntegerField(primary_key=True)
+    time_zone = models.CharField(
+        max_length=64,
+        blank=True,
+        validators=[validate_time_zone],
+        help_text="An IANA time zone name, e.g. Europe/Moscow. Blank: the TIME_ZONE setting.",
+    )
+    language = models.CharField(
+        max_length=16,
+        blank=True,
+        validators=[validate_language],
+        help_text="Blank: the LANGUAGE_CODE setting.",
+    )
+
+    class Meta:
+        verbose_name = "chat preference"
+
+    def __str__(self) -> str:
+        return str(self.chat_id)
+
+
+def chat_zone(chat_id: int) -> zoneinfo.ZoneInfo:
+    """The chat's time zone (its preference, else the ``TIME_ZONE`` setting)."""
+    name = (
+        ChatPreference.objects.filter(chat_id=chat_id).values_list("time_zone", flat=True).first()
+    )
+    return zoneinfo.ZoneInfo(name or settings.TIME_ZONE)
 
 
 class BlockedChat(models.Model):
