@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from community.models import BotChat, ChatPolicy, MemberPolicy
+from community.models import BotChat, ChatPolicy, MemberMovement, MemberPolicy
 
 
 @admin.register(ChatPolicy)
@@ -87,4 +87,24 @@ class BotChatAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(MemberMovement)
+class MemberMovementAdmin(admin.ModelAdmin):
+    """Read only: joins and leaves as the bot saw them (the overview's cards link here)."""
+
+    list_display = ("at", "kind", "chat_id", "user_id")
+    list_filter = ("kind", "day", "chat_id")
+    search_fields = ("=chat_id", "=user_id")
+    date_hierarchy = "at"
+    ordering = ("-at",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False

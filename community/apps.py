@@ -10,6 +10,7 @@ class CommunityConfig(features.FeatureConfig):
     job_handlers = "community.tasks.JOB_HANDLERS"
     schedules = "community.schedules.SCHEDULES"
     api_module = "community.api"
+    overview_cards = "community.overview.community_cards"
     start_line = "members (join requests, welcome, captcha)"
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "

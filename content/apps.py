@@ -9,4 +9,5 @@ class ContentConfig(features.FeatureConfig):
     bot_handlers = "content.handlers"
     job_handlers = "content.tasks.JOB_HANDLERS"
     schedules = "content.schedules.SCHEDULES"
+    overview_cards = "content.overview.content_cards"
     start_line = "channel posts"

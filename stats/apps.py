@@ -9,6 +9,7 @@ class StatsConfig(features.FeatureConfig):
     bot_handlers = "stats.handlers"
     schedules = "stats.schedules.SCHEDULES"
     api_module = "stats.api"
+    overview_cards = "stats.overview.stats_cards"
     start_line = "statistics"
     key_families = {
         "msg": "raw message buffer, minimal fields, 7 days",

@@ -72,6 +72,8 @@ class DailyUserStat(models.Model):
                 fields=["chat_id", "day", "user_id"], name="stats_daily_user_chat_day_user"
             )
         ]
+        # The admin overview reads recent days across every chat (stats/overview.py).
+        indexes = [models.Index(fields=["day", "user_id"], name="stats_daily_user_day_user")]
         verbose_name = "daily user aggregate"
 
     def __str__(self) -> str:

@@ -9,4 +9,5 @@ class SupportConfig(features.FeatureConfig):
     bot_handlers = "support.handlers"
     job_handlers = "support.tasks.JOB_HANDLERS"
     schedules = "support.schedules.SCHEDULES"
+    overview_cards = "support.overview.support_cards"
     start_line = "support"

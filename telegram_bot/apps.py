@@ -13,6 +13,7 @@ class TelegramBotConfig(features.FeatureConfig):
     bot_handlers = "telegram_bot.handlers"
     job_handlers = "telegram_bot.tasks.JOB_HANDLERS"
     schedules = "telegram_bot.schedules.SCHEDULES"
+    overview_cards = "telegram_bot.ops.overview_cards.core_cards"
 
     def ready(self) -> None:
         super().ready()

@@ -3,7 +3,8 @@
 Apps add pages with ``register_view`` from their ``admin.py``. Each page is staff-only
 (``admin_view``) and names the permissions that open it (any one of them): the site checks
 them before the view runs, so a page cannot be registered without a permission check, and
-the index lists under "Operations" only the pages the user may open.
+the index lists under "Operations" only the pages the user may open. The index opens on the
+overview cards the apps contribute (``telegram_bot.overview``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from django.contrib.admin.apps import AdminConfig
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, path, reverse
+from django.utils.translation import gettext_lazy
+
+from telegram_bot.overview import overview_cards
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ def _permission_required(entry: OperationsView) -> Callable[..., HttpResponse]:
 class OperatorsAdminSite(admin.AdminSite):
     site_header = "Community bot administration"
     site_title = "Community bot"
-    index_title = "Operations"
+    index_title = gettext_lazy("Overview")
 
     def get_urls(self) -> list[URLResolver | URLPattern]:
         extra = [
@@ -91,7 +95,8 @@ class OperatorsAdminSite(admin.AdminSite):
             for view in _views
             if view.title and view.allows(request)
         ]
-        return super().index(request, {**(extra_context or {}), "operations_links": links})
+        context = {"operations_links": links, "overview_cards": overview_cards(request.user)}
+        return super().index(request, {**(extra_context or {}), **context})
 
 
 class OperatorsAdminConfig(AdminConfig):

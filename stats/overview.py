@@ -1,0 +1,87 @@
+"""The statistics' cards on the admin overview: messages today against yesterday and the
+members active in the last 7 days, across every counted chat.
+
+Rows are kept per UTC day with 24 UTC hour columns, so a day in the ``TIME_ZONE`` setting is
+summed exactly from the hours of the (up to three) UTC days it overlaps; whole-hour zones are
+exact, a half-hour zone is off by the half hour at each end. "Active in 7 days" counts the
+members who wrote on the last seven UTC days.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from django.db.models import Sum
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from stats.api import PERMISSION
+from stats.models import DailyUserStat
+from telegram_bot.overview import Card, day_bounds, local_today, versus_yesterday
+
+ACTIVE_DAYS = 7
+_HOURS = [f"hour_{hour:02d}" for hour in range(24)]
+
+
+def stats_cards(user: Any) -> list[Card]:
+    """Two queries on the (day, user) index: the hour sums of at most four UTC days, and the
+    distinct writers of the last seven."""
+    if not user.has_perm(PERMISSION):
+        return []
+    today = local_today()
+    messages = local_day_messages([today - timedelta(days=1), today])
+    utc_today = timezone.now().astimezone(UTC).date()
+    active = (
+        DailyUserStat.objects.filter(
+            day__gt=utc_today - timedelta(days=ACTIVE_DAYS),
+            day__lte=utc_today,
+            message_count__gt=0,
+        )
+        .values("user_id")
+        .distinct()
+        .count()
+    )
+    dashboard = reverse("admin:stats-dashboard")
+    today_count, yesterday_count = messages[today], messages[today - timedelta(days=1)]
+    return [
+        Card(
+            key="messages-today",
+            order=10,
+            title=_("Messages today"),
+            value=f"{today_count:,}",
+            detail=versus_yesterday(today_count, yesterday_count),
+            url=dashboard,
+        ),
+        Card(
+            key="active-members",
+            order=20,
+            title=_("Active members (7 days)"),
+            value=f"{active:,}",
+            detail=_("wrote at least once"),
+            url=dashboard,
+        ),
+    ]
+
+
+def local_day_messages(days: list[date]) -> dict[date, int]:
+    """Messages of each of ``days`` (consecutive days in the ``TIME_ZONE`` setting), summed
+    over every chat from the UTC hour columns, in one query."""
+    spans = {day: day_bounds(day) for day in days}
+    first = min(start for start, _end in spans.values()).astimezone(UTC)
+    last = max(end for _start, end in spans.values()).astimezone(UTC)
+    rows = (
+        DailyUserStat.objects.filter(day__gte=first.date(), day__lte=last.date())
+        .values("day")
+        .annotate(**{hour: Sum(hour) for hour in _HOURS})
+    )
+    totals: dict[date, int] = defaultdict(int)
+    for row in rows:
+        for index, hour in enumerate(_HOURS):
+            at = datetime(row["day"].year, row["day"].month, row["day"].day, index, tzinfo=UTC)
+            for day, (start, end) in spans.items():
+                if start <= at < end:
+                    totals[day] += row[hour] or 0
+    return {day: totals[day] for day in days}

@@ -1,0 +1,191 @@
+"""The admin index opens on the overview: each app's cards, with figures checked against the
+rows seeded here, for the users allowed to see them, in a bounded number of queries."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+
+from community.models import MemberMovement
+from community.records import JoinRequestRecord, JoinRequestStore
+from content.models import Post, PostStatus
+from stats.models import DailyUserStat
+from support.models import Ticket, TicketMessage
+from telegram_bot.jobs.models import Job, JobStatus
+from telegram_bot.pipeline.process import dead_letters
+from telegram_bot.state import KVStore
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+CHAT = -1001234567890
+
+
+@pytest.fixture(autouse=True)
+def frozen(monkeypatch: pytest.MonkeyPatch, memory_store: KVStore) -> None:
+    monkeypatch.setattr("django.utils.timezone.now", lambda: NOW)
+
+
+def admin_client(django_user_model: Any) -> Client:
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser("op", "op@example.org", "pw"))
+    return client
+
+
+def cards(response: Any) -> dict[str, Any]:
+    assert response.status_code == 200
+    return {card.key: card for card in response.context["overview_cards"]}
+
+
+def stat(day: str, user_id: int, hours: dict[int, int], chat_id: int = CHAT) -> None:
+    DailyUserStat.objects.create(
+        chat_id=chat_id,
+        day=day,
+        user_id=user_id,
+        message_count=sum(hours.values()),
+        **{f"hour_{hour:02d}": count for hour, count in hours.items()},
+    )
+
+
+def seed(store: KVStore) -> None:
+    # Messages: 2026-03-10 (UTC) 5 + 3 in two chats, 2026-03-09 4; one writer 8 days ago.
+    stat("2026-03-10", 1, {9: 5})
+    stat("2026-03-10", 2, {1: 3}, chat_id=-100777)
+    stat("2026-03-09", 1, {23: 4})
+    stat("2026-03-02", 3, {12: 9})
+    for user_id, kind, at in [
+        (10, "join", NOW - timedelta(hours=1)),
+        (11, "join", NOW - timedelta(hours=2)),
+        (12, "leave", NOW - timedelta(hours=3)),
+        (13, "join", NOW - timedelta(hours=20)),  # yesterday
+    ]:
+        MemberMovement.objects.create(
+            chat_id=CHAT, user_id=user_id, stay=f"s{user_id}", kind=kind, at=at, day=at.date()
+        )
+    answered = Ticket.objects.create(bot_id=1, number=1, user_id=5, chat_id=5, opened_update_id=1)
+    waiting = Ticket.objects.create(bot_id=1, number=2, user_id=6, chat_id=6, opened_update_id=2)
+    Ticket.objects.create(
+        bot_id=1, number=3, user_id=7, chat_id=7, opened_update_id=3, status="closed"
+    )
+    for ticket, sender, at in [
+        (answered, "user", NOW - timedelta(hours=9)),
+        (answered, "admin", NOW - timedelta(hours=8)),
+        (waiting, "user", NOW - timedelta(hours=5, minutes=30)),
+    ]:
+        TicketMessage.objects.create(
+            ticket=ticket, sender=sender, kind="text", text="hi", created_at=at
+        )
+    Job.objects.create(kind="support.deliver", status=JobStatus.FAILED)
+    Job.objects.create(kind="support.deliver", status=JobStatus.SUCCEEDED)
+    for hours, status in [(2, PostStatus.SCHEDULED), (3, PostStatus.SCHEDULED), (1, "draft")]:
+        Post.objects.create(
+            channel="@news", text="x", status=status, publish_at=NOW + timedelta(hours=hours)
+        )
+    Post.objects.create(
+        channel="@news", text="x", status="scheduled", publish_at=NOW + timedelta(days=1)
+    )
+    dead_letters().put({"update_id": 77, "message": {}}, RuntimeError("boom"))
+    requests = JoinRequestStore(store)
+    for number, status in [(1, "pending"), (2, "pending"), (3, "done")]:
+        record = JoinRequestRecord(
+            token=f"token{number:07d}",
+            chat_id=CHAT,
+            chat_title="Group",
+            chat_type="supergroup",
+            user_id=number,
+            user_chat_id=number,
+            user_name="U",
+            member_name="U",
+            summary="",
+            requested_at=int(NOW.timestamp()),
+            expires_at_ms=int(NOW.timestamp() * 1000) + 10**9,
+            status=status,
+        )
+        store.set(requests.key(record.token), record.to_json(), 10**9)
+
+
+def test_the_overview_shows_each_figure_and_links_to_its_list(
+    django_user_model: Any, memory_store: KVStore, django_assert_max_num_queries: Any
+) -> None:
+    seed(memory_store)
+    client = admin_client(django_user_model)
+    with django_assert_max_num_queries(14):
+        response = client.get("/admin/")
+    found = cards(response)
+    assert list(found) == [
+        "messages-today",
+        "active-members",
+        "new-members",
+        "departed-members",
+        "open-tickets",
+        "join-requests",
+        "posts-today",
+        "dead-letters",
+        "failed-jobs",
+    ]
+    assert (found["messages-today"].value, found["messages-today"].detail) == (
+        "8",
+        "yesterday 4 (+4)",
+    )
+    assert found["active-members"].value == "2"  # user 3 wrote 8 days ago
+    assert (found["new-members"].value, found["new-members"].detail) == ("2", "yesterday 1 (+1)")
+    assert found["departed-members"].value == "1"
+    assert found["open-tickets"].value == "2"
+    assert found["open-tickets"].detail == "oldest waiting: #2, 5h 30m"
+    assert found["join-requests"].value == "2"
+    assert (found["posts-today"].value, found["posts-today"].detail) == ("2", "next at 14:00")
+    assert found["dead-letters"].value == "1" and found["dead-letters"].alert
+    assert found["failed-jobs"].value == "1"
+    for card in found.values():
+        if card.url:
+            assert client.get(card.url).status_code == 200, card.key
+    html = response.content.decode()
+    assert 'id="card-open-tickets" href="/admin/support/ticket/?status__exact=open"' in html
+
+
+def test_today_is_the_day_in_the_time_zone_setting(
+    django_user_model: Any, settings: Any, memory_store: KVStore
+) -> None:
+    # 12:00 UTC is 15:00 in Moscow (UTC+3): its day began at 21:00 UTC the day before.
+    # In New York (UTC-4 in March, daylight time) it is 08:00: the day began at 04:00 UTC.
+    stat("2026-03-09", 1, {20: 1, 21: 2, 23: 4})
+    stat("2026-03-10", 1, {3: 8, 4: 16, 11: 32})
+    settings.TIME_ZONE = "Europe/Moscow"
+    found = cards(admin_client(django_user_model).get("/admin/"))
+    assert found["messages-today"].value == "62"  # 2 + 4 + 8 + 16 + 32
+    assert found["messages-today"].detail == "yesterday 1 (+61)"
+    settings.TIME_ZONE = "America/New_York"
+    client = Client()
+    client.force_login(django_user_model.objects.get(username="op"))
+    found = cards(client.get("/admin/"))
+    assert found["messages-today"].value == "48"  # 16 + 32
+    assert found["messages-today"].detail == "yesterday 15 (+33)"  # 1 + 2 + 4 + 8
+
+
+def test_a_user_sees_only_the_cards_of_lists_they_may_open(django_user_model: Any) -> None:
+    user = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_ticket"))
+    client = Client()
+    client.force_login(user)
+    assert list(cards(client.get("/admin/"))) == ["open-tickets"]
+    nobody = User.objects.create_user("nobody", password="pw", is_staff=True)
+    client.force_login(nobody)
+    response = client.get("/admin/")
+    assert response.context["overview_cards"] == []
+    assert 'id="overview"' not in response.content.decode()
+
+
+def test_a_failing_provider_costs_its_own_cards_only(
+    django_user_model: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(user: Any) -> list[Any]:
+        raise RuntimeError("database on fire")
+
+    monkeypatch.setattr("support.overview.support_cards", broken)
+    found = cards(admin_client(django_user_model).get("/admin/"))
+    assert found["support-unavailable"].detail == "unavailable (see the logs)"
+    assert "messages-today" in found and "open-tickets" not in found
