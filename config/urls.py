@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import path
+from django.views.generic import RedirectView
 
 from config.api import api
 from config.metrics import metrics_view
@@ -9,6 +10,8 @@ from telegram_bot.ops import health
 from telegram_bot.transport import webhook
 
 urlpatterns = [
+    # The address `manage.py serve` prints: operators land on the admin site.
+    path("", RedirectView.as_view(pattern_name="admin:index"), name="home"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 
 from stats.api import PERMISSION
 from stats.config import counting_config_clear
@@ -19,6 +21,8 @@ from stats.models import (
 )
 from stats.views import stats_dashboard, stats_export_csv
 from telegram_bot.ops.admin_site import register_view
+
+SETTINGS_PK = 1  # the one row stats.config reads
 
 register_view(
     "stats/",
@@ -45,16 +49,33 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(StatsSettings)
 class StatsSettingsAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "store_message_text", "profanity_enabled", "new_member_days")
+    """One object (pk 1): the list and the add page lead to its form, which shows the defaults
+    until the first save creates the row."""
+
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
+        if object_id != str(SETTINGS_PK):
+            return None
+        return StatsSettings.objects.filter(pk=SETTINGS_PK).first() or StatsSettings(
+            pk=SETTINGS_PK
+        )
+
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        return HttpResponseRedirect(
+            reverse("admin:stats_statssettings_change", args=[SETTINGS_PK])
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return not StatsSettings.objects.exists()
+        return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
     def save_model(self, request: HttpRequest, obj: StatsSettings, form: Any, change: bool) -> None:
-        obj.pk = 1  # one row
+        obj.pk = SETTINGS_PK
         super().save_model(request, obj, form, change)
         counting_config_clear()
 

@@ -13,8 +13,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
-from support import selectors, views
+from support import assignees, selectors, views
 from support.models import Ticket
 from support.validation import parse_ticket_number
 
@@ -50,8 +52,10 @@ class AssigneeFilter(admin.SimpleListFilter):
     UNASSIGNED = "-"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        names = Ticket.objects.exclude(assignee="").values_list("assignee", flat=True)
-        return [(self.UNASSIGNED, "unassigned")] + [(name, name) for name in sorted(set(names))]
+        labels = Ticket.objects.exclude(assignee="").values_list("assignee", flat=True)
+        names = assignees.assignee_names(labels)
+        by_name = sorted(names.items(), key=lambda item: (item[1].lower(), item[0]))
+        return [(self.UNASSIGNED, _("unassigned")), *by_name]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Ticket]) -> QuerySet[Ticket]:
         value = self.value()
@@ -68,7 +72,7 @@ class TicketAdmin(admin.ModelAdmin):
         "subject",
         "status",
         "created_at",
-        "assignee",
+        "assignee_display",
         "message_total",
         "first_response",
         "resolution",
@@ -82,7 +86,8 @@ class TicketAdmin(admin.ModelAdmin):
     change_list_template = "support/ticket_change_list.html"
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Ticket]:
-        return super().get_queryset(request).annotate(message_count=Count("messages"))
+        tickets = super().get_queryset(request).annotate(message_count=Count("messages"))
+        return assignees.with_assignee_names(tickets)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[Ticket], search_term: str
@@ -102,6 +107,12 @@ class TicketAdmin(admin.ModelAdmin):
     @admin.display(description="user")
     def user(self, obj: Ticket) -> str:
         return f"{obj.user_name} ({obj.user_id})" if obj.user_name else str(obj.user_id)
+
+    @admin.display(description=gettext_lazy("assignee"), ordering="assignee")
+    def assignee_display(self, obj: Ticket) -> str:
+        if not obj.assignee:
+            return "—"
+        return getattr(obj, "assignee_name", None) or assignees.assignee_name(obj.assignee)
 
     @admin.display(description="messages", ordering="message_count")
     def message_total(self, obj: Ticket) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from support import selectors
+from support.assignees import assignee_names
 from support.delivery import clip
 from support.models import Ticket, TicketMessage
 
@@ -43,7 +44,11 @@ def ticket_view(ticket: Ticket, page: int) -> tuple[str, dict[str, Any]]:
         f"Ticket #{ticket.number} ({ticket.status}) from {ticket.user_name or 'user'} "
         f"(id {ticket.user_id})",
         f"Opened {ticket.created_at:%Y-%m-%d %H:%M} UTC"
-        + (f", assigned to {ticket.assignee}" if ticket.assignee else ""),
+        + (
+            f", assigned to {assignee_names([ticket.assignee])[ticket.assignee]}"
+            if ticket.assignee
+            else ""
+        ),
         "",
     ]
     for entry in selectors.last_entries(ticket, LAST_ENTRIES):

@@ -18,7 +18,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from support import flows, selectors
+from support import assignees, flows, selectors
 from support.conf import MAX_TEXT_LENGTH, reopen_window
 from support.delivery import Delivery
 from support.models import Ticket, TicketMessage
@@ -36,6 +36,7 @@ def ticket_detail(
         **admin_context,
         "title": f"Ticket #{ticket.number}",
         "ticket": ticket,
+        "assignee": _assignee(ticket),
         "entries": entries,
         "first_response": format_duration(ticket.first_response_time),
         "resolution": format_duration(ticket.resolution_time),
@@ -99,6 +100,14 @@ def entry_retry_view(request: HttpRequest, ticket: Ticket, entry_id: int) -> Htt
         return _back(ticket)
     _report(request, flows.retry_delivery(entry), "Delivered to the user.")
     return _back(ticket)
+
+
+def _assignee(ticket: Ticket) -> str:
+    """The assignee's name: annotated by the admin's queryset, else looked up."""
+    if not ticket.assignee:
+        return ""
+    name = getattr(ticket, "assignee_name", None)
+    return name or assignees.assignee_names([ticket.assignee])[ticket.assignee]
 
 
 def format_duration(value: timedelta | None) -> str:

@@ -122,3 +122,10 @@ def test_the_token_appears_on_no_admin_page(
         page = admin_client.get(url).content.decode()
         assert token not in page, url
         assert token.split(":")[1] not in page, url
+
+
+def test_the_root_address_leads_to_the_admin_site(client: Client, admin_client: Client) -> None:
+    response = client.get("/")
+    assert (response.status_code, response["Location"]) == (302, "/admin/")
+    assert client.get("/", follow=True).redirect_chain[-1][0].startswith("/admin/login/")
+    assert admin_client.get("/", follow=True).status_code == 200

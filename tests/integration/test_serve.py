@@ -118,6 +118,9 @@ def test_serve_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         status, body = get(f"http://127.0.0.1:{port}/admin/login/")
         assert status == 200
         assert b"csrfmiddlewaretoken" in body
+        # The printed address itself leads to the admin site's login (redirects followed).
+        status, body = get(f"http://127.0.0.1:{port}/")
+        assert status == 200 and b"csrfmiddlewaretoken" in body
         status, body = get(f"http://127.0.0.1:{port}/readyz")
         assert status == 200, body
         # A webhook call without the secret (401), then the metrics of every web process.

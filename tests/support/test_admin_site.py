@@ -11,10 +11,11 @@ from django.test import Client
 from django.utils import timezone
 
 from support import services
+from support.assignees import assignee_names
 from support.models import Ticket, TicketMessage
 from support.services import Author, Origin
 from support.validation import Content
-from telegram_bot.models import DeliveryFailure
+from telegram_bot.models import BotAdmin, DeliveryFailure
 from tests.builders import next_update_id
 from tests.fakes.telegram import FakeTelegramServer
 from tests.support.helpers import sent, texts
@@ -244,3 +245,35 @@ def test_actions_on_a_missing_ticket_are_404(bot: FakeTelegramServer, admin_clie
     assert admin_client.get(f"{LIST}999/change/").status_code == 404
     assert admin_client.post(f"{LIST}999/reply/", {"text": "x"}).status_code == 404
     assert admin_client.get(f"{LIST}999/reply/").status_code == 404
+
+
+def test_the_assignee_is_shown_by_name_not_by_id(
+    bot: FakeTelegramServer, admin_client: Client
+) -> None:
+    by_telegram = make_ticket(1, "first")
+    by_site = make_ticket(2, "second")
+    unanswered = make_ticket(3, "third")
+    for ticket, author in [(by_telegram, Author("Carol Admin", 555)), (by_site, Author("bob"))]:
+        services.ticket_reply(
+            ticket_id=ticket.pk,
+            author=author,
+            origin=Origin(form_token=uuid.uuid4()),
+            content=Content("text", "on it"),
+        )
+    assert Ticket.objects.get(pk=by_telegram.pk).assignee == "tg:555"
+    page = admin_client.get(LIST).content.decode()
+    cells = re.findall(r'<td class="field-assignee_display">([^<]*)</td>', page)
+    assert sorted(cells) == ["Carol Admin", "bob", "—"]
+    assert "tg:555" not in page.split('id="changelist-filter"')[0]
+    filters = page.split('id="changelist-filter"')[1]
+    assert "Carol Admin" in filters and "?assignee=tg%3A555" in filters
+    assert 'id="ticket-assignee" title="tg:555">Carol Admin<' in detail(admin_client, by_telegram)
+    assert 'id="ticket-assignee">unassigned<' in detail(admin_client, unanswered)
+    # An admin who never signed an answer: the bot-admin name, else the id in words.
+    BotAdmin.objects.create(telegram_id=778, display_name="Eve")
+    assert assignee_names(["tg:777", "tg:778", "site:dave", "weird"]) == {
+        "tg:777": "Telegram user 777",
+        "tg:778": "Eve",
+        "site:dave": "dave",
+        "weird": "weird",
+    }
