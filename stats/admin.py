@@ -55,18 +55,14 @@ class StatsSettingsAdmin(admin.ModelAdmin):
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
         if object_id != str(SETTINGS_PK):
             return None
-        return StatsSettings.objects.filter(pk=SETTINGS_PK).first() or StatsSettings(
-            pk=SETTINGS_PK
-        )
+        return StatsSettings.objects.filter(pk=SETTINGS_PK).first() or StatsSettings(pk=SETTINGS_PK)
 
     def changelist_view(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
-        return HttpResponseRedirect(
-            reverse("admin:stats_statssettings_change", args=[SETTINGS_PK])
-        )
+        return HttpResponseRedirect(reverse("admin:stats_statssettings_change", args=[SETTINGS_PK]))
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from support import assignees, selectors, views
+from support import assignees, files, selectors, views
 from support.models import Ticket
 from support.validation import parse_ticket_number
 
@@ -182,6 +182,11 @@ class TicketAdmin(admin.ModelAdmin):
                 self._action(views.entry_retry_view),
                 name="support_ticket_retry",
             ),
+            path(
+                "<path:object_id>/entries/<int:entry_id>/file/",
+                self._viewing(files.entry_file_view),
+                name="support_ticket_entry_file",
+            ),
         ]
         return own + super().get_urls()
 
@@ -190,6 +195,14 @@ class TicketAdmin(admin.ModelAdmin):
             ticket = self._ticket(request, object_id)
             views.require_change(request, self.has_change_permission(request, ticket))
             return view(request, ticket, **kwargs)
+
+        return self.admin_site.admin_view(wrapped)
+
+    def _viewing(self, view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        """A page of a ticket that viewing it is enough for (``_ticket`` checks that)."""
+
+        def wrapped(request: HttpRequest, object_id: str, **kwargs: Any) -> HttpResponse:
+            return view(request, self._ticket(request, object_id), **kwargs)
 
         return self.admin_site.admin_view(wrapped)
 

@@ -46,7 +46,14 @@ from telegram_bot.jobs.services import job_retry_later
 from telegram_bot.notifications import FollowUp, delivery_failed, notify_admins
 
 log = logging.getLogger(__name__)
-FILE_METHODS = {"photo": "sendPhoto", "document": "sendDocument", "voice": "sendVoice"}
+FILE_METHODS = {
+    "photo": "sendPhoto",
+    "document": "sendDocument",
+    "voice": "sendVoice",
+    "video_note": "sendVideoNote",
+}
+# Methods without a caption parameter: the file goes without the ticket mark.
+NO_CAPTION = {"sendVideoNote"}
 RETRY_JOB = "support.deliver"
 # Queued by the core when an admin's notice of an entry arrived late (its retry job).
 ADMIN_NOTICE_SENT_JOB = "support.admin_notice_sent"
@@ -294,9 +301,11 @@ def _send_answer(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -
 
 
 def _send_file(client: TelegramClient, entry: TicketMessage, **params: Any) -> dict[str, Any]:
-    """sendPhoto / sendDocument / sendVoice with the entry's file id (the client has a typed
-    helper for photos only; the others go through the same ``call``)."""
+    """sendPhoto / sendDocument / sendVoice / sendVideoNote with the entry's file id (the
+    client has a typed helper for photos only; the others go through the same ``call``)."""
     params[entry.kind] = entry.file_id
+    if FILE_METHODS[entry.kind] in NO_CAPTION:
+        params.pop("caption", None)
     sent: dict[str, Any] = client.call(FILE_METHODS[entry.kind], **params)
     return sent
 

@@ -109,6 +109,7 @@ class TicketMessage(models.Model):
         PHOTO = "photo", "photo"
         DOCUMENT = "document", "document"
         VOICE = "voice", "voice"
+        VIDEO_NOTE = "video_note", "video note"
         EVENT = "event", "event"
 
     class Event(models.TextChoices):

@@ -13,14 +13,14 @@ from support.conf import MAX_TEXT_LENGTH
 from telegram_bot.errors import ValidationError
 from telegram_bot.updates import Message
 
-KINDS_ACCEPTED = "text, a photo, a document or a voice message"
+KINDS_ACCEPTED = "text, a photo, a document, a voice message or a video note"
 
 
 @dataclass(frozen=True)
 class Content:
     """What a message carries for a ticket: text, or a file id with an optional caption."""
 
-    kind: str  # TicketMessage.Kind: text, photo, document or voice
+    kind: str  # TicketMessage.Kind: text, photo, document, voice or video_note
     text: str = ""
     file_id: str = ""
     file_name: str = ""
@@ -52,7 +52,7 @@ def check_text(text: str) -> Content:
 
 
 def check_message_content(message: Message) -> Content:
-    """The ticket content of a Telegram Message: text, photo, document or voice.
+    """The ticket content of a Telegram Message: text, photo, document, voice or video note.
 
     A photo keeps the file id of its largest size. A file may come without caption; text may
     not be blank; either is at most 4,000 characters. Anything else (stickers, locations,
@@ -66,7 +66,12 @@ def check_message_content(message: Message) -> Content:
     if message.photo:
         largest = max(message.photo, key=lambda size: size.width * size.height)
         return Content(kind="photo", text=caption.strip(), file_id=_file_id(largest.file_id))
-    for kind, media in (("document", message.document), ("voice", message.voice)):
+    files = (
+        ("document", message.document),
+        ("voice", message.voice),
+        ("video_note", message.video_note),
+    )
+    for kind, media in files:
         if media is not None and media.file_id:
             name = (getattr(media, "file_name", None) or "")[:255]
             return Content(

@@ -143,6 +143,14 @@ class TelegramRateLimitError(TelegramApiError, RateLimitError):
         )
 
 
+class FileTooLargeError(BotError):
+    """A file from Telegram is larger than the caller's bound (checked before and while it
+    streams)."""
+
+    code = "file_too_large"
+    user_message = "The file is too large to open here."
+
+
 class StateError(BotError):
     """The state layer failed (KV store or database); usually transient."""
 

@@ -9,6 +9,7 @@ from telegram_bot.client.core import (
     TelegramClient,
     telegram_error,
 )
+from telegram_bot.client.files import FileStream
 from telegram_bot.client.limits import (
     CAPTION_LIMIT,
     SEND_WINDOW_SECONDS,
@@ -23,6 +24,7 @@ __all__ = [
     "MAX_CALL_SECONDS",
     "SEND_WINDOW_SECONDS",
     "TEXT_LIMIT",
+    "FileStream",
     "TelegramClient",
     "clip",
     "telegram_error",

@@ -13,8 +13,9 @@ from typing import Any
 
 import httpx
 
+from telegram_bot.client.files import FileStream, check_file_path
 from telegram_bot.client.methods import TelegramMethods
-from telegram_bot.errors import TelegramApiError, TelegramRateLimitError
+from telegram_bot.errors import FileTooLargeError, TelegramApiError, TelegramRateLimitError
 from telegram_bot.metrics import observe_telegram_call
 from telegram_bot.redaction import redact
 
@@ -109,6 +110,32 @@ class TelegramClient(TelegramMethods):
             raise telegram_error(method, cause=failure)
         return _result(method, response)
 
+    def download_file(self, file_path: str, *, max_bytes: int) -> FileStream:
+        """Start downloading a file by the ``file_path`` getFile gave, as a ``FileStream``
+        (close it when done). Raises ValueError for a path getFile would not give,
+        FileTooLargeError when Telegram announces more than ``max_bytes``, TelegramApiError
+        when the download fails to start."""
+        request = self._http.build_request("GET", self._file_path(check_file_path(file_path)))
+        failure: Exception | None = None
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            failure = exc
+        if failure is not None:
+            raise telegram_error("getFile download", cause=failure)  # the URL holds the token
+        stream = FileStream(response, max_bytes)
+        if response.status_code != 200:
+            try:
+                response.read()
+                payload = _json_object(response)
+            finally:
+                stream.close()
+            raise telegram_error("getFile download", status=response.status_code, payload=payload)
+        if stream.size is not None and stream.size > max_bytes:
+            stream.close()
+            raise FileTooLargeError(f"file of {stream.size} bytes, over {max_bytes}")
+        return stream
+
     def close(self) -> None:
         """Close the pooled connections."""
         self._http.close()
@@ -136,10 +163,14 @@ class TelegramClient(TelegramMethods):
         )
 
     def _path(self, method: str) -> str:
-        # The only place a Bot API URL is built. httpx appends it to the base URL's path (a
+        # The only place a Bot API method URL is built. httpx appends it to the base URL's path (a
         # prefix such as a reverse proxy's /telegram is kept). The leading slash matters:
         # without it "bot123:ABC/..." would parse as a URL with the scheme "bot123".
         return f"/bot{self._token}/{method}"
+
+    def _file_path(self, file_path: str) -> str:
+        # The file URL of the Bot API, like _path: only ever requested from here.
+        return f"/file/bot{self._token}/{file_path}"
 
 
 def telegram_error(

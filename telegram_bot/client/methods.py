@@ -235,6 +235,12 @@ class TelegramMethods:
         """declineChatJoinRequest; True on success."""
         return self._call_bool("declineChatJoinRequest", chat_id=chat_id, user_id=user_id)
 
+    # -- files ------------------------------------------------------------------------------
+
+    def get_file(self, *, file_id: str) -> JsonObject:
+        """getFile: the File (``file_path`` to download it with, ``file_size``)."""
+        return self._call_dict("getFile", file_id=file_id)
+
     # -- bot and updates --------------------------------------------------------------------
 
     def get_me(self) -> JsonObject:

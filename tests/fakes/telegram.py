@@ -207,8 +207,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = answer.body()
         try:
             self.send_response(answer.status)
-            self.send_header("Content-Type", "application/json")
-            for name, value in answer.headers.items():
+            headers = {"Content-Type": "application/json", **answer.headers}
+            for name, value in headers.items():
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()

@@ -21,6 +21,8 @@ from tests.fakes.telegram_members import user_json
 from tests.fakes.telegram_results import Results
 
 _PATH = re.compile(r".*/bot(?P<token>[^/]*)/(?P<method>[^/]+)")
+_FILE_PATH = re.compile(r".*/file/bot(?P<token>[^/]*)/(?P<path>.+)")
+DOWNLOAD = "<file download>"  # the method name downloads are recorded under
 _TOKEN = re.compile(r"(?P<bot_id>\d+):[A-Za-z0-9_-]+")
 _REASONS = {
     400: "Bad Request",
@@ -260,6 +262,12 @@ class FakeTelegram:
         with self.lock:
             self._chat_errors.pop(_chat_key(chat_id), None)
 
+    def add_file(self, file_id: str, data: bytes, kind: str = "voice") -> str:
+        """Make ``file_id`` a file Telegram holds (``kind``: voice, video_note, ...):
+        getFile answers it and its file_path downloads ``data``. Returns the file_path."""
+        with self.lock:
+            return self.results.add_file(file_id, data, kind)
+
     def wait(self, seconds: float) -> None:
         """Sleep, but wake up when the server stops."""
         self.stopping.wait(seconds)
@@ -272,6 +280,9 @@ class FakeTelegram:
         """Answer one Bot API request (`path` is `/bot<token>/<method>`)."""
         self._local.generation = self._generation
         started = self.clock()
+        download = _FILE_PATH.fullmatch(path)
+        if download is not None:
+            return self._download(download["token"], download["path"], started)
         match = _PATH.fullmatch(path)
         if match is None:
             return _error(404, "Not Found")
@@ -288,6 +299,22 @@ class FakeTelegram:
         except RequestError as exc:
             return self._fail(Call(name, raw.merged(), token, started), exc.status, exc.description)
         return self._answer(Call(name, params, token, started))
+
+    def _download(self, token: str, path: str, started: float) -> FakeResponse:
+        """``GET /file/bot<token>/<file_path>``: the bytes, as application/octet-stream."""
+        call = Call(DOWNLOAD, {"file_path": path}, token, started)
+        if not self._token_ok(token):
+            return self._fail(call, 401, "Unauthorized")
+        fault = self._take_fault(DOWNLOAD)
+        if fault is not None and fault.status is not None:
+            return self._injected(call, fault)
+        with self.lock:
+            data = self.results.download(path)
+        if data is None:
+            return self._fail(call, 404, "Not Found")
+        self._record(call)
+        headers = {"Content-Type": "application/octet-stream"}
+        return FakeResponse(200, raw=data, headers=headers, delay=fault.delay if fault else 0.0)
 
     def _answer(self, call: Call) -> FakeResponse:
         fault = self._take_fault(call.method)

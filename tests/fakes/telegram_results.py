@@ -11,6 +11,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tests.fakes.botapi_spec import BotApiSpec, RequestError, UploadedFile
+from tests.fakes.telegram_files import FileResults
 from tests.fakes.telegram_members import ChatMemberResults
 
 NOT_MODIFIED = (
@@ -28,9 +29,9 @@ _CONTENT_KEYS = ("text", "entities", "caption", "caption_entities", "reply_marku
 Json = dict[str, Any]
 
 
-class Results(ChatMemberResults):
+class Results(ChatMemberResults, FileResults):
     """The fake's Telegram-side state and the result of each method (chat members and
-    deletions: ``ChatMemberResults``)."""
+    deletions: ``ChatMemberResults``; files: ``FileResults``)."""
 
     def __init__(self, spec: BotApiSpec, clock: Callable[[], float]) -> None:
         self.spec = spec
@@ -45,6 +46,7 @@ class Results(ChatMemberResults):
         self._last_message_id: dict[int, int] = {}
         self._serial = 0
         self._init_members()
+        self._init_files()
 
     def answer(self, method: str, params: Json, bot_id: int) -> Any:
         """The result of a valid call; RequestError for the errors Telegram would give."""

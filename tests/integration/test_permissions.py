@@ -48,6 +48,7 @@ TICKETS = ("support.view_ticket",)
 DEAD_LETTERS = ("telegram_bot.manage_dead_letters",)
 STATS_QUERY = "?chat_id=-1001234567890&start=2026-01-01&end=2026-01-02"
 GROWTH = ("community.view_membermovement",)
+VOICE_FILE = "voice-of-the-ticket"  # the fake Bot API holds it: its entry plays
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ RULES: dict[str, Rule] = {
     "admin:support_ticket_resolve": perm(TICKETS, "POST", viewer_allowed=False),
     "admin:support_ticket_reopen": perm(TICKETS, "POST", viewer_allowed=False),
     "admin:support_ticket_retry": perm(TICKETS, "POST", viewer_allowed=False),
+    # Viewing the ticket is enough to play its voice messages (test_entry_files.py).
+    "admin:support_ticket_entry_file": perm(TICKETS),
     "admin:auth_user_password_change": perm(("auth.view_user",), viewer_allowed=False),
     "api-v1:api-root": Rule("staff", check_allowed=False),
     "api-v1:openapi-json": STAFF,
@@ -164,6 +167,7 @@ def test_every_view_and_action_checks_its_permission(
     case: str, bot: FakeTelegramServer, settings: Any, tmp_path: Any
 ) -> None:
     settings.MEDIA_ROOT = str(tmp_path / "media")
+    bot.add_file(VOICE_FILE, b"OggS voice")
     objects = make_objects()
     kind, _, name = case.partition(" ")
     if kind == "action":
@@ -305,7 +309,7 @@ def make_objects() -> dict[str, str]:
         chat_id=2001,
         author=Author(name="Alice", telegram_id=2001),
         origin=Origin(update_id=next_update_id(), chat_id=2001, message_id=1),
-        content=Content(kind="text", text="help"),
+        content=Content(kind="voice", text="help", file_id=VOICE_FILE),
     )
     ticket = Ticket.objects.get(pk=entry.ticket_id)
     entry_id = TicketMessage.objects.filter(ticket=ticket).values_list("pk", flat=True).first()
