@@ -82,6 +82,8 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
 
 def versus_yesterday(today: int, yesterday: int) -> str:
     """``yesterday 12 (+3)``: the detail line of a today-versus-yesterday card."""
+    if today == yesterday:
+        return _("as many as yesterday")
     difference = today - yesterday
     sign = "+" if difference > 0 else ""
     return _("yesterday %(count)s (%(sign)s%(difference)s)") % {

@@ -133,6 +133,7 @@ def test_the_overview_shows_each_figure_and_links_to_its_list(
     )
     assert found["active-members"].value == "2"  # user 3 wrote 8 days ago
     assert (found["new-members"].value, found["new-members"].detail) == ("2", "yesterday 1 (+1)")
+    assert found["departed-members"].detail == "yesterday 0 (+1)"
     assert found["departed-members"].value == "1"
     assert found["open-tickets"].value == "2"
     assert found["open-tickets"].detail == "oldest waiting: #2, 5h 30m"

@@ -1,0 +1,159 @@
+"""Screenshots of the operators' main pages at a desktop width and a phone width, kept under
+``var/screenshots/`` (gitignored; the path is printed). A page fails when, at 390 px, it is
+wider than the window (the whole page scrolls sideways) or when its JavaScript logs an error.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from content.models import Post, PostStatus
+from stats.models import ChatUserProfile, DailyUserStat, StatsChat
+from support.models import Ticket, TicketMessage
+from telegram_bot.audit import Actor, audit_record
+from telegram_bot.jobs.models import Job, JobStatus
+
+SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+CHAT = -1001234567890
+WIDTHS = {"desktop": (1440, 900), "phone": (390, 844), "phone-dark": (390, 844)}
+# Pages other helpers are restyling at the same time: known failures there are theirs to fix
+# (the lead flips these once both branches are in main).
+THEIRS = {
+    "dashboard-phone": "1,031 px wide at 390 px; the dashboard is reworked on the dash branch",
+}
+
+
+def seed() -> dict[str, str]:
+    """Realistic data: two weeks of a busy chat, a ticket with a long conversation and a voice
+    message, posts, audit entries and a failed job. Returns each page's path."""
+    today = datetime.now(UTC).date()
+    StatsChat.objects.create(chat_id=CHAT, title="Клуб любителей Python · community chat")
+    names = ["Алексей Смирнов", "Maria García-López", "Jean-Baptiste Emmanuel Zorg", "Ли Вэй"]
+    for user_id, name in enumerate(names, start=1):
+        ChatUserProfile.objects.create(
+            chat_id=CHAT, user_id=user_id, display_name=name, username=f"user_{user_id}"
+        )
+        for back in range(14):
+            count = 5 + (user_id * 7 + back * 3) % 40
+            DailyUserStat.objects.create(
+                chat_id=CHAT,
+                day=today - timedelta(days=back),
+                user_id=user_id,
+                message_count=count,
+                word_count=count * 6,
+                hour_09=count // 2,
+                hour_20=count - count // 2,
+            )
+    ticket = Ticket.objects.create(
+        bot_id=1,
+        number=1,
+        user_id=4242,
+        chat_id=4242,
+        user_name="Алексей Смирнов",
+        subject="The export button does nothing when I press it on the statistics page",
+        assignee="site:operator",
+        opened_update_id=1,
+    )
+    now = timezone.now()
+    entries = [
+        ("user", "text", "The export button does nothing when I press it. " * 6, ""),
+        ("admin", "text", "Which browser do you use? https://example.org/" + "x" * 80, ""),
+        ("user", "voice", "", "AwACAgIAAxkBAAIBQ2Zfakefileidthatisverylongandunbroken" * 2),
+    ]
+    for minutes, (sender, kind, text, file_id) in enumerate(entries):
+        TicketMessage.objects.create(
+            ticket=ticket,
+            sender=sender,
+            kind=kind,
+            text=text,
+            file_id=file_id,
+            author_name="operator" if sender == "admin" else "Алексей Смирнов",
+            created_at=now - timedelta(minutes=30 - minutes),
+            user_notified_at=now if sender == "admin" else None,
+        )
+    Post.objects.create(
+        channel="@news_channel", text="Weekly digest", status=PostStatus.SCHEDULED,
+        publish_at=now + timedelta(hours=2),
+    )  # fmt: skip
+    Job.objects.create(kind="support.deliver", status=JobStatus.FAILED, last_error="boom")
+    for number in range(3):
+        audit_record(
+            action="warn",
+            actor=Actor(telegram_id=10 + number, name="Maria García-López"),
+            source="command",
+            chat_id=CHAT,
+            target_id=20 + number,
+            target_name="Jean-Baptiste Emmanuel Zorg",
+            reason="spam links in three messages in a row, after a warning " * 2,
+        )
+    start = (today - timedelta(days=13)).isoformat()
+    return {
+        "overview": "/admin/",
+        "dashboard": f"/admin/stats/?chat_id={CHAT}&start={start}&end={today.isoformat()}",
+        "ticket": f"/admin/support/ticket/{ticket.pk}/change/",
+        "post-form": "/admin/content/post/add/",
+        "audit-log": "/admin/telegram_bot/auditentry/",
+    }
+
+
+CASES = [
+    pytest.param(
+        name,
+        width,
+        marks=[pytest.mark.xfail(reason=THEIRS[f"{name}-{width}"], strict=False)]
+        if f"{name}-{width}" in THEIRS
+        else [],
+        id=f"{name}-{width}",
+    )
+    for name in ("overview", "dashboard", "ticket", "post-form", "audit-log")
+    for width in WIDTHS
+    if width != "phone-dark" or name == "overview"
+]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("name", "width"), CASES)
+def test_the_page_fits_the_window_without_script_errors(
+    admin_page: Any, live_server: Any, name: str, width: str, capsys: Any
+) -> None:
+    paths = seed()
+    page = admin_page
+    errors = watch_errors(page)
+    page.set_viewport_size(dict(zip(("width", "height"), WIDTHS[width], strict=True)))
+    page.emulate_media(color_scheme="dark" if width.endswith("-dark") else "light")
+    page.goto(f"{live_server.url}{paths[name]}")
+    page.wait_for_load_state("networkidle")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SHOTS / f"{name}-{width}.png"
+    page.screenshot(path=str(shot), full_page=True)
+    with capsys.disabled():
+        print(f"\nscreenshot: {shot}")
+    assert errors == [], f"JavaScript errors on {name}: {errors}"
+    if width.endswith("-dark"):
+        # The cards follow the admin's dark theme (its CSS variables), not a fixed light look.
+        background = page.evaluate(
+            "getComputedStyle(document.querySelector('.overview-card')).backgroundColor"
+        )
+        red, green, blue = (int(part) for part in background[4:-1].split(",")[:3])
+        assert red + green + blue < 3 * 100, f"a light card in dark mode: {background}"
+    if width.startswith("phone"):
+        overflow = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert overflow[0] <= overflow[1], f"{name} is {overflow[0]} px wide at {overflow[1]} px"
+
+
+def watch_errors(page: Any) -> list[str]:
+    """The console errors and uncaught exceptions of ``page`` from now on."""
+    errors: list[str] = []
+
+    def on_console(message: Any) -> None:
+        if message.type == "error":
+            errors.append(message.text)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
