@@ -54,7 +54,9 @@ class StatsSettingsAdmin(admin.ModelAdmin):
 
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Any:
         if object_id != str(SETTINGS_PK):
-            return None
+            # Any other id: Django's own lookup (a missing row redirects after, not before,
+            # the permission check of the history page).
+            return super().get_object(request, object_id, from_field)
         return StatsSettings.objects.filter(pk=SETTINGS_PK).first() or StatsSettings(pk=SETTINGS_PK)
 
     def changelist_view(

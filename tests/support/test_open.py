@@ -120,7 +120,10 @@ def test_it_refuses_message_types_it_cannot_keep(bot: FakeTelegramServer, post_u
     post_update(message("/support"))
     sticker = {"file_id": "st", "file_unique_id": "s", "type": "regular", "width": 1, "height": 1}
     post_update(message(None, sticker=sticker))
-    assert "Support accepts text, a photo, a document or a voice message" in texts(bot, USER)[-1]
+    assert (
+        "Support accepts text, a photo, a document, a voice message or a video note"
+        in (texts(bot, USER)[-1])
+    )
     assert not Ticket.objects.exists()
 
 
