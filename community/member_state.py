@@ -2,7 +2,8 @@
 
 ``members:m:<chat>:<user>`` is the member's current *stay*: ``{"in": bool, "date": unix time
 of the event that set it, "stay": random id of this stay, "welcomed": bool, "cap": captcha
-token or ""}``. Every join or leave is a compare-and-set on it, so:
+token or "", "removed": bool (by the anti-raid)}``. Every join or leave is a compare-and-set
+on it, so:
 
 - a join and the ``new_chat_members`` service message of the same join (Telegram sends both
   when the bot is an admin and receives ``chat_member``), and a re-delivered update, find the
@@ -58,6 +59,7 @@ class Stay:
     stay: str
     welcomed: bool = False
     cap: str = ""
+    removed: bool = False  # by the anti-raid "join requests only" mode: no goodbye
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +68,7 @@ class Stay:
             "stay": self.stay,
             "welcomed": self.welcomed,
             "cap": self.cap,
+            "removed": self.removed,
         }
 
     @classmethod
@@ -76,6 +79,7 @@ class Stay:
             stay=str(data["stay"]),
             welcomed=bool(data.get("welcomed")),
             cap=str(data.get("cap") or ""),
+            removed=bool(data.get("removed")),
         )
 
 

@@ -174,8 +174,8 @@ def member_left(event: MemberEvent) -> None:
     policy = policy_of(event.chat_id)
     if policy is None or not policy.goodbye_enabled or not policy.goodbye_text:
         return
-    if challenge is not None and challenge.status != PASSED:
-        return  # they never got in: no goodbye
+    if (challenge is not None and challenge.status != PASSED) or stay.removed:
+        return  # they never got in (captcha, or removed by the anti-raid): no goodbye
     text = render(policy.goodbye_text, event.user, chat_title=event.chat_title, rules="")
     _send(event.chat_id, text)
 

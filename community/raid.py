@@ -99,6 +99,11 @@ def join_in_requests_mode(event: MemberEvent, store: MemberStore) -> bool:
         return False  # no link: the captcha for everyone instead
     if event.from_service:
         return True  # the chat_member update of this join says how they joined
+    store.update_stay(  # before the ban: its leave update then finds it (no goodbye)
+        event.chat_id,
+        event.user.id,
+        lambda stay: replace(stay, removed=True) if stay.inside and not stay.removed else None,
+    )
     member_remove(event.chat_id, event.user.id)
     _notice(event.chat_id, link, strict.until, store)
     return True

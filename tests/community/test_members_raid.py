@@ -21,6 +21,7 @@ from tests.community.helpers import make_jobs_due, succeeded
 from tests.community.members_helpers import (
     GROUP,
     join_update,
+    leave_update,
     make_policy,
     processed,
     sent_to,
@@ -125,7 +126,14 @@ def notices(bot: FakeTelegramServer) -> list[str]:
 def test_join_requests_only_removes_direct_joins_and_points_to_the_request_link(
     bot: FakeTelegramServer, post_update: Any, memory_store: KVStore
 ) -> None:
-    make_policy(raid_joins=1, raid_window_seconds=60, raid_strict_minutes=15, raid_mode="requests")
+    make_policy(
+        raid_joins=1,
+        raid_window_seconds=60,
+        raid_strict_minutes=15,
+        raid_mode="requests",
+        goodbye_enabled=True,
+        goodbye_text="Bye {first_name}",
+    )
     start = window_start()
     processed(post_update, join_update(FIRST, date=start))
     crossing = join_update(FIRST + 1, date=start + 1)
@@ -147,6 +155,10 @@ def test_join_requests_only_removes_direct_joins_and_points_to_the_request_link(
     processed(post_update, dict(crossing, update_id=crossing["update_id"] + 100_000))
     assert removed(bot) == [FIRST + 1, FIRST + 2, FIRST + 1]  # a re-delivery: again, harmless
     assert len(notices(bot)) == 1  # at most one notice a minute
+    # Their removal's leave gets no goodbye; an ordinary member's leave does.
+    processed(post_update, leave_update(FIRST + 2, date=start + 3))
+    processed(post_update, leave_update(FIRST, date=start + 3))
+    assert [t for t in sent_to(bot, GROUP) if t.startswith("Bye")] == ["Bye Ann"]
 
     # Approved through a join request, or through the link asking for one: welcome as usual.
     processed(post_update, join_update(FIRST + 3, date=start + 3, via_join_request=True))
