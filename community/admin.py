@@ -67,9 +67,15 @@ class MemberPolicyAdmin(admin.ModelAdmin):
         (
             "Anti-raid",
             {
-                "fields": ("raid_joins", "raid_window_seconds", "raid_strict_minutes"),
+                "fields": (
+                    "raid_joins",
+                    "raid_window_seconds",
+                    "raid_strict_minutes",
+                    "raid_mode",
+                ),
                 "description": "More joins than the threshold within the window turns on a "
-                "strict mode (captcha for every new member) and alerts the admins.",
+                "strict mode (captcha for every new member, or join requests only) and alerts "
+                "the admins.",
             },
         ),
     )

@@ -46,6 +46,14 @@ class RetentionOut(Schema):
     joined: int
     still_members_after_7_days: int | None = Field(description="null until it can be known")
     still_members_after_30_days: int | None = Field(description="null until it can be known")
+    wrote_after_7_days: int | None = Field(
+        description="joined members with a message in the chat 7 days or more after their "
+        "join, up to today; null until it can be known or when activity is unavailable"
+    )
+    wrote_after_30_days: int | None = Field(description="the same, 30 days or more")
+    activity_available: bool = Field(
+        description="false when no statistics app offers who wrote when"
+    )
 
 
 @router.get("/growth", response=GrowthOut, url_name="community-growth")
@@ -79,4 +87,7 @@ def week_retention(request: object, query: Query[RetentionQuery]) -> RetentionOu
         joined=result.joined,
         still_members_after_7_days=result.still_members_after_7_days,
         still_members_after_30_days=result.still_members_after_30_days,
+        wrote_after_7_days=result.wrote_after_7_days,
+        wrote_after_30_days=result.wrote_after_30_days,
+        activity_available=result.activity_available,
     )

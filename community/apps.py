@@ -16,4 +16,6 @@ class CommunityConfig(features.FeatureConfig):
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "
         "join counters and strict mode, the last welcome",
         "cap": "captcha challenges by token (who, the right button, the outcome), 2 days",
+        "jr": "join requests: records by token (7 days while pending), the newest token of a "
+        "requester, the token an update created",
     }

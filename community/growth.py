@@ -19,6 +19,7 @@ from django.db.models import Count
 from django.utils import timezone
 
 from community.models import BotChat, MemberCount, MemberMovement
+from telegram_bot import insights
 from telegram_bot.bot import get_client
 from telegram_bot.errors import TelegramApiError
 
@@ -98,13 +99,19 @@ class Retention:
     joined: int
     still_members_after_7_days: int | None  # None until 7 days after the week's last day
     still_members_after_30_days: int | None
+    wrote_after_7_days: int | None  # None as above, or without the statistics app
+    wrote_after_30_days: int | None
+    activity_available: bool  # the statistics app offers who wrote when
 
 
 def retention(chat_id: int, week_start: date, *, now: datetime | None = None) -> Retention:
     """Of the joins in ``week_start .. +6 days``, how many were not followed by a leave of the
-    same member within 7 and 30 days. A figure is None while some join of the week is not
-    that old. Leaves are matched by member and time, not by stay: a stay record lives 7 days
-    in the KV store, so the leave of a long stay carries a stay id of its own."""
+    same member within 7 and 30 days, and how many were followed by a message of that member
+    in the chat on a UTC day at least 7 (30) days after the join's day, up to today. A figure
+    is None while some join of the week is not that old. Leaves are matched by member and
+    time, not by stay: a stay record lives 7 days in the KV store, so the leave of a long stay
+    carries a stay id of its own. Messages come from the statistics app through the insights
+    registry (``stats.active_users``); without it the "wrote" figures are None."""
     now = now or timezone.now()
     joins = list(
         MemberMovement.objects.filter(
@@ -123,9 +130,13 @@ def retention(chat_id: int, week_start: date, *, now: datetime | None = None) ->
     ).values_list("user_id", "at"):
         leaves.setdefault(user_id, []).append(at)
     last_possible = datetime.combine(week_start + timedelta(days=7), datetime.min.time(), UTC)
+    active_users = insights.provider("stats.active_users")
+
+    def known(days: int) -> bool:
+        return now >= last_possible + timedelta(days=days)
 
     def still(days: int) -> int | None:
-        if now < last_possible + timedelta(days=days):
+        if not known(days):
             return None
         horizon = timedelta(days=days)
         return sum(
@@ -134,4 +145,24 @@ def retention(chat_id: int, week_start: date, *, now: datetime | None = None) ->
             if not any(at < left <= at + horizon for left in leaves.get(user_id, []))
         )
 
-    return Retention(len(joins), still(7), still(30))
+    def wrote(days: int) -> int | None:
+        if active_users is None or not known(days):
+            return None
+        today = now.astimezone(UTC).date()
+        by_day: dict[date, set[int]] = {}
+        for user_id, at in joins:
+            by_day.setdefault(at.astimezone(UTC).date(), set()).add(user_id)
+        writers = {  # at most 7 join days: one bounded query each
+            day: active_users(chat_id, users, day + timedelta(days=days), today)
+            for day, users in by_day.items()
+        }
+        return sum(1 for user_id, at in joins if user_id in writers[at.astimezone(UTC).date()])
+
+    return Retention(
+        joined=len(joins),
+        still_members_after_7_days=still(7),
+        still_members_after_30_days=still(30),
+        wrote_after_7_days=wrote(7),
+        wrote_after_30_days=wrote(30),
+        activity_available=active_users is not None,
+    )

@@ -113,7 +113,8 @@ def on_chat_member(ctx: Context) -> None:
         chat_title=change.chat.title or "",
         user=change.new_chat_member.user,
         date=change.date,
-        via_join_request=bool(change.via_join_request),
+        via_join_request=bool(change.via_join_request)
+        or bool(change.invite_link and change.invite_link.creates_join_request),
     )
     if now:
         members.member_joined(event)
@@ -137,7 +138,11 @@ def on_service_message(ctx: Context) -> None:
 
 def _event(message: Message, user: User) -> members.MemberEvent:
     return members.MemberEvent(
-        chat_id=message.chat.id, chat_title=message.chat.title or "", user=user, date=message.date
+        chat_id=message.chat.id,
+        chat_title=message.chat.title or "",
+        user=user,
+        date=message.date,
+        from_service=True,
     )
 
 

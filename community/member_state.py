@@ -2,7 +2,8 @@
 
 ``members:m:<chat>:<user>`` is the member's current *stay*: ``{"in": bool, "date": unix time
 of the event that set it, "stay": random id of this stay, "welcomed": bool, "cap": captcha
-token or ""}``. Every join or leave is a compare-and-set on it, so:
+token or "", "removed": bool (by the anti-raid)}``. Every join or leave is a compare-and-set
+on it, so:
 
 - a join and the ``new_chat_members`` service message of the same join (Telegram sends both
   when the bot is an admin and receives ``chat_member``), and a re-delivered update, find the
@@ -16,7 +17,9 @@ callback data cannot be forged from the chat and user ids. The outcome is set on
 compare-and-set from "pending"; only the writer that won performs it.
 
 ``members:j:<chat>:<window>`` counts joins per anti-raid window; ``members:strict:<chat>``
-holds the strict mode (TTL: its duration); ``members:w:<chat>`` the last welcome's message id.
+holds the strict mode (``Strict``, TTL: its duration); ``members:rn:<chat>`` the last notice
+of the "join requests only" mode (when, which message); ``members:w:<chat>`` the last
+welcome's message id.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class Stay:
     stay: str
     welcomed: bool = False
     cap: str = ""
+    removed: bool = False  # by the anti-raid "join requests only" mode: no goodbye
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +68,7 @@ class Stay:
             "stay": self.stay,
             "welcomed": self.welcomed,
             "cap": self.cap,
+            "removed": self.removed,
         }
 
     @classmethod
@@ -74,6 +79,7 @@ class Stay:
             stay=str(data["stay"]),
             welcomed=bool(data.get("welcomed")),
             cap=str(data.get("cap") or ""),
+            removed=bool(data.get("removed")),
         )
 
 
@@ -113,6 +119,30 @@ class Challenge:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Challenge:
         return cls(**data)
+
+
+@dataclass(frozen=True)
+class Strict:
+    """The anti-raid strict mode of a chat: since when, until when, what it does (``captcha``
+    for everyone, or ``requests``: join requests only, through ``link``)."""
+
+    since: int
+    until: int = 0  # unix seconds; 0 in records of versions up to 0.2 (captcha mode)
+    mode: str = "captcha"
+    link: str = ""  # the invite link that creates join requests ("requests" mode)
+    link_failed: bool = False  # Telegram refused the link for good: captcha instead
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> Strict | None:
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(**data)
+        except TypeError:
+            return None
 
 
 def new_token() -> str:
@@ -229,14 +259,69 @@ class MemberStore:
         overlap = (window_seconds - at % window_seconds) / window_seconds
         return current + int(previous) * overlap
 
-    def start_strict(self, chat_id: int, now: int, minutes: int) -> bool:
+    def start_strict(self, chat_id: int, now: int, minutes: int, mode: str = "captcha") -> bool:
         """Turn the strict mode on; True only for the call that turned it on."""
+        until = int(time.time()) + minutes * 60
+        strict = Strict(since=now, until=until, mode=mode)
         return self.store.set_if_absent(
-            f"members:strict:{chat_id}", {"since": now}, ttl_ms=minutes * 60 * 1000
+            f"members:strict:{chat_id}", strict.to_json(), ttl_ms=minutes * 60 * 1000
         )
 
     def strict(self, chat_id: int) -> bool:
         return self.store.get(f"members:strict:{chat_id}") is not None
+
+    def get_strict(self, chat_id: int) -> Strict | None:
+        return Strict.from_json(self.store.get(f"members:strict:{chat_id}"))
+
+    def update_strict(
+        self, chat_id: int, change: Callable[[Strict], Strict | None]
+    ) -> Strict | None:
+        """Compare-and-set the strict mode; the new value, or None when ``change`` declined
+        (or the mode ended). It keeps the mode's end (its TTL is what is left of it)."""
+        key = f"members:strict:{chat_id}"
+        for _ in range(_CAS_ATTEMPTS):
+            raw = self.store.get(key)
+            current = Strict.from_json(raw)
+            if current is None:
+                return None
+            new = change(current)
+            if new is None:
+                return None
+            left_ms = current.until * 1000 - int(time.time() * 1000)
+            if left_ms <= 0:
+                return None
+            if self.store.compare_and_set(key, raw, new.to_json(), ttl_ms=left_ms):
+                return new
+        return None
+
+    def claim_notice(
+        self, chat_id: int, link: str, now: int, every: int, ttl_ms: int
+    ) -> tuple[bool, int | None]:
+        """Claim the next "join requests only" notice of ``link`` (at most one per ``every``
+        seconds): whether this call may post it, and the previous notice to delete."""
+        key = f"members:rn:{chat_id}"
+        raw = self.store.get(key)
+        last = raw if isinstance(raw, dict) else {}
+        if last.get("link") == link and now - int(last.get("at", 0)) < every:
+            return False, None
+        claim = {"at": now, "link": link, "message_id": None}
+        if not self.store.compare_and_set(key, raw, claim, ttl_ms):
+            return False, None
+        previous = last.get("message_id")
+        return True, int(previous) if previous is not None else None
+
+    def notice_posted(self, chat_id: int, link: str, at: int, message_id: int, ttl_ms: int) -> None:
+        claim = {"at": at, "link": link, "message_id": None}
+        posted = dict(claim, message_id=message_id)
+        self.store.compare_and_set(f"members:rn:{chat_id}", claim, posted, ttl_ms)
+
+    def last_notice(self, chat_id: int, link: str) -> int | None:
+        """The message id of the last notice of ``link``, if it is the chat's last one."""
+        raw = self.store.get(f"members:rn:{chat_id}")
+        if not isinstance(raw, dict) or raw.get("link") != link:
+            return None
+        message_id = raw.get("message_id")
+        return int(message_id) if message_id is not None else None
 
     def swap_last_welcome(self, chat_id: int, message_id: int) -> int | None:
         """Remember ``message_id`` as the chat's last welcome; return the one it replaces."""

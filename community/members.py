@@ -6,6 +6,9 @@ webhook asks for them) and the ``new_chat_members`` / ``left_chat_member`` servi
 stay record (``member_state``) makes them, and any re-delivery, one event: counted once,
 challenged once, welcomed once.
 
+Anti-raid: ``community.raid`` (the strict mode, "captcha for everyone" or "join requests
+only").
+
 Captcha. A joining member in a chat whose policy asks for it (or in the anti-raid strict mode)
 is restricted (cannot send messages) and gets a message with several buttons; only the
 right one, pressed by them, lifts the restriction. A wrong button, or no press before the
@@ -30,6 +33,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from community import raid
 from community.growth import movement_record
 from community.member_state import (
     FAILED,
@@ -45,7 +49,6 @@ from community.models import MemberMovement, MemberPolicy, parse_buttons
 from telegram_bot.bot import get_client
 from telegram_bot.errors import BotError, TelegramApiError
 from telegram_bot.jobs.services import job_cancel_key, job_enqueue, job_retry_later
-from telegram_bot.notifications import notify_admins
 from telegram_bot.state import get_store
 from telegram_bot.updates import User
 
@@ -96,7 +99,8 @@ class MemberEvent:
     chat_title: str
     user: User
     date: int
-    via_join_request: bool = False
+    via_join_request: bool = False  # approved through a join request (or a link asking one)
+    from_service: bool = False  # a service message, which does not say how they joined
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,9 @@ def member_joined(event: MemberEvent) -> None:
     if policy is None:
         return
     if transition.changed:
-        _count_for_raid(policy, event, store)
+        raid.join_counted(policy, event, store)
+    if not stay.cap and raid.join_in_requests_mode(event, store):
+        return
     if stay.cap or _needs_captcha(policy, event, store):
         _challenge(policy, event, stay, store)
     else:
@@ -168,8 +174,8 @@ def member_left(event: MemberEvent) -> None:
     policy = policy_of(event.chat_id)
     if policy is None or not policy.goodbye_enabled or not policy.goodbye_text:
         return
-    if challenge is not None and challenge.status != PASSED:
-        return  # they never got in: no goodbye
+    if (challenge is not None and challenge.status != PASSED) or stay.removed:
+        return  # they never got in (captcha, or removed by the anti-raid): no goodbye
     text = render(policy.goodbye_text, event.user, chat_title=event.chat_title, rules="")
     _send(event.chat_id, text)
 
@@ -233,26 +239,10 @@ def render(template: str, user: User, *, chat_title: str, rules: str) -> str:
 # --- anti-raid --------------------------------------------------------------------------------
 
 
-def _count_for_raid(policy: MemberPolicy, event: MemberEvent, store: MemberStore) -> None:
-    if not policy.raid_joins:
-        return
-    # Counted at the join's own time (Telegram's date), so a backlog of updates delivered
-    # late is counted when the joins happened, not when they arrived.
-    joins = store.count_join(event.chat_id, event.date, policy.raid_window_seconds)
-    if joins <= policy.raid_joins:
-        return
-    if store.start_strict(event.chat_id, event.date, policy.raid_strict_minutes):
-        notify_admins(
-            f"Anti-raid in {event.chat_title or event.chat_id} ({event.chat_id}): more than "
-            f"{policy.raid_joins} joins within {policy.raid_window_seconds} s. Every new member "
-            f"must pass the captcha for the next {policy.raid_strict_minutes} minutes.",
-            purpose="community.raid",
-        )
-
-
 def _needs_captcha(policy: MemberPolicy, event: MemberEvent, store: MemberStore) -> bool:
-    if store.strict(event.chat_id):
-        return True
+    strict = store.get_strict(event.chat_id)
+    if strict is not None and not raid.requests_only(strict):
+        return True  # captcha for everyone (also when "join requests only" has no link)
     # A member approved through a join request was vetted already.
     return policy.captcha_enabled and not event.via_join_request
 

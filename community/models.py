@@ -210,7 +210,22 @@ class MemberPolicy(models.Model):
     raid_strict_minutes = models.PositiveIntegerField(
         default=15,
         validators=[MinValueValidator(1), MaxValueValidator(24 * 60)],
-        help_text="How long the strict mode (captcha for everyone) lasts.",
+        help_text="How long the strict mode lasts.",
+    )
+
+    class RaidMode(models.TextChoices):
+        CAPTCHA = "captcha", "Captcha for every new member"
+        REQUESTS = "requests", "Join requests only"
+
+    raid_mode = models.CharField(
+        max_length=10,
+        choices=RaidMode.choices,
+        default=RaidMode.CAPTCHA,
+        help_text="What the strict mode does. Join requests only: the bot creates an invite "
+        "link that asks to join (it needs the right to invite users), removes members who join "
+        "another way (ban, then unban) and points the chat to the link; the link is revoked "
+        "when the strict mode ends. Telegram's Bot API cannot switch a group itself to "
+        '"approve new members".',
     )
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,10 +1,10 @@
 """The only state a join request leaves behind: one KV record per pending request, with a TTL.
 
-``lock:jr:<token>`` holds a ``JoinRequestRecord`` as JSON. The token is 12 URL-safe characters
+``jr:r:<token>`` holds a ``JoinRequestRecord`` as JSON. The token is 12 URL-safe characters
 from ``secrets`` (72 random bits): it is what the Approve / Decline buttons carry, so a button
-cannot be forged from the chat and user ids. ``lock:jrq:<chat>:<user>`` points at the newest
+cannot be forged from the chat and user ids. ``jr:q:<chat>:<user>`` points at the newest
 token of a (chat, user) pair so that a newer request replaces an older one.
-``lock:jru:<update_id>`` is the receipt of a chat_join_request update: the token its first
+``jr:u:<update_id>`` is the receipt of a chat_join_request update: the token its first
 delivery chose. Telegram delivers an update again after a 503 (or no answer); the re-delivery
 finds the same record instead of creating a second one (``receive``).
 
@@ -12,6 +12,9 @@ Every change is a compare-and-set on the whole record (``update``): whoever chan
 first wins, and a change computed from an outdated read is retried on the fresh value or
 refused. There is no table of requests; a record lives ``PENDING_TTL_MS`` while undecided and
 ``DECIDED_TTL_MS`` after (long enough to answer a late press with "already decided by X").
+The ``jr:`` family is this app's (``CommunityConfig.key_families``); versions up to 0.2 kept
+the same keys in the core's ``lock:`` family, and ``legacy_keys_move`` (run by the data
+migration ``0005_join_request_keys``) moves them.
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ PENDING_TTL_MS = 7 * 24 * 3600 * 1000
 DECIDED_TTL_MS = 2 * 24 * 3600 * 1000
 TOKEN_BYTES = 9  # 12 characters of base64url
 TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{12}")
-RECORD_PREFIX = "lock:jr:"
-RECEIPT_PREFIX = "lock:jru:"  # not under RECORD_PREFIX: a scan of the records never sees it
+RECORD_PREFIX = "jr:r:"
+INDEX_PREFIX = "jr:q:"
+RECEIPT_PREFIX = "jr:u:"  # not under RECORD_PREFIX: a scan of the records never sees it
 # A record lives at least DECIDED_TTL_MS after it is created (pending: 7 days; decided or
 # closed: 2 days from then), so while its receipt lives, a receipt without a record means "the
 # first delivery stopped before creating it", never "it expired". Telegram keeps an undelivered
@@ -146,7 +150,7 @@ class JoinRequestStore:
 
     @staticmethod
     def index_key(chat_id: int, user_id: int) -> str:
-        return f"lock:jrq:{chat_id}:{user_id}"
+        return f"{INDEX_PREFIX}{chat_id}:{user_id}"
 
     @staticmethod
     def receipt_key(update_id: int) -> str:
@@ -228,3 +232,44 @@ def _ttl(record: JoinRequestRecord) -> int:
     if record.status == PENDING:
         return max(1, record.expires_at_ms - now_ms())
     return DECIDED_TTL_MS
+
+
+# Where versions up to 0.2 kept the same values, in the core's ``lock:`` family.
+LEGACY_PREFIXES = {
+    "lock:jr:": RECORD_PREFIX,
+    "lock:jrq:": INDEX_PREFIX,
+    "lock:jru:": RECEIPT_PREFIX,
+}
+
+
+def legacy_keys_move(store: KVStore) -> int:
+    """Move join-request keys from the ``lock:`` family to ``jr:``; return how many moved.
+
+    Each value is copied with ``set_if_absent`` (never over a key already there: a copy by a
+    concurrent or earlier run, or a record the new code has changed since) and the old key is
+    then deleted, so a second or concurrent run moves nothing twice and loses nothing. The KV
+    contract does not read TTLs back: a record gets the TTL its status gives it (a pending one
+    still expires when it was due to), a pointer or a receipt its full TTL again. A value that
+    is not a record or a token is left where it is, to expire. Run it while no older version
+    of the app writes join requests (the ``migrate`` step, before web and worker start).
+    """
+    moved = 0
+    for key in store.scan_all("lock:jr"):
+        old_prefix = next((p for p in LEGACY_PREFIXES if key.startswith(p)), None)
+        raw = store.get(key) if old_prefix is not None else None
+        if old_prefix is None or raw is None:
+            continue
+        new_key = LEGACY_PREFIXES[old_prefix] + key[len(old_prefix) :]
+        if old_prefix == "lock:jr:":
+            record = JoinRequestRecord.from_json(raw)
+            if record is None:
+                continue
+            ttl = _ttl(record)
+        elif isinstance(raw, str):
+            ttl = RECEIPT_TTL_MS if old_prefix == "lock:jru:" else PENDING_TTL_MS
+        else:
+            continue
+        if store.set_if_absent(new_key, raw, ttl):
+            moved += 1
+        store.delete(key)
+    return moved

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from community import growth, members, services
+from community import growth, members, raid, services
 from telegram_bot.jobs.runner import JobRun
 
 
@@ -35,6 +35,16 @@ def captcha_job(payload: dict[str, Any], run: JobRun) -> None:
     members.captcha_deadline(token=str(payload["token"]))
 
 
+def raid_end_job(payload: dict[str, Any], run: JobRun) -> None:
+    """The end of an anti-raid "join requests only" mode: revoke its link, drop its notice."""
+    raid.raid_end(int(payload["chat_id"]), str(payload["link"]), members.members())
+
+
+def raid_remove_job(payload: dict[str, Any], run: JobRun) -> None:
+    """A removal of the "join requests only" mode that Telegram did not take at once."""
+    raid.member_remove(int(payload["chat_id"]), int(payload["user_id"]), in_job=True)
+
+
 def member_counts_tick() -> int:
     """django-q2 schedule, daily: the member count of every chat the bot is in."""
     return growth.member_counts_fetch()
@@ -42,6 +52,8 @@ def member_counts_tick() -> int:
 
 JOB_HANDLERS = {
     members.CAPTCHA_JOB: captcha_job,
+    raid.RAID_END_JOB: raid_end_job,
+    raid.RAID_REMOVE_JOB: raid_remove_job,
     services.DECIDE_JOB: decide_job,
     services.TIMEOUT_JOB: question_timeout_job,
     services.COPY_SENT_JOB: copy_sent_job,

@@ -20,8 +20,11 @@ class StatsConfig(features.FeatureConfig):
 
     def ready(self) -> None:
         super().ready()
+        from stats.insights import active_users
         from stats.services import message_violations
-        from telegram_bot import violations
+        from telegram_bot import insights, violations
 
         # The banned-word and link rules are this app's; moderation acts on what they find.
         violations.register_classifier("stats", message_violations)
+        # Who wrote when, for community's retention of new members.
+        insights.offer("stats.active_users", active_users)

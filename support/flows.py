@@ -1,10 +1,11 @@
 """The support desk's use cases: which ticket a message belongs to, then write, then deliver.
 
-Called by the Telegram handlers (``handlers.py``) and the admin site (``views.py``). Writes go
-through ``services`` (short transactions), Telegram traffic through ``delivery`` (outside any
-transaction, so that no row lock is held while Telegram answers). Every flow driven by an
-update first checks whether that update already produced its entry (a re-delivery after a
-crash or a 503) and then only finishes the pending deliveries.
+Called by the Telegram side (``conversation.py``, which the handlers call once per update) and
+the admin site (``views.py``). Writes go through ``services`` (short transactions), Telegram
+traffic through ``delivery`` (outside any transaction, so that no row lock is held while
+Telegram answers). Every flow driven by an update is preceded by ``resume``: if that update
+already produced its entry (a re-delivery after a crash or a 503), only the pending
+deliveries are finished.
 """
 
 from __future__ import annotations

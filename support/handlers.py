@@ -1,4 +1,5 @@
-"""Telegram handlers of the support desk (thin: read the update, call a flow, answer).
+"""Telegram handlers of the support desk (thin: read the update, make one call to
+``conversation``, render what it returns).
 
 Commands: ``/support [text]`` (private; without text it waits for one message, a workflow with
 a TTL) and ``/close [N]``. Plain private messages: follow-ups, replies that reopen, and admins'
@@ -11,25 +12,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
 
-from support import conf, delivery, flows, panel, selectors
-from support.errors import TicketNotFoundError
-from support.flows import Answer, Incoming
-from support.models import Ticket, TicketMessage
-from support.services import Author, Origin
-from support.validation import Callback, Content, check_callback, check_message_content, check_text
+from support import conversation, delivery
+from support.conversation import OPEN_WORKFLOW, REPLY_WORKFLOW, Pressed, Say
+from support.flows import Incoming
+from support.validation import Content, check_message_content
 from telegram_bot.admins import Role
-from telegram_bot.errors import BotError, TelegramApiError, ValidationError
+from telegram_bot.errors import TelegramApiError, ValidationError
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import PanelEntry, Route
-from telegram_bot.state.workflows import Workflow, WorkflowStore
+from telegram_bot.state.workflows import WorkflowStore
 from telegram_bot.updates import User
 
 log = logging.getLogger(__name__)
-OPEN_WORKFLOW = "support_open"
-REPLY_WORKFLOW = "support_reply"
-NO_SUCH_TICKET = "You have no such ticket."
 
 
 def _needs_sender(handler: Callable[[Context], None]) -> Callable[[Context], None]:
@@ -52,248 +47,63 @@ def support_command(ctx: Context) -> None:
     if not ctx.in_private:
         ctx.reply("To contact support, send /support to me in a private chat.")
         return
-    if _resumed(ctx):
-        return
-    args = ctx.command.args if ctx.command else ""
-    workflows = WorkflowStore(ctx.store)
-    chat_id, user_id = _chat_and_user(ctx)
-    if not args:
-        workflows.start(
-            chat_id=chat_id,
-            user_id=user_id,
-            name=OPEN_WORKFLOW,
-            step="message",
-            ttl_ms=conf.open_workflow_ttl_ms(),
-        )
-        minutes = max(1, conf.open_workflow_ttl_ms() // 60_000)
-        ctx.reply(
-            "Send your request as one message: text, a photo, a document or a voice message. "
-            f"I'll wait {minutes} minutes."
-        )
-        return
-    try:
-        content = check_text(args)
-    except ValidationError as exc:
-        ctx.reply(exc.user_message)
-        return
-    _finish_workflow(workflows, chat_id, user_id, OPEN_WORKFLOW)
-    flows.open_ticket(_incoming(ctx), content)
+    _say(ctx, conversation.support_command(_incoming(ctx), _args(ctx), WorkflowStore(ctx.store)))
 
 
 @_needs_sender
 def close_command(ctx: Context) -> None:
-    if _resumed(ctx):
-        return
-    args = ctx.command.args if ctx.command else ""
-    _say(ctx, flows.close_request(_incoming(ctx), args))
+    _say(ctx, conversation.close_command(_incoming(ctx), _args(ctx)))
 
 
 # --- plain private messages and workflows ----------------------------------------------------
 @_needs_sender
 def private_message(ctx: Context) -> None:
     """The handler of plain private messages: follow-ups, reopening, admins' replies."""
-    if _resumed(ctx):
-        return
-    _private_message(ctx, _incoming(ctx))
+    _say(ctx, conversation.private_message(_incoming(ctx)))
 
 
 @_needs_sender
 def open_step(ctx: Context) -> None:
-    """The one message after ``/support``.
-
-    A reply to a message of one of the user's tickets (or, for an admin, to a ticket
-    notification) is not the new request: it goes where it points, as it would without the
-    workflow, and the workflow ends. An expired workflow says so only for a message that is
-    not addressed to a ticket, and even then does not drop a follow-up: with an open ticket the
-    message goes to it, as any plain message would. A reply to a ticket that can no longer
-    take it (closed beyond the reopen window) is the requested new ticket's first message.
-    """
-    workflows = WorkflowStore(ctx.store)
-    workflow = _workflow(ctx, workflows, OPEN_WORKFLOW)
-    if _resumed(ctx):
-        _finish(workflows, workflow)
-        return
-    incoming = _incoming(ctx)
-    if workflow is None:
-        _private_message(ctx, incoming)
-        return
-    target = flows.reply_target(incoming, reopenable_only=True)
-    if target is not None:
-        _finish(workflows, workflow)
-        _private_message(ctx, incoming)
-        if not workflow.expired:
-            ctx.reply(
-                f"Your /support request is cancelled: your message replies to ticket "
-                f"#{target.number}, so it went there. Send /support again to open a new ticket."
-            )
-        return
-    if workflow.expired:
-        _finish(workflows, workflow)
-        _say(ctx, flows.after_expired_request(incoming))
-        return
-    if incoming.content is None:
-        ctx.reply(f"{incoming.content_error}\nSend it again, or /support to start over.")
-        return
-    flows.open_ticket(incoming, incoming.content)
-    _finish(workflows, workflow)
+    """The one message after ``/support``."""
+    _say(ctx, conversation.open_step(_incoming(ctx), WorkflowStore(ctx.store)))
 
 
 @_needs_sender
 def reply_step(ctx: Context) -> None:
-    """The one message after an admin pressed Reply.
-
-    A reply to a message of a ticket names that ticket explicitly: it is handled as it would
-    be without the workflow (the answer to that ticket), whatever ticket the workflow was for
-    and whether it expired, and the workflow ends.
-    """
-    workflows = WorkflowStore(ctx.store)
-    workflow = _workflow(ctx, workflows, REPLY_WORKFLOW)
-    if _resumed(ctx):
-        _finish(workflows, workflow)
-        return
-    incoming = _incoming(ctx)
-    if workflow is None:
-        _private_message(ctx, incoming)
-        return
-    number = workflow.data.get("number", "?")
-    ticket_id = int(workflow.data.get("ticket_id", 0))
-    target = flows.reply_target(incoming)
-    if target is not None:
-        _finish(workflows, workflow)
-        _private_message(ctx, incoming)
-        if target.pk != ticket_id and not workflow.expired:
-            ctx.reply(
-                f"Your answer to ticket #{number} is cancelled: your message replies to ticket "
-                f"#{target.number}, so it went there. Press Reply on ticket #{number} again to "
-                "answer it."
-            )
-        return
-    if workflow.expired:
-        _finish(workflows, workflow)
-        ctx.reply(f"Your answer to ticket #{number} expired. Press Reply again.")
-        return
-    if incoming.content is None:
-        ctx.reply(f"{incoming.content_error}\nSend your answer to ticket #{number} again.")
-        return
-    _answer_ticket(ctx, incoming, ticket_id)
-    _finish(workflows, workflow)
-
-
-def _private_message(ctx: Context, incoming: Incoming) -> None:
-    """A plain private message, outside any workflow: an admin's reply to a ticket
-    notification answers that ticket; anything else is the sender's follow-up (or guidance)."""
-    if ctx.sender.is_admin and incoming.reply_to_message_id is not None:
-        ticket = selectors.ticket_for_admin_message(
-            chat_id=incoming.chat_id, message_id=incoming.reply_to_message_id
-        )
-        if ticket is not None:
-            _answer_ticket(ctx, incoming, ticket.pk)
-            return
-    _say(ctx, flows.user_message(incoming))
+    """The one message after an admin pressed Reply."""
+    _say(ctx, conversation.reply_step(_incoming(ctx), WorkflowStore(ctx.store)))
 
 
 # --- buttons ---------------------------------------------------------------------------------
 @_needs_sender
 def reply_button(ctx: Context) -> None:
-    button = _button(ctx)
-    ticket = _button_ticket(ctx, button)
-    if ticket is None:
-        return
-    if not ticket.is_open:
-        ctx.answer_callback(f"Ticket #{ticket.number} is closed; reopen it to answer.", alert=True)
-        return
-    chat_id, user_id = _chat_and_user(ctx)
-    WorkflowStore(ctx.store).start(
-        chat_id=chat_id,
-        user_id=user_id,
-        name=REPLY_WORKFLOW,
-        step="answer",
-        ttl_ms=conf.reply_workflow_ttl_ms(),
-        data={"ticket_id": ticket.pk, "number": ticket.number},
-    )
-    ctx.answer_callback()
-    sent = ctx.reply(
-        f"Send your answer to ticket #{ticket.number} as one message (text, a photo, a document "
-        "or a voice message). The user receives it marked with the ticket number."
-    )
-    delivery.link_admin_message(ticket, sent)
+    data = ctx.update.callback_data
+    _press(ctx, conversation.reply_pressed(_incoming(ctx), data, WorkflowStore(ctx.store)))
 
 
 @_needs_sender
 def resolve_button(ctx: Context) -> None:
-    if _resumed(ctx):
-        ctx.answer_callback("Done.")
-        return
-    button = _button(ctx)
-    ticket = _button_ticket(ctx, button)
-    if ticket is None or button is None:
-        return
-    author = _author(ctx)
-    try:
-        _, result = flows.resolve(
-            ticket_id=ticket.pk, author=author, origin=Origin(update_id=ctx.update.update_id)
-        )
-    except BotError as exc:
-        ctx.answer_callback(exc.user_message, alert=True)
-        _remove_buttons(ctx)
-        return
-    if result.delivered or result.in_progress:
-        told = "The user was told."
-    elif result.uncertain:
-        told = f"Whether the user was told is uncertain: {result.error}."
-    else:
-        told = f"The user could not be told: {result.error}."
-    alert = not (result.delivered or result.in_progress)
-    ctx.answer_callback(
-        delivery.clip(f"Ticket #{ticket.number} resolved. {told}", 200), alert=alert
-    )
-    if button.page is not None:  # pressed in the panel: back to its list
-        _edit(ctx, *panel.list_view(button.page))
-    else:
-        _remove_buttons(ctx)
+    _press(ctx, conversation.resolve_pressed(_incoming(ctx), ctx.update.callback_data))
 
 
 @_needs_sender
 def close_button(ctx: Context) -> None:
-    if _resumed(ctx):
-        ctx.answer_callback("Done.")
-        return
-    ticket = _own_ticket(ctx, _button(ctx))
-    if ticket is None:
-        return
-    try:
-        answer = flows.close_by_user(
-            ticket=ticket, author=_author(ctx), origin=Origin(update_id=ctx.update.update_id)
-        )
-    except BotError as exc:
-        ctx.answer_callback(exc.user_message, alert=True)
-        return
-    ctx.answer_callback(answer.text if answer else f"Ticket #{ticket.number} closed.")
-    _remove_buttons(ctx)
+    _press(ctx, conversation.close_pressed(_incoming(ctx), ctx.update.callback_data))
 
 
 def list_button(ctx: Context) -> None:
-    button = _button(ctx)
-    if button is None:
-        return
-    ctx.answer_callback()
-    _edit(ctx, *panel.list_view(button.page or 1))
+    _press(ctx, conversation.list_pressed(ctx.update.callback_data))
 
 
 def view_button(ctx: Context) -> None:
-    button = _button(ctx)
-    ticket = _button_ticket(ctx, button)
-    if ticket is None or button is None:
-        return
-    ctx.answer_callback()
-    _edit(ctx, *panel.ticket_view(ticket, button.page or 1))
+    _press(ctx, conversation.view_pressed(ctx.update.callback_data))
 
 
 def invalid_button(ctx: Context) -> None:
     ctx.answer_callback("This button is not valid.", alert=True)
 
 
-# --- helpers ---------------------------------------------------------------------------------
+# --- reading the update, rendering the answer --------------------------------------------------
 def _incoming(ctx: Context) -> Incoming:
     message = ctx.update.effective_message
     reply_to = message.reply_to_message if message is not None else None
@@ -304,11 +114,10 @@ def _incoming(ctx: Context) -> Incoming:
             content = check_message_content(ctx.update.message)
         except ValidationError as exc:
             error = exc.user_message
-    chat_id, user_id = _chat_and_user(ctx)
     return Incoming(
         update_id=ctx.update.update_id,
-        chat_id=chat_id,
-        user_id=user_id,
+        chat_id=int(ctx.chat_id or 0),
+        user_id=int(ctx.sender.user_id or 0),
         user_name=_display_name(ctx.update.user),
         message_id=message.message_id if message is not None else 0,
         reply_to_message_id=reply_to.message_id if reply_to is not None else None,
@@ -318,83 +127,8 @@ def _incoming(ctx: Context) -> Incoming:
     )
 
 
-def _answer_ticket(ctx: Context, incoming: Incoming, ticket_id: int) -> None:
-    """An admin's message is the answer to ``ticket_id``."""
-    if incoming.content is None:
-        ctx.reply(incoming.content_error)
-        return
-    try:
-        entry, result = flows.admin_reply(
-            ticket_id=ticket_id,
-            author=_author(ctx),
-            origin=incoming.origin,
-            content=incoming.content,
-        )
-    except BotError as exc:
-        ctx.reply(exc.user_message)
-        return
-    _report(ctx, entry.ticket, result)
-
-
-def _resumed(ctx: Context) -> bool:
-    """True if this update was handled before (a re-delivery): only pending deliveries ran."""
-    resumed = flows.resume(ctx.update.update_id)
-    if resumed is None:
-        return False
-    entry, result = resumed
-    log.info("update %s: resumed ticket entry %s", ctx.update.update_id, entry.pk)
-    answer = entry.sender == TicketMessage.Sender.ADMIN and entry.kind != TicketMessage.Kind.EVENT
-    if answer and result.delivered is not None and ctx.update.type == "message":
-        _report(ctx, entry.ticket, result)
-    return True
-
-
-def _report(ctx: Context, ticket: Ticket, result: flows.Delivery) -> None:
-    sent = ctx.reply(flows.delivery_report(ticket, result))
-    delivery.link_admin_message(ticket, sent)
-
-
-def _say(ctx: Context, answer: Answer | None) -> None:
-    if answer is None:
-        return
-    ctx.reply(answer.text, reply_markup=answer.markup)
-
-
-def _button(ctx: Context) -> Callback | None:
-    try:
-        return check_callback(ctx.update.callback_data)
-    except ValidationError as exc:
-        ctx.answer_callback(exc.user_message, alert=True)
-        return None
-
-
-def _button_ticket(ctx: Context, button: Callback | None) -> Ticket | None:
-    if button is None:
-        return None
-    ticket = selectors.ticket_get(button.ticket_id)
-    if ticket is None:
-        ctx.answer_callback(TicketNotFoundError.user_message, alert=True)
-    return ticket
-
-
-def _own_ticket(ctx: Context, button: Callback | None) -> Ticket | None:
-    """The presser's own ticket of the button; one answer whether another user's ticket has
-    that id or none does, so the button cannot be used to probe ticket ids."""
-    if button is None:
-        return None
-    ticket = selectors.ticket_get(button.ticket_id)
-    if ticket is None or ticket.user_id != ctx.sender.user_id:
-        ctx.answer_callback(NO_SUCH_TICKET, alert=True)
-        return None
-    return ticket
-
-
-def _author(ctx: Context) -> Author:
-    return Author(name=_display_name(ctx.update.user), telegram_id=ctx.sender.user_id)
-
-
-def _chat_and_user(ctx: Context) -> tuple[int, int]:
-    return int(ctx.chat_id or 0), int(ctx.sender.user_id or 0)
+def _args(ctx: Context) -> str:
+    return ctx.command.args if ctx.command else ""
 
 
 def _display_name(user: User | None) -> str:
@@ -406,28 +140,24 @@ def _display_name(user: User | None) -> str:
     return name[:200]
 
 
-def _workflow(ctx: Context, workflows: WorkflowStore, name: str) -> Workflow | None:
-    chat_id, user_id = _chat_and_user(ctx)
-    workflow = workflows.get(chat_id=chat_id, user_id=user_id)
-    return workflow if workflow is not None and workflow.name == name else None
+def _say(ctx: Context, says: list[Say]) -> None:
+    for say in says:
+        sent = ctx.reply(say.text, reply_markup=say.markup)
+        if say.ticket is not None:
+            delivery.link_admin_message(say.ticket, sent)
 
 
-def _finish(workflows: WorkflowStore, workflow: Workflow | None) -> None:
-    if workflow is not None:
-        workflows.finish(workflow)
-
-
-def _finish_workflow(workflows: WorkflowStore, chat_id: int, user_id: int, name: str) -> None:
-    workflow = workflows.get(chat_id=chat_id, user_id=user_id)
-    if workflow is not None and workflow.name == name:
-        workflows.finish(workflow)
-
-
-def _edit(ctx: Context, text: str, markup: dict[str, Any]) -> None:
-    try:
-        ctx.edit_callback_message(text, reply_markup=markup)
-    except TelegramApiError as exc:  # "message is not modified", a deleted message
-        log.info("panel edit failed: %s", exc)
+def _press(ctx: Context, pressed: Pressed) -> None:
+    ctx.answer_callback(pressed.text, alert=pressed.alert)
+    if pressed.view is not None:
+        text, markup = pressed.view
+        try:
+            ctx.edit_callback_message(text, reply_markup=markup)
+        except TelegramApiError as exc:  # "message is not modified", a deleted message
+            log.info("panel edit failed: %s", exc)
+    elif pressed.remove_buttons:
+        _remove_buttons(ctx)
+    _say(ctx, pressed.says)
 
 
 def _remove_buttons(ctx: Context) -> None:

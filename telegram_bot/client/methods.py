@@ -235,6 +235,24 @@ class TelegramMethods:
         """declineChatJoinRequest; True on success."""
         return self._call_bool("declineChatJoinRequest", chat_id=chat_id, user_id=user_id)
 
+    def create_chat_invite_link(
+        self,
+        *,
+        chat_id: ChatId,
+        name: str | None = None,
+        expire_date: int | datetime | None = None,
+        member_limit: int | None = None,
+        creates_join_request: bool | None = None,
+    ) -> JsonObject:
+        """createChatInviteLink; the new ChatInviteLink (its `invite_link` is the URL)."""
+        params = _locals(locals())
+        params["expire_date"] = _unix_time(expire_date)
+        return self._call_dict("createChatInviteLink", **params)
+
+    def revoke_chat_invite_link(self, *, chat_id: ChatId, invite_link: str) -> JsonObject:
+        """revokeChatInviteLink; the revoked ChatInviteLink."""
+        return self._call_dict("revokeChatInviteLink", chat_id=chat_id, invite_link=invite_link)
+
     # -- files ------------------------------------------------------------------------------
 
     def get_file(self, *, file_id: str) -> JsonObject:

@@ -7,7 +7,7 @@ falls back to a fresh session instead of crashing on it.
 
 Nothing uses it yet, on purpose: the per-user state kept today is not session state (rate-limit
 windows and refusal flags under ``rl:``, stats facts such as ``last_message:``, the join-request
-pointer ``lock:jrq:`` that belongs to its record, conversations in ``WorkflowStore``). It is the
+pointer ``jr:q:`` that belongs to its record, conversations in ``WorkflowStore``). It is the
 store for the per-user preferences the members and language features will keep (a member's
 profile, the chosen language), so that those have versioning and migration from day one instead
 of raw keys.

@@ -34,7 +34,7 @@ def store(
             # Both presses read the pending record before either writes: a read-then-write
             # decision would then call Telegram twice; only a compare-and-set survives this.
             value = read(key)
-            if key.startswith("lock:jr:"):
+            if key.startswith("jr:r:"):
                 time.sleep(0.05)
             return value
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -16,7 +17,9 @@ from django.test import Client
 
 from community.growth import member_counts_fetch
 from community.models import BotChat, MemberCount
+from telegram_bot import insights
 from telegram_bot.state import KVStore
+from tests.builders import make_message_update
 from tests.community.members_helpers import (
     GROUP,
     join_update,
@@ -133,6 +136,24 @@ def test_a_weeks_retention(
         if left is not None:
             processed(post_update, leave_update(user, date=base + joined + left))
         processed(post_update, service_update(joined=[user], date=base + joined))  # a twin
+    writes = {  # user: days after the week's first day on which they write in the group
+        5001: [0, 8],  # after 7 days (the 8th), not after 30
+        5002: [1, 4],  # only within their first week
+        5003: [8, 9],  # the 9th is their join day + 7: after 7 days
+        5004: [11, 35, 36],  # the 36th is their join day + 30
+        5005: [20, 50],  # not in the cohort
+        5006: [20, 50],  # an older member: not in the cohort
+    }
+    for user, days in writes.items():
+        for offset in days:
+            update = make_message_update(
+                "hi", chat_id=GROUP, user_id=user, date=base + offset * day + 3600
+            )
+            assert processed(post_update, update) == "processed"
+            assert processed(post_update, update) == "duplicate"  # a re-delivery
+    # 5002 writes elsewhere after 30 days: another chat's messages do not count.
+    other = make_message_update("hi", chat_id=-100778, user_id=5002, date=base + 40 * day)
+    assert processed(post_update, other) == "processed"
     body = admin_client.get(
         "/api/v1/community/retention", {"chat_id": GROUP, "week_start": week}
     ).json()
@@ -142,6 +163,9 @@ def test_a_weeks_retention(
         "joined": 4,
         "still_members_after_7_days": 3,
         "still_members_after_30_days": 2,
+        "wrote_after_7_days": 3,  # 5001, 5003, 5004
+        "wrote_after_30_days": 1,  # 5004
+        "activity_available": True,
     }
     recent = admin_client.get(
         "/api/v1/community/retention",
@@ -150,11 +174,37 @@ def test_a_weeks_retention(
     # 7 days after the last possible join of that week have passed, 30 days have not.
     assert recent["still_members_after_7_days"] == 0
     assert recent["still_members_after_30_days"] is None
+    assert (recent["wrote_after_7_days"], recent["wrote_after_30_days"]) == (0, None)
     too_recent = admin_client.get(
         "/api/v1/community/retention",
         {"chat_id": GROUP, "week_start": date.today() - timedelta(days=10)},
     ).json()
     assert too_recent["still_members_after_7_days"] is None
+    assert too_recent["wrote_after_7_days"] is None
+
+
+@pytest.fixture
+def without_statistics() -> Iterator[None]:
+    """As if the stats app were not installed: nobody offers who wrote when."""
+    offered = insights.provider("stats.active_users")
+    assert offered is not None  # the stats app offers it when it is installed
+    insights.withdraw("stats.active_users")
+    yield
+    insights.offer("stats.active_users", offered)
+
+
+def test_retention_without_the_statistics_app_says_activity_is_unavailable(
+    bot: FakeTelegramServer, post_update: Any, admin_client: Client, without_statistics: None
+) -> None:
+    week = date.today() - timedelta(days=60)
+    base = int(datetime.combine(week, datetime.min.time(), UTC).timestamp())
+    processed(post_update, join_update(5001, date=base))
+    body = admin_client.get(
+        "/api/v1/community/retention", {"chat_id": GROUP, "week_start": week}
+    ).json()
+    assert body["joined"] == 1 and body["still_members_after_30_days"] == 1
+    assert body["activity_available"] is False
+    assert (body["wrote_after_7_days"], body["wrote_after_30_days"]) == (None, None)
 
 
 @pytest.mark.parametrize(

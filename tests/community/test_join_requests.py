@@ -168,7 +168,7 @@ def test_it_refuses_a_stale_button_whose_record_expired(
 ) -> None:
     request_join(post_update)
     data = button_data(notifications(bot)[0])["Approve"]
-    memory_store.delete(f"lock:jr:{data.rsplit(':', 1)[1]}")
+    memory_store.delete(f"jr:r:{data.rsplit(':', 1)[1]}")
     post_update(press_update(data, user_id=OWNER_ID))
     assert alerts(bot) == ["This request is no longer pending."]
     assert bot.calls_to("approveChatJoinRequest") == []

@@ -183,6 +183,7 @@ def test_operators_configure_members_in_the_admin_site(admin_client: Any) -> Non
         "raid_joins": "10",
         "raid_window_seconds": "60",
         "raid_strict_minutes": "15",
+        "raid_mode": "requests",
     }
     page = admin_client.post(url, form).content.decode()
     assert "Unknown placeholder {name}" in page and "Line 1" in page
@@ -192,6 +193,7 @@ def test_operators_configure_members_in_the_admin_site(admin_client: Any) -> Non
     assert admin_client.post(url, form).status_code == 302
     policy = MemberPolicy.objects.get(chat_id=GROUP)
     assert policy.captcha_enabled and policy.rules_text == "Be kind"
+    assert policy.raid_mode == MemberPolicy.RaidMode.REQUESTS
     assert "Cats" in admin_client.get("/admin/community/memberpolicy/").content.decode()
     # The chats of the bot are read only.
     assert admin_client.get("/admin/community/botchat/add/").status_code == 403

@@ -120,8 +120,8 @@ def test_a_redelivered_join_request_notifies_each_admin_once(
     assert sorted(call.params["chat_id"] for call in notifications(bot)) == [ADMIN, OWNER_ID]
     assert bot.calls_to("editMessageText") == []  # no copy "replaced by a newer request"
     [token] = {token_of(button_data(call)["Approve"]) for call in notifications(bot)}
-    assert memory_store.get(f"lock:jrq:{CHAT}:{REQUESTER}") == token
-    assert len(list(memory_store.scan_all("lock:jr:"))) == 1
+    assert memory_store.get(f"jr:q:{CHAT}:{REQUESTER}") == token
+    assert len(list(memory_store.scan_all("jr:r:"))) == 1
     record = record_of(button_data(notifications(bot)[0])["Approve"])
     assert record is not None and record.pending and len(record.copies) == 2
 
@@ -196,7 +196,7 @@ def test_a_delivery_that_failed_before_notifying_is_finished_by_the_redelivery(
     record = record_of(f"jr:a:{token}")
     assert record is not None and record.stage == STAGE_ADMINS and len(record.copies) == 2
     # One record: no orphan of the first delivery left pending (and listed in the panel).
-    assert list(memory_store.scan_all("lock:jr:")) == [f"lock:jr:{token}"]
+    assert list(memory_store.scan_all("jr:r:")) == [f"jr:r:{token}"]
 
 
 def test_a_delivery_that_failed_before_asking_is_finished_by_the_redelivery(
@@ -220,7 +220,7 @@ def test_a_delivery_that_failed_before_asking_is_finished_by_the_redelivery(
     [question] = bot.calls_to("sendMessage")
     assert question.params["chat_id"] == REQUESTER
     assert Job.objects.filter(kind=services.TIMEOUT_JOB).count() == 1
-    [key] = memory_store.scan_all("lock:jr:")
+    [key] = memory_store.scan_all("jr:r:")
     record = record_of(f"jr:a:{key.rsplit(':', 1)[1]}")
     assert record is not None and record.asked and record.pending
 
@@ -235,7 +235,7 @@ def test_a_late_redelivery_does_not_undo_a_newer_request(
     assert redeliver(deliver, memory_store, older) == "processed"
 
     assert len(notifications(bot)) == 2
-    assert memory_store.get(f"lock:jrq:{CHAT}:{REQUESTER}") == token_of(second["Approve"])
+    assert memory_store.get(f"jr:q:{CHAT}:{REQUESTER}") == token_of(second["Approve"])
     closed, newest = record_of(first["Approve"]), record_of(second["Approve"])
     assert closed is not None and closed.status == CLOSED
     assert newest is not None and newest.status == PENDING
@@ -393,7 +393,7 @@ def test_an_auto_approval_whose_settle_failed_is_finished_once(
     assert run_due("test") == 1
     assert len(succeeded(bot, "approveChatJoinRequest")) == 1
     assert texts_to(bot, CHAT) == ["Hi"]
-    [key] = memory_store.scan_all("lock:jr:")
+    [key] = memory_store.scan_all("jr:r:")
     record = record_of(f"jr:a:{key.rsplit(':', 1)[1]}")
     assert record is not None and record.status == DONE
 

@@ -9,6 +9,9 @@ that restrict or delete need no setup. Once a chat is described, Telegram's rule
   administrator cannot be restricted; ``until_date`` under 30 s or over 366 d means forever.
 - banChatMember / unbanChatMember: the bot needs ``can_restrict_members`` (any administrator
   in a basic group); an owner or an administrator cannot be banned.
+- createChatInviteLink / revokeChatInviteLink: groups and channels only; the bot needs
+  ``can_invite_users``; ``member_limit`` cannot go with ``creates_join_request``; only a link
+  the bot created can be revoked. The links are kept in ``invite_links`` (URL -> link).
 - deleteMessage(s): a message older than 48 h cannot be deleted; another user's message needs
   ``can_delete_messages`` (any administrator in a basic group); a message deleted before is
   "not found" (deleteMessages skips it); deleteMessages takes 1-100 ids.
@@ -36,6 +39,11 @@ CANT_DELETE = "Bad Request: message can't be deleted"
 DELETE_NOT_FOUND = "Bad Request: message to delete not found"
 NO_IDS = "Bad Request: message identifiers are not specified"
 TOO_MANY_IDS = "Bad Request: too many message identifiers specified"
+NO_INVITE_RIGHT = "Bad Request: not enough rights to manage chat invite link"
+LIMIT_WITH_REQUEST = (
+    "Bad Request: member limit can't be specified for links requiring administrator approval"
+)
+LINK_NOT_FOUND = "Bad Request: INVITE_HASH_EXPIRED"
 DELETE_WINDOW_S = 48 * 3600
 MIN_UNTIL_S, MAX_UNTIL_S = 30, 366 * 24 * 3600
 
@@ -118,6 +126,7 @@ class ChatMemberResults:
         # Messages from updates the tests sent, so that deleteMessage knows their date and
         # author: (chat_id, message_id) -> (date, user id).
         self.message_meta: dict[tuple[int, int], tuple[int, int | None]] = {}
+        self.invite_links: dict[str, Json] = {}  # URL -> ChatInviteLink (with its chat id)
 
     # -- control --------------------------------------------------------------------------
 
@@ -199,6 +208,41 @@ class ChatMemberResults:
         if target["status"] == "kicked" or (present and not params.get("only_if_banned")):
             self.set_member(chat["id"], target["user"], "left")
         return True
+
+    def _createChatInviteLink(self, params: Json, bot_id: int) -> Json:
+        chat = self._invite_chat(params, bot_id)
+        if params.get("member_limit") and params.get("creates_join_request"):
+            raise RequestError(400, LIMIT_WITH_REQUEST)
+        url = f"https://t.me/+fake{len(self.invite_links) + 1:06d}"
+        link: Json = {
+            "invite_link": url,
+            "creator": self._bot_user(bot_id),
+            "creates_join_request": bool(params.get("creates_join_request")),
+            "is_primary": False,
+            "is_revoked": False,
+        }
+        for key in ("name", "expire_date", "member_limit"):
+            if params.get(key) is not None:
+                link[key] = params[key]
+        self.invite_links[url] = {**link, "chat_id": chat["id"]}
+        return link
+
+    def _revokeChatInviteLink(self, params: Json, bot_id: int) -> Json:
+        chat = self._invite_chat(params, bot_id)
+        stored = self.invite_links.get(params["invite_link"])
+        if stored is None or stored["chat_id"] != chat["id"]:
+            raise RequestError(400, LINK_NOT_FOUND)
+        stored["is_revoked"] = True
+        return {key: value for key, value in stored.items() if key != "chat_id"}
+
+    def _invite_chat(self, params: Json, bot_id: int) -> Json:
+        chat = self.chat(params["chat_id"])
+        if chat["type"] == "private":
+            raise RequestError(400, "Bad Request: chat not found")
+        bot = self.member(chat["id"], bot_id, bot_id)
+        if not self._admin_may(chat, bot, "can_invite_users"):
+            raise RequestError(400, NO_INVITE_RIGHT)
+        return chat
 
     def _deleteMessage(self, params: Json, bot_id: int) -> bool:
         chat = self.chat(params["chat_id"])

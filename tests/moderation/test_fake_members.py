@@ -128,3 +128,28 @@ def test_deleting(fake: FakeTelegram, client: TelegramClient) -> None:
 
 def test_params_are_validated_against_the_spec(client: TelegramClient) -> None:
     assert "user_id" in _error(lambda: client.call("banChatMember", chat_id=GROUP))
+
+
+def test_invite_links_fit_the_spec_and_follow_telegrams_rules(
+    fake: FakeTelegram, client: TelegramClient
+) -> None:
+    _describe(fake, bot_rights={"can_invite_users": True})
+    until = int(time.time()) + 900
+    link = client.create_chat_invite_link(
+        chat_id=GROUP, name="Anti-raid", creates_join_request=True, expire_date=until
+    )
+    assert fake.spec.check(link, ["ChatInviteLink"]) is None, link
+    assert (link["creates_join_request"], link["expire_date"]) == (True, until)
+    assert "limit" in _error(
+        lambda: client.create_chat_invite_link(
+            chat_id=GROUP, creates_join_request=True, member_limit=5
+        )
+    )
+    revoked = client.revoke_chat_invite_link(chat_id=GROUP, invite_link=link["invite_link"])
+    assert fake.spec.check(revoked, ["ChatInviteLink"]) is None and revoked["is_revoked"]
+    assert fake.results.invite_links[link["invite_link"]]["is_revoked"]
+    assert "EXPIRED" in _error(
+        lambda: client.revoke_chat_invite_link(chat_id=GROUP, invite_link="https://t.me/+nope")
+    )
+    _describe(fake, bot_rights={"can_invite_users": False})
+    assert "invite link" in _error(lambda: client.create_chat_invite_link(chat_id=GROUP))
