@@ -11,6 +11,7 @@ class CommunityConfig(features.FeatureConfig):
     schedules = "community.schedules.SCHEDULES"
     api_module = "community.api"
     start_line = "members (join requests, welcome, captcha)"
+    privacy = "community.privacy"
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "
         "join counters and strict mode, the last welcome",

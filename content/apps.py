@@ -10,3 +10,4 @@ class ContentConfig(features.FeatureConfig):
     job_handlers = "content.tasks.JOB_HANDLERS"
     schedules = "content.schedules.SCHEDULES"
     start_line = "channel posts"
+    privacy = "content.privacy"

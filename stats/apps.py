@@ -10,6 +10,7 @@ class StatsConfig(features.FeatureConfig):
     schedules = "stats.schedules.SCHEDULES"
     api_module = "stats.api"
     start_line = "statistics"
+    privacy = "stats.privacy"
     key_families = {
         "msg": "raw message buffer, minimal fields, 7 days",
         "stats": "daily counters per chat, day and user; poison marks, joins, chat titles",

@@ -10,3 +10,4 @@ class SupportConfig(features.FeatureConfig):
     job_handlers = "support.tasks.JOB_HANDLERS"
     schedules = "support.schedules.SCHEDULES"
     start_line = "support"
+    privacy = "support.privacy"

@@ -13,6 +13,7 @@ class TelegramBotConfig(features.FeatureConfig):
     bot_handlers = "telegram_bot.handlers"
     job_handlers = "telegram_bot.tasks.JOB_HANDLERS"
     schedules = "telegram_bot.schedules.SCHEDULES"
+    privacy = "telegram_bot.privacy_core"
 
     def ready(self) -> None:
         super().ready()

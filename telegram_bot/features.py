@@ -8,6 +8,8 @@ paths imported when first needed (never at app-loading time):
 - ``schedules``: a list of ``ScheduleSpec`` (``manage.py sync_schedules``);
 - ``api_module``: a module with a django-ninja ``router`` and the ``PERMISSION`` it needs,
   mounted at ``/api/v1/<app label>/`` (``config/api.py``);
+- ``privacy``: a module declaring the app's personal data (tables, key families) with its
+  export, erasure and retention hooks (``telegram_bot.privacy``);
 
 and as values: ``key_families`` (the KV key families it owns, declared to the state layer
 when the app is ready) and ``start_line`` (what ``/start`` says the bot does for it; ``/help``
@@ -36,6 +38,7 @@ class FeatureConfig(AppConfig):
     job_handlers: ClassVar[str | None] = None
     schedules: ClassVar[str | None] = None
     api_module: ClassVar[str | None] = None
+    privacy: ClassVar[str | None] = None
     key_families: ClassVar[Mapping[str, str]] = {}
     start_line: ClassVar[str] = ""
 
