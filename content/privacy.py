@@ -18,7 +18,7 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
     return {
         "posts_created": list(
             Post.objects.filter(created_by=f"telegram:{user_id}").values(
-                "id", "channel", "status", "created_at"
+                "id", "channel", "status", "created_at", "created_by"
             )
         )
     }
