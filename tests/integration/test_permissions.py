@@ -48,6 +48,8 @@ TICKETS = ("support.view_ticket",)
 DEAD_LETTERS = ("telegram_bot.manage_dead_letters",)
 STATS_QUERY = "?chat_id=-1001234567890&start=2026-01-01&end=2026-01-02"
 GROWTH = ("community.view_membermovement",)
+EXPORT_DATA = ("telegram_bot.export_personal_data",)
+ERASE_DATA = ("telegram_bot.erase_personal_data",)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ RULES: dict[str, Rule] = {
     "admin:dead-letter-replay": perm(DEAD_LETTERS, "POST"),
     "admin:dead-letter-drop": perm(DEAD_LETTERS, "POST"),
     "admin:stats-dashboard": perm(STATS),
+    "admin:privacy-export": perm(EXPORT_DATA),
+    "admin:privacy-erase": perm(ERASE_DATA),
     "admin:stats-export": perm(STATS, query=STATS_QUERY),
     "admin:content-post-photo": perm(("content.view_post",)),
     "admin:support_ticket_reply": perm(TICKETS, "POST", viewer_allowed=False),
