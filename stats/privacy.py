@@ -144,7 +144,9 @@ def _rename_failed(store: KVStore, key: str, user: int, anon: int) -> None:
     """``stats:failed:{chat}:{day}`` lists members by id: the member's entry moves to ``anon``."""
     for _ in range(20):
         value = store.get(key)
-        users = value.get("users") if isinstance(value, dict) else None
+        if not isinstance(value, dict):
+            return
+        users = value.get("users")
         if not isinstance(users, dict) or str(user) not in users:
             return
         users = dict(users)

@@ -22,7 +22,7 @@ ERASE_PERMISSION = "telegram_bot.erase_personal_data"
 
 
 class UserIdField(forms.CharField):
-    def clean(self, value: object) -> int:  # type: ignore[override]
+    def clean(self, value: object) -> int:
         text = super().clean(value)
         try:
             return check_user_id(text)

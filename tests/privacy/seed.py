@@ -34,7 +34,7 @@ from telegram_bot.privacy import CONFIRM_PREFIX, key_names, privacy_modules
 from telegram_bot.state import KVStore
 from telegram_bot.state.dead_letters import DeadLetterStore
 from telegram_bot.state.keys import FAMILIES
-from tests.builders import make_join_request_update, make_message_update, next_update_id
+from tests.builders import make_join_request_update, make_message_update
 
 USER = 987_654_321
 OTHER = 555_000_111
@@ -163,6 +163,8 @@ def _seed_apps(store: KVStore) -> None:
             chat_id=chat_id, user_id=USER, display_name=f"{FIRST} {LAST}", username=USERNAME
         )
     store.set(stats_keys.joined_key(CHATS[0], USER), now)
+    failed = {"users": {str(USER): ["word_count"], str(OTHER): ["message_count"]}}
+    store.set(stats_keys.failed_key(CHATS[1], datetime.now(UTC).date()), failed)
     Post.objects.create(channel="@news", text="news", created_by=f"telegram:{USER}")
 
 

@@ -36,7 +36,11 @@ def test_the_seed_puts_the_member_in_every_personal_table_and_key_family(
     expected = personal_declared()
     if REDIS_URL:
         expected.discard("telegram_bot.KVEntry")  # the KV store is Redis, not the table
-    assert expected - set(traces(store)) == set()
+    found = traces(store)
+    assert expected - set(found) == set()
+    # The statistics' members by id: counters, a closed day's late marker, the failed-write index
+    for prefix in ("stats:messages:", "stats:hour:", "stats:late:", "stats:failed:", "msg:"):
+        assert any(key.startswith(prefix) for key in found["stats"] + found["msg"]), prefix
 
 
 def test_the_export_holds_every_app_s_data_about_the_member(store: KVStore) -> None:

@@ -53,7 +53,9 @@ def test_a_person_cannot_be_declared_not_personal(monkeypatch: pytest.MonkeyPatc
     assert any("moderation.WarnState is 'not personal'" in p for p in privacy.coverage_problems())
 
 
-@pytest.mark.parametrize("text", ["42", "0", "-5", "1e3", "abc", "", "4503599627370496", "４２"])
+@pytest.mark.parametrize(
+    "text", ["42", "0", "-5", "1e3", "abc", "", "4503599627370496", "\uff14\uff12"]
+)
 def test_a_user_id_is_checked(text: str) -> None:
     if text == "42":
         assert privacy.check_user_id(text) == 42
