@@ -159,3 +159,18 @@ def test_a_press_whose_erasure_failed_half_way_finishes_it_when_replayed(
 def test_forgetme_is_private_only(store: KVStore, fake_telegram: FakeTelegramServer) -> None:
     process_update(make_message_update("/forgetme", chat_id=CHATS[0], user_id=USER))
     assert fake_telegram.calls_to("sendMessage") == []
+
+
+def test_a_press_too_old_to_answer_still_erases(
+    store: KVStore, fake_telegram: FakeTelegramServer
+) -> None:
+    counted(store)
+    erase, _cancel = ask(fake_telegram)
+    fake_telegram.fail_next(
+        "answerCallbackQuery",
+        status=400,
+        description="Bad Request: query is too old and response timeout expired",
+    )
+    assert process_update(press(erase)) == Outcome.PROCESSED
+    assert traces(store) == {}
+    assert "erased" in fake_telegram.calls_to("editMessageText")[-1].params["text"]
