@@ -40,14 +40,15 @@ from telegram_bot.audit import Actor, audit_record
 from telegram_bot.features import feature_configs
 from telegram_bot.state import KVStore, get_store
 
-# Telegram user ids are below 2**52; the anonymous ids stand far above any of them (int64).
-ANONYMOUS_BASE = 2**62
+# Telegram user ids have at most 52 significant bits; the anonymous ids are 2**52..2**53, above
+# every one of them and still exact as a JSON number in JavaScript (the dashboard).
+ANONYMOUS_BASE = 2**52
 ERASE_ACTION = "privacy_erase"
 EXPORT_ACTION = "privacy_export"
 RUN_PREFIX = "lock:erase:"
 CONFIRM_PREFIX = "lock:forget:"
 RUN_TTL_MS = 30 * 24 * 3600 * 1000
-MAX_USER_ID = 2**52
+MAX_USER_ID = ANONYMOUS_BASE
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def check_user_id(value: object) -> int:
 
 
 def new_anonymous_id() -> int:
-    return ANONYMOUS_BASE + secrets.randbelow(2**61)
+    return ANONYMOUS_BASE + secrets.randbelow(2**52)
 
 
 def is_anonymous(user_id: int | None) -> bool:
