@@ -34,11 +34,13 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any
 
+from django.apps import apps
 from django.conf import settings
 
 from telegram_bot.audit import Actor, audit_record
 from telegram_bot.features import feature_configs
 from telegram_bot.state import KVStore, get_store
+from telegram_bot.state.keys import FAMILIES
 
 # Telegram user ids have at most 52 significant bits; the anonymous ids are 2**52..2**53, above
 # every one of them and still exact as a JSON number in JavaScript (the dashboard).
@@ -111,35 +113,28 @@ def coverage_problems() -> list[str]:
     """What the privacy declarations miss: a model of an app, or a KV key family, that no
     privacy module declares (personal or not), a declared name that does not exist, or a
     model declared not personal with a field naming a person."""
-    from django.apps import apps
-
-    from telegram_bot.state.keys import FAMILIES
-
-    declared: dict[str, str] = {}
+    personal: set[str] = set()
     not_personal: set[str] = set()
     for _label, module in privacy_modules():
-        for name in (*module.MODELS, *module.KEY_FAMILIES):
-            declared[name] = "personal"
-        for name in module.NOT_PERSONAL:
-            declared.setdefault(name.removesuffix(":"), "not personal")
-            not_personal.add(name.removesuffix(":"))
+        personal |= {*module.MODELS, *module.KEY_FAMILIES}
+        not_personal |= {name.removesuffix(":") for name in module.NOT_PERSONAL}
+    declared = personal | not_personal
     problems = []
-    configs = {config.label for config in feature_configs()}
-    for config in apps.get_app_configs():
-        if config.label not in configs:
-            continue
+    for config in feature_configs():
         for model in config.get_models():
             label = model._meta.label
             if label not in declared:
                 problems.append(f"model {label} is declared in no privacy module")
-            elif label in not_personal and label not in _personal_labels():
+            elif label not in personal:
                 fields = [f.name for f in model._meta.get_fields() if PERSON_FIELD.match(f.name)]
                 if fields:
                     problems.append(f"model {label} is 'not personal' but has {fields}")
-    for family in FAMILIES:
-        if family not in declared:
-            problems.append(f"key family {family}: is declared in no privacy module")
-    for name in declared:
+    problems += [
+        f"key family {family}: is declared in no privacy module"
+        for family in FAMILIES
+        if family not in declared
+    ]
+    for name in sorted(declared):
         if "." in name:
             try:
                 apps.get_model(name)
@@ -148,10 +143,6 @@ def coverage_problems() -> list[str]:
         elif name not in FAMILIES:
             problems.append(f"{name}: is declared but is no key family")
     return problems
-
-
-def _personal_labels() -> set[str]:
-    return {name for _label, module in privacy_modules() for name in module.MODELS}
 
 
 # --- export --------------------------------------------------------------------------------
