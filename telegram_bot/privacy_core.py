@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.admin.models import LogEntry
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -32,6 +33,8 @@ MODELS = {
     "telegram_bot.AuditEntry": "who acted on whom: ids and names of actors and targets",
     "telegram_bot.Job": "background work; its payload may name a member (a captcha, a ban)",
     "telegram_bot.KVEntry": "the KV store on the database backend: see the key families",
+    "admin.LogEntry": "the admin site's history: an edited object's label (a bot admin's "
+    "name and id)",
 }
 KEY_FAMILIES = {
     "session": "per-user sessions session:<scope>:<user>",
@@ -41,6 +44,7 @@ KEY_FAMILIES = {
     "lock": "locks; the /forgetme confirmations (lock:forget:) and an erasure's own run "
     "(lock:erase:); apps that keep records under lock: erase their own",
 }
+ERASED = "(erased)"
 NOT_PERSONAL = {
     "counter:": "general counters without user ids",
     "upd:": "update ids and their processing state",
@@ -104,6 +108,7 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
             + AuditEntry.objects.filter(target_id=user).update(target_id=anon, target_name="")
             + AuditEntry.objects.filter(chat_id=user).update(chat_id=anon)
         )
+        counts["admin_history"] = _redact_admin_history(user)
         jobs = [job.pk for job in _jobs_mentioning(user)]
         counts["jobs"] = Job.objects.filter(pk__in=jobs).delete()[0]
     kv = [key for prefix in ("session:", "workflow:") for key in keys_naming(store, prefix, user)]
@@ -119,6 +124,21 @@ def purge(store: KVStore) -> dict[str, int]:
     cutoff = timezone.now() - timedelta(days=settings.AUDIT_LOG_RETENTION_DAYS)
     deleted, _ = AuditEntry.objects.filter(created_at__lt=cutoff).delete()
     return {"audit_entries": deleted}
+
+
+def _redact_admin_history(user_id: int) -> int:
+    """The admin site's history labels objects by ``str()``: a bot admin's is their name and
+    id. Entries naming the id lose the label and the change message."""
+    text = str(user_id)
+    entries = LogEntry.objects.filter(
+        Q(object_repr__contains=text) | Q(change_message__contains=text)
+    )
+    ids = [
+        entry.pk
+        for entry in entries
+        if mentions(entry.object_repr, user_id) or mentions(entry.change_message, user_id)
+    ]
+    return LogEntry.objects.filter(pk__in=ids).update(object_repr=ERASED, change_message="")
 
 
 def _jobs_mentioning(user_id: int) -> list[Job]:

@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.apps import apps
+from django.contrib.admin.models import ADDITION, LogEntry
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from community.member_state import Challenge, Stay, challenge_key, stay_key
@@ -83,7 +85,13 @@ def seed(store: KVStore) -> None:
 
 
 def _seed_core(store: KVStore) -> None:
-    BotAdmin.objects.create(telegram_id=USER, display_name=f"{FIRST} {LAST}", added_by=OWNER)
+    admin_row = BotAdmin.objects.create(
+        telegram_id=USER, display_name=f"{FIRST} {LAST}", added_by=OWNER
+    )
+    site_user = User.objects.create_user("site-operator")
+    LogEntry.objects.log_actions(
+        site_user.pk, [admin_row], ADDITION, change_message=[{"added": {}}], single_object=True
+    )
     ChatPreference.objects.create(chat_id=USER, language="en")
     BlockedChat.objects.create(chat_id=USER, reason="Forbidden: bot was blocked by the user")
     DeliveryFailure.objects.create(
