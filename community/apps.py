@@ -12,6 +12,7 @@ class CommunityConfig(features.FeatureConfig):
     api_module = "community.api"
     overview_cards = "community.overview.community_cards"
     start_line = "members (join requests, welcome, captcha)"
+    privacy = "community.privacy"
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "
         "join counters and strict mode, the last welcome",

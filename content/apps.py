@@ -11,3 +11,4 @@ class ContentConfig(features.FeatureConfig):
     schedules = "content.schedules.SCHEDULES"
     overview_cards = "content.overview.content_cards"
     start_line = "channel posts"
+    privacy = "content.privacy"

@@ -13,6 +13,7 @@ class ModerationConfig(features.FeatureConfig):
         "windows (mod:fl:<chat>:<user>:<window>, TTL)",
     }
     start_line = "moderation (/warn, /mute, /ban... in groups)"
+    privacy = "moderation.privacy"
 
     def ready(self) -> None:
         super().ready()

@@ -11,6 +11,7 @@ class StatsConfig(features.FeatureConfig):
     api_module = "stats.api"
     overview_cards = "stats.overview.stats_cards"
     start_line = "statistics"
+    privacy = "stats.privacy"
     key_families = {
         "msg": "raw message buffer, minimal fields, 7 days",
         "stats": "daily counters per chat, day and user; poison marks, joins, chat titles",

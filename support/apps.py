@@ -11,3 +11,4 @@ class SupportConfig(features.FeatureConfig):
     schedules = "support.schedules.SCHEDULES"
     overview_cards = "support.overview.support_cards"
     start_line = "support"
+    privacy = "support.privacy"

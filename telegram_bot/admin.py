@@ -26,6 +26,12 @@ from telegram_bot.ops.dead_letter_views import (
     dead_letter_list,
     dead_letter_replay,
 )
+from telegram_bot.privacy_views import (
+    ERASE_PERMISSION,
+    EXPORT_PERMISSION,
+    privacy_erase,
+    privacy_export,
+)
 from telegram_bot.redaction import redact
 
 _DEAD_LETTERS = ("telegram_bot.manage_dead_letters",)
@@ -49,6 +55,21 @@ register_view(
     name="dead-letter-drop",
     title="",
     permissions=_DEAD_LETTERS,
+)
+
+register_view(
+    "privacy/export/",
+    privacy_export,
+    name="privacy-export",
+    title="Export personal data",
+    permissions=(EXPORT_PERMISSION,),
+)
+register_view(
+    "privacy/erase/",
+    privacy_erase,
+    name="privacy-erase",
+    title="Erase personal data",
+    permissions=(ERASE_PERMISSION,),
 )
 
 

@@ -14,6 +14,7 @@ class TelegramBotConfig(features.FeatureConfig):
     job_handlers = "telegram_bot.tasks.JOB_HANDLERS"
     schedules = "telegram_bot.schedules.SCHEDULES"
     overview_cards = "telegram_bot.ops.overview_cards.core_cards"
+    privacy = "telegram_bot.privacy_core"
 
     def ready(self) -> None:
         super().ready()

@@ -10,6 +10,8 @@ paths imported when first needed (never at app-loading time):
   mounted at ``/api/v1/<app label>/`` (``config/api.py``);
 - ``overview_cards``: a function of the user returning the app's cards for the admin index
   (``telegram_bot.overview``);
+- ``privacy``: a module declaring the app's personal data (tables, key families) with its
+  export, erasure and retention hooks (``telegram_bot.privacy``);
 
 and as values: ``key_families`` (the KV key families it owns, declared to the state layer
 when the app is ready) and ``start_line`` (what ``/start`` says the bot does for it; ``/help``
@@ -39,6 +41,7 @@ class FeatureConfig(AppConfig):
     schedules: ClassVar[str | None] = None
     api_module: ClassVar[str | None] = None
     overview_cards: ClassVar[str | None] = None
+    privacy: ClassVar[str | None] = None
     key_families: ClassVar[Mapping[str, str]] = {}
     start_line: ClassVar[str] = ""
 

@@ -11,6 +11,7 @@ from telegram_bot.errors import BotError
 from telegram_bot.features import start_lines
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import ANY_COMMAND, PanelEntry, Route
+from telegram_bot.privacy_handlers import forget_me, forget_me_cancel, forget_me_confirm
 
 # ASCII digits only: str.isdigit() also accepts characters such as "²" that int() refuses.
 _USER_ID = re.compile(r"[0-9]{1,18}")
@@ -136,6 +137,11 @@ ROUTES = [
     Route.on_callback("panel:home", panel_home, role=Role.ADMIN),
     Route.on_callback("panel:admins", panel_admins, role=Role.ADMIN),
     Route.on_callback("panel:adm_rm:", panel_admin_remove, role=Role.OWNER),
+    Route.on_command(
+        "forgetme", forget_me, help="erase what the bot holds about you", chat_types=("private",)
+    ),
+    Route.on_callback("fm:y:", forget_me_confirm, expensive=True),
+    Route.on_callback("fm:n:", forget_me_cancel),
     Route.on_command(ANY_COMMAND, unknown_command),
 ]
 

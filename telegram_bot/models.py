@@ -114,7 +114,12 @@ class DeliveryFailure(models.Model):
     class Meta:
         ordering = ["-created_at"]
         # Dead letters live in the KV store, not in a table; their permission lives here.
-        permissions = [("manage_dead_letters", "Can see, replay and drop dead letters")]
+        permissions = [
+            ("manage_dead_letters", "Can see, replay and drop dead letters"),
+            # The privacy pages (telegram_bot/privacy_views.py) are not a model's either.
+            ("export_personal_data", "Can export everything held about a Telegram user"),
+            ("erase_personal_data", "Can erase everything held about a Telegram user"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.purpose} -> {self.chat_id}: {self.error_class}"

@@ -10,6 +10,7 @@ from django.conf import settings
 from telegram_bot.jobs.runner import JobRun, new_owner, run_due, run_until_idle
 from telegram_bot.jobs.services import jobs_delete_finished
 from telegram_bot.notifications import ADMIN_NOTICE_JOB, admin_notice_job
+from telegram_bot.privacy import purge_expired_data
 from telegram_bot.state import get_store
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,13 @@ def jobs_run_due() -> int:
 def jobs_cleanup() -> int:
     """Delete finished jobs older than JOB_RETENTION_DAYS."""
     return jobs_delete_finished()
+
+
+def privacy_retention() -> dict[str, dict[str, int]]:
+    """Every app's retention purge (the *_RETENTION_DAYS settings, docs/privacy.md)."""
+    removed = purge_expired_data()
+    log.info("retention purge: %s", removed)
+    return removed
 
 
 def noop_job(payload: dict[str, Any], run: JobRun) -> None:

@@ -49,6 +49,8 @@ DEAD_LETTERS = ("telegram_bot.manage_dead_letters",)
 STATS_QUERY = "?chat_id=-1001234567890&start=2026-01-01&end=2026-01-02"
 GROWTH = ("community.view_membermovement",)
 VOICE_FILE = "voice-of-the-ticket"  # the fake Bot API holds it: its entry plays
+EXPORT_DATA = ("telegram_bot.export_personal_data",)
+ERASE_DATA = ("telegram_bot.erase_personal_data",)
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,8 @@ RULES: dict[str, Rule] = {
     "admin:dead-letter-replay": perm(DEAD_LETTERS, "POST"),
     "admin:dead-letter-drop": perm(DEAD_LETTERS, "POST"),
     "admin:stats-dashboard": perm(STATS),
+    "admin:privacy-export": perm(EXPORT_DATA),
+    "admin:privacy-erase": perm(ERASE_DATA),
     "admin:stats-export": perm(STATS, query=STATS_QUERY),
     "admin:content-post-photo": perm(("content.view_post",)),
     "admin:support_ticket_reply": perm(TICKETS, "POST", viewer_allowed=False),

@@ -1,0 +1,101 @@
+"""Community's personal data: join requests (who asked, their bio, who decided), members' stays
+and captcha challenges, joins and leaves. See ``telegram_bot.privacy``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from django.conf import settings
+
+from community.member_state import challenge_key, stay_key
+from community.models import MemberMovement
+from community.records import RECORD_PREFIX, Decision, JoinRequestRecord, JoinRequestStore
+from telegram_bot.privacy import Subject, delete_keys, mentions, values_mentioning
+from telegram_bot.state import KVStore
+from telegram_bot.state.keys import family_of
+
+STAY_PREFIX = stay_key(0, 0).removesuffix("0:0")
+CHALLENGE_PREFIX = challenge_key("")
+INDEX_PREFIX = JoinRequestStore.index_key(0, 0).removesuffix("0:0")
+
+MODELS = {
+    "community.MemberMovement": "when a member joined or left a chat (growth figures)",
+}
+KEY_FAMILIES = {
+    family_of(RECORD_PREFIX): "join requests: the requester's id, name, bio (summary), the "
+    "deciding admin, the admins' copies; the requester's newest request",
+    "members": "a member's stay in a chat (members:m:<chat>:<user>): joined, welcomed, captcha",
+    "cap": "captcha challenges: the member as Telegram described them",
+}
+NOT_PERSONAL = {
+    "community.ChatPolicy": "per-chat join settings",
+    "community.MemberPolicy": "per-chat welcome, rules, captcha settings",
+    "community.BotChat": "the groups and channels the bot is in",
+    "community.MemberCount": "member count per chat and day",
+}
+
+
+def export(user_id: int, store: KVStore) -> dict[str, Any]:
+    requests = JoinRequestStore(store)
+    return {
+        "join_requests": [
+            record.to_json() for record in requests.all() if mentions(record.to_json(), user_id)
+        ],
+        "stays": dict(_stays(store, user_id)),
+        "captcha": [value for _key, value in values_mentioning(store, CHALLENGE_PREFIX, user_id)],
+        "joins_and_leaves": list(
+            MemberMovement.objects.filter(user_id=user_id)
+            .order_by("at")
+            .values("chat_id", "kind", "at")
+        ),
+    }
+
+
+def erase(subject: Subject, store: KVStore) -> dict[str, int]:
+    user, anon = subject.user_id, subject.anonymous_id
+    requests = JoinRequestStore(store)
+    own, decided = [], 0
+    for record in list(requests.all()):
+        if record.user_id == user or record.user_chat_id == user:
+            own.append(requests.key(record.token))
+        elif mentions(record.to_json(), user):
+            _, changed = requests.update(record.token, lambda r: _without_admin(r, user, anon))
+            decided += changed
+    counts = {
+        "join_requests": delete_keys(store, own),
+        "join_request_decisions": decided,
+        "join_request_index": delete_keys(
+            store, [key for key in store.scan_all(INDEX_PREFIX) if key.endswith(f":{user}")]
+        ),
+        "stays": delete_keys(store, [key for key, _ in _stays(store, user)]),
+        "captcha": delete_keys(
+            store, [key for key, _ in list(values_mentioning(store, CHALLENGE_PREFIX, user))]
+        ),
+        "joins_and_leaves": MemberMovement.objects.filter(user_id=user).update(user_id=anon),
+    }
+    return counts
+
+
+def purge(store: KVStore) -> dict[str, int]:
+    """Join requests older than ``JOIN_REQUEST_RETENTION_DAYS`` (their TTL is 7 days)."""
+    cutoff = int(time.time()) - settings.JOIN_REQUEST_RETENTION_DAYS * 24 * 3600
+    requests = JoinRequestStore(store)
+    old = [requests.key(r.token) for r in list(requests.all()) if r.requested_at < cutoff]
+    return {"join_requests": delete_keys(store, old)}
+
+
+def _stays(store: KVStore, user_id: int) -> list[tuple[str, Any]]:
+    keys = [key for key in store.scan_all(STAY_PREFIX) if key.endswith(f":{user_id}")]
+    return [(key, store.get(key)) for key in keys]
+
+
+def _without_admin(record: JoinRequestRecord, user: int, anon: int) -> JoinRequestRecord | None:
+    """The record with an admin who decided it or holds a copy replaced by ``anon``."""
+    copies = [copy for copy in record.copies if copy[0] != user]
+    decision = record.decision
+    if decision is not None and decision.by_id == user:
+        decision = Decision(action=decision.action, by_id=anon, by_name="", at=decision.at)
+    changed = replace(record, copies=copies, decision=decision)
+    return None if changed == record else changed

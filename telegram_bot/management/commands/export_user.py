@@ -1,0 +1,38 @@
+"""``manage.py export_user <telegram id>``: everything held about one user, as one JSON file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from telegram_bot.audit import Actor
+from telegram_bot.privacy import check_user_id
+from telegram_bot.privacy_files import export_json
+
+
+class Command(BaseCommand):
+    help = "Write everything the installed apps hold about one Telegram user to a JSON file."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("user_id", help="the Telegram user id")
+        parser.add_argument(
+            "--output", "-o", help="the file to write (default user-<id>.json; - for stdout)"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            user_id = check_user_id(options["user_id"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        document = export_json(user_id, actor=Actor(None, "manage.py export_user"), source="admin")
+        output = options["output"] or f"user-{user_id}.json"
+        if output == "-":
+            self.stdout.write(document)
+            return
+        path = Path(output)
+        if path.exists():
+            raise CommandError(f"{path} exists; choose another --output.")
+        path.write_text(document + "\n", encoding="utf-8")
+        self.stdout.write(f"Wrote {path}.")

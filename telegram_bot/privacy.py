@@ -1,0 +1,284 @@
+"""Personal data: what the installed apps hold about one Telegram user, its export, its erasure.
+
+Every app names a ``privacy`` module in its ``FeatureConfig`` (the core's is
+``telegram_bot.privacy_core``). The module declares
+
+- ``MODELS``: ``{"app_label.Model": what it holds about a person}``, its tables with personal data;
+- ``KEY_FAMILIES``: ``{"family": what it holds}``, its KV key families with personal data;
+- ``NOT_PERSONAL``: ``{"app_label.Model" or "family:": why not}``, everything else it owns;
+
+and offers ``export(user_id, store) -> dict``, ``erase(subject, store) -> dict[str, int]``
+(idempotent: run again after a crash half-way, it finishes the work) and optionally
+``purge(store) -> dict[str, int]`` (the retention settings). ``tests/privacy`` fails when a
+model or key family of an installed app is declared nowhere, so a new app that stores personal
+data cannot skip its hooks.
+
+An erasure replaces the user, where a figure must keep counting (statistics, warnings, the
+audit log), by an anonymous id of its own: ``ANONYMOUS_BASE`` plus a random number, drawn once
+per erasure and kept in the run's KV record (``lock:erase:<subject>``) only until the run
+finishes, so nothing links it back to the user afterwards. The run record is named by an
+HMAC of the user id, not the id; it and the per-step markers under it are deleted last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import import_module
+from types import ModuleType
+from typing import Any
+
+from django.apps import apps
+from django.conf import settings
+
+from telegram_bot.audit import Actor, audit_record
+from telegram_bot.features import feature_configs
+from telegram_bot.state import KVStore, get_store
+from telegram_bot.state.keys import FAMILIES
+
+# Telegram user ids have at most 52 significant bits; the anonymous ids are 2**52..2**53, above
+# every one of them and still exact as a JSON number in JavaScript (the dashboard).
+ANONYMOUS_BASE = 2**52
+ERASE_ACTION = "privacy_erase"
+EXPORT_ACTION = "privacy_export"
+RUN_PREFIX = "lock:erase:"
+CONFIRM_PREFIX = "lock:forget:"
+RUN_TTL_MS = 30 * 24 * 3600 * 1000
+MAX_USER_ID = ANONYMOUS_BASE
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Whom an erasure is about, and what replaces them where a figure must stay."""
+
+    user_id: int
+    anonymous_id: int
+    marker_prefix: str  # KV markers of this run's steps: ``<prefix><step>``
+
+    def marker(self, step: str) -> str:
+        return f"{self.marker_prefix}{step}"
+
+
+@dataclass(frozen=True)
+class ErasureResult:
+    counts: dict[str, dict[str, int]]
+    audit_id: int | None
+
+    @property
+    def summary(self) -> str:
+        return summarise(self.counts)
+
+
+def check_user_id(value: object) -> int:
+    """A Telegram user id from a form, a command argument or a button: 1..2**52, digits only."""
+    text = str(value).strip()
+    if not re.fullmatch(r"[0-9]{1,16}", text) or not 0 < int(text) < MAX_USER_ID:
+        raise ValueError("A Telegram user id is a positive whole number (for example 123456789).")
+    return int(text)
+
+
+def new_anonymous_id() -> int:
+    return ANONYMOUS_BASE + secrets.randbelow(2**52)
+
+
+def is_anonymous(user_id: int | None) -> bool:
+    return user_id is not None and user_id >= ANONYMOUS_BASE
+
+
+# --- the registry --------------------------------------------------------------------------
+def privacy_modules() -> list[tuple[str, ModuleType]]:
+    """``(app label, privacy module)`` of every installed app that declares one."""
+    return [
+        (config.label, import_module(config.privacy))
+        for config in feature_configs()
+        if config.privacy
+    ]
+
+
+# Field names that hold a person: a model with one cannot be declared NOT_PERSONAL.
+PERSON_FIELD = re.compile(
+    r"^(user_id|username|user_name|display_name|first_name|last_name|telegram_id"
+    r"|actor_id|actor_name|target_id|target_name|author_id|author_name|moderator_id"
+    r"|member_id|requester_id)$"
+)
+
+
+def coverage_problems() -> list[str]:
+    """What the privacy declarations miss: a model of an app, or a KV key family, that no
+    privacy module declares (personal or not), a declared name that does not exist, or a
+    model declared not personal with a field naming a person."""
+    personal: set[str] = set()
+    not_personal: set[str] = set()
+    for _label, module in privacy_modules():
+        personal |= {*module.MODELS, *module.KEY_FAMILIES}
+        not_personal |= {name.removesuffix(":") for name in module.NOT_PERSONAL}
+    declared = personal | not_personal
+    problems = []
+    for config in feature_configs():
+        for model in config.get_models():
+            label = model._meta.label
+            if label not in declared:
+                problems.append(f"model {label} is declared in no privacy module")
+            elif label not in personal:
+                fields = [f.name for f in model._meta.get_fields() if PERSON_FIELD.match(f.name)]
+                if fields:
+                    problems.append(f"model {label} is 'not personal' but has {fields}")
+    problems += [
+        f"key family {family}: is declared in no privacy module"
+        for family in FAMILIES
+        if family not in declared
+    ]
+    for name in sorted(declared):
+        if "." in name:
+            try:
+                apps.get_model(name)
+            except LookupError:
+                problems.append(f"{name} is declared but is no model")
+        elif name not in FAMILIES:
+            problems.append(f"{name}: is declared but is no key family")
+    return problems
+
+
+# --- export --------------------------------------------------------------------------------
+def export_user(user_id: int, *, store: KVStore | None = None) -> dict[str, Any]:
+    """Everything the installed apps hold about ``user_id``, one section per app."""
+    store = store or get_store()
+    return {
+        "telegram_user_id": user_id,
+        "generated_at": datetime.now(UTC).isoformat(),
+        "apps": {label: module.export(user_id, store) for label, module in privacy_modules()},
+    }
+
+
+# --- erasure -------------------------------------------------------------------------------
+def erase_user(
+    user_id: int,
+    *,
+    actor: Actor,
+    source: str,
+    update_id: int | None = None,
+    store: KVStore | None = None,
+) -> ErasureResult:
+    """Erase or anonymise everything about ``user_id`` in every app, then record it in the
+    audit log (the counts, not the data). Idempotent; after a crash, calling it again resumes
+    with the same anonymous id and completes the work."""
+    store = store or get_store()
+    subject = start_run(store, user_id)
+    counts: dict[str, dict[str, int]] = {}
+    for label, module in privacy_modules():
+        done = {name: number for name, number in module.erase(subject, store).items() if number}
+        if done:
+            counts[label] = done
+    entry = audit_record(
+        action=ERASE_ACTION,
+        actor=actor,
+        source=source,
+        detail=summarise(counts) or "nothing was held",
+        update_id=update_id,
+    )
+    finish_run(store, subject)
+    return ErasureResult(counts=counts, audit_id=entry.pk if entry else None)
+
+
+def subject_digest(user_id: int) -> str:
+    """The run's name: an HMAC of the id, so the KV key does not spell the id out."""
+    return hmac.new(
+        settings.SECRET_KEY.encode(), f"privacy:{user_id}".encode(), hashlib.sha256
+    ).hexdigest()[:32]
+
+
+def start_run(store: KVStore, user_id: int) -> Subject:
+    """The run of this user's erasure: a new one, or the one a crashed attempt left."""
+    key = f"{RUN_PREFIX}{subject_digest(user_id)}"
+    fresh = {"anon": new_anonymous_id(), "started": int(time.time())}
+    store.set_if_absent(key, fresh, RUN_TTL_MS)
+    run = store.get(key) or fresh
+    return Subject(user_id=user_id, anonymous_id=int(run["anon"]), marker_prefix=f"{key}:")
+
+
+def finish_run(store: KVStore, subject: Subject) -> None:
+    for key in list(store.scan_all(subject.marker_prefix)):
+        store.delete(key)
+    for key in list(store.scan_all(CONFIRM_PREFIX)):
+        value = store.get(key)
+        if isinstance(value, dict) and value.get("user") == subject.user_id:
+            store.delete(key)
+    store.delete(subject.marker_prefix.removesuffix(":"))
+
+
+def summarise(counts: dict[str, dict[str, int]]) -> str:
+    return "; ".join(
+        f"{label}: " + ", ".join(f"{name} {number}" for name, number in sorted(done.items()))
+        for label, done in counts.items()
+    )
+
+
+# --- retention -----------------------------------------------------------------------------
+def purge_expired_data(store: KVStore | None = None) -> dict[str, dict[str, int]]:
+    """Run every app's retention purge (its ``purge`` hook); what each removed."""
+    store = store or get_store()
+    return {
+        label: module.purge(store)
+        for label, module in privacy_modules()
+        if hasattr(module, "purge")
+    }
+
+
+# --- finding a user in stored values -------------------------------------------------------
+def mentions(value: Any, user_id: int) -> bool:
+    """True when a stored JSON value holds ``user_id``: as a number, or as a whole number in a
+    string (``"tg:42"``, ``"42"``), at any depth."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return value == user_id
+    if isinstance(value, str):
+        return re.search(rf"(?<![0-9]){user_id}(?![0-9])", value) is not None
+    if isinstance(value, dict):
+        return any(mentions(k, user_id) or mentions(v, user_id) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(mentions(item, user_id) for item in value)
+    return False
+
+
+def key_names(key: str, user_id: int) -> bool:
+    """True when one ``:``-separated part of ``key`` is ``user_id``."""
+    return str(user_id) in key.split(":")
+
+
+def keys_naming(store: KVStore, prefix: str, user_id: int) -> Iterator[str]:
+    """The keys under ``prefix`` with ``user_id`` as one of their parts."""
+    return (key for key in store.scan_all(prefix) if key_names(key, user_id))
+
+
+def values_mentioning(store: KVStore, prefix: str, user_id: int) -> Iterator[tuple[str, Any]]:
+    """``(key, value)`` under ``prefix`` whose key or value holds ``user_id`` (reads in pages)."""
+    for page in _pages(store.scan_all(prefix), 200):
+        for key, value in zip(page, store.get_many(page), strict=True):
+            if value is not None and (key_names(key, user_id) or mentions(value, user_id)):
+                yield key, value
+
+
+def delete_keys(store: KVStore, keys: Iterable[str]) -> int:
+    deleted = 0
+    for key in list(keys):
+        store.delete(key)
+        deleted += 1
+    return deleted
+
+
+def _pages(keys: Iterable[str], size: int) -> Iterator[list[str]]:
+    page: list[str] = []
+    for key in keys:
+        page.append(key)
+        if len(page) == size:
+            yield page
+            page = []
+    if page:
+        yield page

@@ -1,0 +1,152 @@
+"""The core's personal data: admins, delivery bookkeeping, the audit log, jobs and the core KV
+families (sessions, workflows, rate limits, dead letters). See ``telegram_bot.privacy``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.admin.models import LogEntry
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from telegram_bot.jobs.models import Job
+from telegram_bot.models import AuditEntry, BlockedChat, BotAdmin, ChatPreference, DeliveryFailure
+from telegram_bot.privacy import (
+    CONFIRM_PREFIX,
+    Subject,
+    delete_keys,
+    keys_naming,
+    mentions,
+    values_mentioning,
+)
+from telegram_bot.state import KVStore
+
+MODELS = {
+    "telegram_bot.BotAdmin": "an admin's Telegram id and name, who added them",
+    "telegram_bot.ChatPreference": "the time zone and language of a chat (a private chat is a "
+    "person)",
+    "telegram_bot.BlockedChat": "a chat that blocked the bot (a private chat is a person)",
+    "telegram_bot.DeliveryFailure": "a message that could not be delivered to a chat",
+    "telegram_bot.AuditEntry": "who acted on whom: ids and names of actors and targets",
+    "telegram_bot.Job": "background work; its payload may name a member (a captcha, a ban)",
+    "telegram_bot.KVEntry": "the KV store on the database backend: see the key families",
+    "admin.LogEntry": "the admin site's history: an edited object's label (a bot admin's "
+    "name and id)",
+}
+KEY_FAMILIES = {
+    "session": "per-user sessions session:<scope>:<user>",
+    "workflow": "a user's multi-step workflow workflow:<chat>:<user> (what they typed so far)",
+    "rl": "rate-limit windows per user (rl:u:, rl:x:, rl:n:) and per chat, one minute",
+    "dlq": "dead letters: whole updates, with the sender and the text",
+    "lock": "locks; the /forgetme confirmations (lock:forget:) and an erasure's own run "
+    "(lock:erase:); apps that keep records under lock: erase their own",
+}
+ERASED = "(erased)"
+NOT_PERSONAL = {
+    "counter:": "general counters without user ids",
+    "upd:": "update ids and their processing state",
+    "live:": "process heartbeats",
+}
+
+
+def export(user_id: int, store: KVStore) -> dict[str, Any]:
+    audit = AuditEntry.objects.filter(
+        Q(actor_id=user_id) | Q(target_id=user_id) | Q(chat_id=user_id)
+    ).order_by("created_at", "id")
+    return {
+        "bot_admin": list(
+            BotAdmin.objects.filter(telegram_id=user_id).values(
+                "telegram_id", "display_name", "added_by", "created_at"
+            )
+        ),
+        "chat_preference": list(
+            ChatPreference.objects.filter(chat_id=user_id).values("time_zone", "language")
+        ),
+        "blocked_chat": list(BlockedChat.objects.filter(chat_id=user_id).values()),
+        "delivery_failures": list(DeliveryFailure.objects.filter(chat_id=user_id).values()),
+        "audit_log": list(
+            audit.values(
+                "created_at",
+                "actor_id",
+                "actor_name",
+                "source",
+                "chat_id",
+                "action",
+                "target_id",
+                "target_name",
+                "reason",
+                "outcome",
+                "detail",
+            )
+        ),
+        "jobs": [
+            {"kind": job.kind, "status": job.status, "payload": job.payload}
+            for job in _jobs_mentioning(user_id)
+        ],
+        "kv": {
+            key: value
+            for prefix in ("session:", "workflow:", "dlq:", CONFIRM_PREFIX)
+            for key, value in values_mentioning(store, prefix, user_id)
+        },
+    }
+
+
+def erase(subject: Subject, store: KVStore) -> dict[str, int]:
+    user, anon = subject.user_id, subject.anonymous_id
+    counts: dict[str, int] = {}
+    with transaction.atomic():
+        counts["bot_admin"] = BotAdmin.objects.filter(telegram_id=user).delete()[0]
+        BotAdmin.objects.filter(added_by=user).update(added_by=None)
+        counts["chat_preference"] = ChatPreference.objects.filter(chat_id=user).delete()[0]
+        counts["blocked_chat"] = BlockedChat.objects.filter(chat_id=user).delete()[0]
+        counts["delivery_failures"] = DeliveryFailure.objects.filter(chat_id=user).delete()[0]
+        counts["audit_entries"] = (
+            AuditEntry.objects.filter(actor_id=user).update(actor_id=anon, actor_name="")
+            + AuditEntry.objects.filter(target_id=user).update(target_id=anon, target_name="")
+            + AuditEntry.objects.filter(chat_id=user).update(chat_id=anon)
+        )
+        counts["admin_history"] = _redact_admin_history(user)
+        jobs = [job.pk for job in _jobs_mentioning(user)]
+        counts["jobs"] = Job.objects.filter(pk__in=jobs).delete()[0]
+    kv = [key for prefix in ("session:", "workflow:") for key in keys_naming(store, prefix, user)]
+    kv += list(keys_naming(store, "rl:", user))
+    kv += [key for key, _ in values_mentioning(store, "dlq:", user)]
+    counts["kv_keys"] = delete_keys(store, kv)
+    return counts
+
+
+def purge(store: KVStore) -> dict[str, int]:
+    """Audit entries older than ``AUDIT_LOG_RETENTION_DAYS``; the erasure records stay as
+    long as the rest. Dead letters expire by their TTL (``DEAD_LETTER_RETENTION_DAYS``)."""
+    cutoff = timezone.now() - timedelta(days=settings.AUDIT_LOG_RETENTION_DAYS)
+    deleted, _ = AuditEntry.objects.filter(created_at__lt=cutoff).delete()
+    return {"audit_entries": deleted}
+
+
+def _redact_admin_history(user_id: int) -> int:
+    """The admin site's history labels objects by ``str()``: a bot admin's is their name and
+    id. Entries naming the id lose the label and the change message."""
+    text = str(user_id)
+    entries = LogEntry.objects.filter(
+        Q(object_repr__contains=text) | Q(change_message__contains=text)
+    )
+    ids = [
+        entry.pk
+        for entry in entries
+        if mentions(entry.object_repr, user_id) or mentions(entry.change_message, user_id)
+    ]
+    return LogEntry.objects.filter(pk__in=ids).update(object_repr=ERASED, change_message="")
+
+
+def _jobs_mentioning(user_id: int) -> list[Job]:
+    # A text filter narrows the rows; ``mentions`` then checks the numbers themselves.
+    text = str(user_id)
+    candidates = Job.objects.filter(Q(payload__icontains=text) | Q(last_error__contains=text))
+    return [
+        job
+        for job in candidates
+        if mentions(job.payload, user_id) or mentions(job.last_error, user_id)
+    ]

@@ -1,0 +1,91 @@
+"""Admin pages for personal data: export everything held about a Telegram user as one JSON
+file, and erase it (docs/privacy.md). Each page has its own permission, checked by the admin
+site (``register_view``) before the view runs."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.decorators.http import require_http_methods
+
+from telegram_bot.audit import Actor
+from telegram_bot.privacy import check_user_id, erase_user
+from telegram_bot.privacy_files import export_json
+
+EXPORT_PERMISSION = "telegram_bot.export_personal_data"
+ERASE_PERMISSION = "telegram_bot.erase_personal_data"
+
+
+class UserIdField(forms.CharField):
+    def clean(self, value: object) -> int:
+        text = super().clean(value)
+        try:
+            return check_user_id(text)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+class ExportForm(forms.Form):
+    user_id = UserIdField(label=gettext_lazy("Telegram user id"), max_length=20)
+
+
+class EraseForm(forms.Form):
+    user_id = UserIdField(label=gettext_lazy("Telegram user id"), max_length=20)
+    confirm = UserIdField(
+        label=gettext_lazy("The same id again, to confirm"),
+        max_length=20,
+        help_text=gettext_lazy("Erasure cannot be undone."),
+    )
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean() or {}
+        if "user_id" in data and "confirm" in data and data["user_id"] != data["confirm"]:
+            raise forms.ValidationError(_("The two ids differ: nothing was erased."))
+        return data
+
+
+@require_http_methods(["GET", "POST"])
+def privacy_export(request: HttpRequest) -> HttpResponse:
+    form = ExportForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user_id = form.cleaned_data["user_id"]
+        document = export_json(user_id, actor=_site_actor(request), source="admin")
+        response = HttpResponse(document, content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="user-{user_id}.json"'
+        return response
+    return _page(request, form, _("Export personal data"), "export")
+
+
+@require_http_methods(["GET", "POST"])
+def privacy_erase(request: HttpRequest) -> HttpResponse:
+    form = EraseForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        result = erase_user(
+            form.cleaned_data["user_id"], actor=_site_actor(request), source="admin"
+        )
+        messages.success(
+            request,
+            _("Erased: %(summary)s.") % {"summary": result.summary or _("nothing was held")},
+        )
+        return HttpResponseRedirect(reverse("admin:privacy-erase"))
+    return _page(request, form, _("Erase personal data"), "erase")
+
+
+def _page(request: HttpRequest, form: forms.Form, title: str, action: str) -> HttpResponse:
+    context = {
+        "title": title,
+        "form": form,
+        "action": action,
+        "has_permission": True,
+        "site_header": _("Community bot administration"),
+    }
+    return render(request, "admin/privacy.html", context, status=400 if form.errors else 200)
+
+
+def _site_actor(request: HttpRequest) -> Actor:
+    return Actor(None, f"site:{request.user.get_username()}")

@@ -1,0 +1,251 @@
+"""A member present in every table and KV key family that holds personal data, and the scan
+that finds any trace of them (their id, name or username) anywhere.
+
+Group messages, a support ticket and a join request go through the real pipeline (the
+statistics, support and community code write what they write); the rest is seeded the way
+each app stores it.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.apps import apps
+from django.contrib.admin.models import ADDITION, LogEntry
+from django.contrib.auth.models import User
+from django.utils import timezone
+
+from community.member_state import Challenge, Stay, challenge_key, stay_key
+from community.models import MemberMovement
+from content.models import Post
+from moderation.flood import flood_key
+from moderation.models import Warning, WarnState
+from moderation.rights import admins_key
+from stats import keys as stats_keys
+from stats.models import ChatUserProfile, DailyUserStat
+from telegram_bot.audit import Actor, audit_record
+from telegram_bot.jobs.models import Job
+from telegram_bot.models import BlockedChat, BotAdmin, ChatPreference, DeliveryFailure
+from telegram_bot.pipeline.process import process_update
+from telegram_bot.privacy import CONFIRM_PREFIX, key_names, privacy_modules
+from telegram_bot.state import KVStore
+from telegram_bot.state.dead_letters import DeadLetterStore
+from telegram_bot.state.keys import FAMILIES
+from tests.builders import make_join_request_update, make_message_update
+
+USER = 987_654_321
+OTHER = 555_000_111
+FIRST, LAST, USERNAME = "Zebulon", "Quarkfeld", "zquark_77"
+NAMES = (FIRST, LAST, USERNAME)
+CHATS = (-100_111, -100_222)
+OWNER = 1000
+
+
+def person(user_id: int) -> dict[str, Any]:
+    if user_id == USER:
+        return {
+            "id": USER,
+            "is_bot": False,
+            "first_name": FIRST,
+            "last_name": LAST,
+            "username": USERNAME,
+        }
+    return {"id": user_id, "is_bot": False, "first_name": "Olga", "username": "olga_o"}
+
+
+def group_message(user_id: int, chat_id: int, text: str, *, days_ago: int = 0) -> dict[str, Any]:
+    update = make_message_update(text, chat_id=chat_id, user_id=user_id)
+    update["message"]["from"] = person(user_id)
+    update["message"]["date"] = int(time.time()) - days_ago * 86_400
+    return update
+
+
+def seed(store: KVStore) -> None:
+    """USER (and OTHER, who must be left alone) everywhere."""
+    for chat_id in CHATS:
+        for days_ago in (0, 1):
+            for user_id, count in ((USER, 3), (OTHER, 2)):
+                for n in range(count):
+                    process_update(
+                        group_message(user_id, chat_id, f"words here {n}", days_ago=days_ago)
+                    )
+    support = make_message_update(f"/support Help, {FIRST} here", chat_id=USER, user_id=USER)
+    support["message"]["from"] = person(USER)
+    process_update(support)
+    join = make_join_request_update(user_id=USER, chat_id=CHATS[0], bio=f"I am {FIRST} {LAST}")
+    join["chat_join_request"]["from"] = person(USER)
+    process_update(join)
+    _seed_core(store)
+    _seed_apps(store)
+
+
+def _seed_core(store: KVStore) -> None:
+    admin_row = BotAdmin.objects.create(
+        telegram_id=USER, display_name=f"{FIRST} {LAST}", added_by=OWNER
+    )
+    site_user = User.objects.create_user("site-operator")
+    LogEntry.objects.log_actions(
+        site_user.pk, [admin_row], ADDITION, change_message=[{"added": {}}], single_object=True
+    )
+    ChatPreference.objects.create(chat_id=USER, language="en")
+    BlockedChat.objects.create(chat_id=USER, reason="Forbidden: bot was blocked by the user")
+    DeliveryFailure.objects.create(
+        chat_id=USER, purpose="admin notice", error_class="Forbidden", description="blocked"
+    )
+    audit_record(
+        action="warn",
+        actor=Actor(OWNER, "Owner"),
+        source="command",
+        chat_id=CHATS[0],
+        target_id=USER,
+        target_name=f"{FIRST} {LAST}",
+    )
+    audit_record(
+        action="ban",
+        actor=Actor(USER, FIRST),
+        source="command",
+        chat_id=CHATS[1],
+        target_id=OTHER,
+        target_name="Olga",
+    )
+    Job.objects.create(kind="moderation.act", payload={"user_id": USER, "name": FIRST})
+    store.set(f"session:u:{USER}", {"v": 1, "d": {"lang": "en"}})
+    store.set(f"workflow:{USER}:{USER}", {"name": "support.open", "step": "text", "data": {}})
+    store.set(f"rl:u:{USER}:1", 1, 60_000)
+    failing = make_message_update(f"/support {FIRST}", chat_id=USER, user_id=USER)
+    failing["message"]["from"] = person(USER)
+    DeadLetterStore(store).put(failing, RuntimeError("boom"))
+    store.set(f"{CONFIRM_PREFIX}{secrets.token_urlsafe(12)}", {"user": USER, "state": "pending"})
+
+
+def _seed_apps(store: KVStore) -> None:
+    now = int(time.time())
+    MemberMovement.objects.create(
+        chat_id=CHATS[0],
+        user_id=USER,
+        stay="s1",
+        kind="join",
+        at=timezone.now(),
+        day=timezone.now().date(),
+    )
+    store.set(stay_key(CHATS[0], USER), Stay(inside=True, date=now, stay="s1").to_json())
+    token = "captchatoken"
+    store.set(
+        challenge_key(token),
+        Challenge(
+            token=token,
+            chat_id=CHATS[0],
+            user_id=USER,
+            stay="s1",
+            user=person(USER),
+            chat_title="Group",
+            choices=["a", "b"],
+            answer=0,
+            deadline=now + 60,
+        ).to_json(),
+    )
+    Warning.objects.create(
+        chat_id=CHATS[0],
+        user_id=USER,
+        moderator_id=OWNER,
+        reason="spam",
+        expires_at=timezone.now() + timedelta(days=30),
+    )
+    Warning.objects.create(
+        chat_id=CHATS[0],
+        user_id=OTHER,
+        moderator_id=USER,
+        reason="rude",
+        expires_at=timezone.now() + timedelta(days=30),
+    )
+    WarnState.objects.create(chat_id=CHATS[0], user_id=USER, username=USERNAME, name=FIRST)
+    store.increment(flood_key(CHATS[0], USER, 99), 1)
+    store.set(admins_key(CHATS[0]), [[USER, "administrator", True, True, USERNAME]])
+    for chat_id in CHATS:
+        ChatUserProfile.objects.create(
+            chat_id=chat_id, user_id=USER, display_name=f"{FIRST} {LAST}", username=USERNAME
+        )
+    store.set(stats_keys.joined_key(CHATS[0], USER), now)
+    failed = {"users": {str(USER): ["word_count"], str(OTHER): ["message_count"]}}
+    store.set(stats_keys.failed_key(CHATS[1], datetime.now(UTC).date()), failed)
+    Post.objects.create(channel="@news", text="news", created_by=f"telegram:{USER}")
+
+
+# --- the scan ------------------------------------------------------------------------------
+_NUMBER = re.compile(rf"(?<![0-9]){USER}(?![0-9])")
+
+
+def holds(value: Any) -> bool:
+    """Whether a stored value holds USER's id, name or username."""
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int):
+        return value == USER
+    if isinstance(value, str):
+        folded = value.casefold()
+        return bool(_NUMBER.search(value)) or any(n.casefold() in folded for n in NAMES)
+    if isinstance(value, dict):
+        return any(holds(k) or holds(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(holds(item) for item in value)
+    return False
+
+
+def traces(store: KVStore) -> dict[str, list[str]]:
+    """Every table row field and KV key that holds USER: ``{model label or family: [...]}``."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for model in apps.get_models():
+        for row in model._base_manager.all().values():
+            for field, value in row.items():
+                if holds(value):
+                    found[model._meta.label].append(f"{row.get('id', row)}.{field}={value!r}")
+    for family in FAMILIES:
+        for key in store.scan_all(f"{family}:"):
+            if key_names(key, USER) or holds(key) or holds(store.get(key)):
+                found[family].append(key)
+    return dict(found)
+
+
+def personal_declared() -> set[str]:
+    declared: set[str] = set()
+    for _label, module in privacy_modules():
+        declared |= set(module.MODELS) | set(module.KEY_FAMILIES)
+    return declared
+
+
+def chat_totals() -> dict[tuple[int, str], tuple[int, ...]]:
+    """Per (chat, day): the sum of every column and the number of members."""
+    from stats.privacy import COLUMNS
+
+    totals: dict[tuple[int, str], list[int]] = {}
+    members: dict[tuple[int, str], int] = defaultdict(int)
+    for row in DailyUserStat.objects.all():
+        key = (row.chat_id, row.day.isoformat())
+        sums = totals.setdefault(key, [0] * len(COLUMNS))
+        for i, column in enumerate(COLUMNS):
+            sums[i] += getattr(row, column)
+        members[key] += 1
+    return {key: (*sums, members[key]) for key, sums in totals.items()}
+
+
+def kv_totals(store: KVStore) -> dict[str, Any]:
+    """The chats' KV daily totals, and every counter summed per (chat, day, column)."""
+    sums: dict[str, int] = defaultdict(int)
+    for family in stats_keys.COUNTER_FAMILIES:
+        for key in store.scan_all(family):
+            parsed = stats_keys.parse_counter_key(key)
+            if parsed is not None:
+                sums[f"{parsed.chat_id}:{parsed.day}:{parsed.column}"] += store.get(key) or 0
+    for prefix in (stats_keys.ACTIVITY, stats_keys.TOTAL):
+        for key in store.scan_all(prefix):
+            sums[key] = store.get(key)
+    return dict(sums)
+
+
+def today() -> str:
+    return datetime.now(UTC).date().isoformat()

@@ -1,0 +1,97 @@
+"""The admin pages and the management commands of export and erasure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.management import CommandError, call_command
+from django.test import Client
+
+from telegram_bot.models import AuditEntry
+from telegram_bot.privacy import ERASE_ACTION, EXPORT_ACTION
+from telegram_bot.state import KVStore
+from tests.privacy.seed import USER, chat_totals, seed, traces
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def operator(client: Client, *codenames: str) -> Client:
+    user = User.objects.create_user("operator", password="x", is_staff=True)
+    user.user_permissions.add(*Permission.objects.filter(codename__in=codenames))
+    client.force_login(user)
+    return client
+
+
+def test_the_export_page_downloads_one_json_file_and_is_audited(
+    client: Client, store: KVStore
+) -> None:
+    seed(store)
+    operator(client, "export_personal_data")
+    response = client.post("/admin/privacy/export/", {"user_id": str(USER)})
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == f'attachment; filename="user-{USER}.json"'
+    document = json.loads(response.content)
+    assert document["telegram_user_id"] == USER and document["apps"]["support"]["tickets"]
+    entry = AuditEntry.objects.get(action=EXPORT_ACTION)
+    assert (entry.target_id, entry.actor_name) == (USER, "site:operator")
+
+
+@pytest.mark.parametrize("value", ["", "abc", "-5", "0", "99999999999999999999"])
+def test_a_bad_user_id_is_refused_with_a_message(
+    client: Client, store: KVStore, value: str
+) -> None:
+    operator(client, "export_personal_data")
+    response = client.post("/admin/privacy/export/", {"user_id": value})
+    assert response.status_code == 400
+    assert not AuditEntry.objects.exists()
+
+
+def test_the_erase_page_needs_the_id_twice(client: Client, store: KVStore) -> None:
+    seed(store)
+    totals = chat_totals()
+    operator(client, "erase_personal_data")
+    response = client.post("/admin/privacy/erase/", {"user_id": str(USER), "confirm": "1234"})
+    assert response.status_code == 400
+    assert b"The two ids differ" in response.content
+    assert traces(store)
+
+    response = client.post(
+        "/admin/privacy/erase/", {"user_id": str(USER), "confirm": str(USER)}, follow=True
+    )
+    assert response.status_code == 200
+    assert b"Erased: " in response.content
+    assert traces(store) == {}
+    assert chat_totals() == totals
+    assert AuditEntry.objects.get(action=ERASE_ACTION).actor_name == "site:operator"
+
+
+def test_export_permission_does_not_erase(client: Client, store: KVStore) -> None:
+    operator(client, "export_personal_data")
+    response = client.post("/admin/privacy/erase/", {"user_id": str(USER), "confirm": str(USER)})
+    assert response.status_code == 403
+
+
+def test_export_user_writes_one_file(store: KVStore, tmp_path: Path) -> None:
+    seed(store)
+    target = tmp_path / "out.json"
+    call_command("export_user", str(USER), output=str(target))
+    document = json.loads(target.read_text())
+    assert set(document["apps"]) >= {"support", "stats", "community", "moderation"}
+    with pytest.raises(CommandError, match="exists"):
+        call_command("export_user", str(USER), output=str(target))
+    with pytest.raises(CommandError, match="positive whole number"):
+        call_command("export_user", "12x")
+
+
+def test_erase_user_asks_for_yes_then_erases(store: KVStore, capsys: Any) -> None:
+    seed(store)
+    with pytest.raises(CommandError, match="--yes"):
+        call_command("erase_user", str(USER))
+    assert traces(store)
+    call_command("erase_user", str(USER), yes=True)
+    assert traces(store) == {}
+    assert "Erased: " in capsys.readouterr().out
