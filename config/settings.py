@@ -70,6 +70,9 @@ UPDATE_CLAIM_TTL_SECONDS = env.number("UPDATE_CLAIM_TTL_SECONDS", 90, minimum=5,
 UPDATE_LIVENESS_TTL_SECONDS = env.number("UPDATE_LIVENESS_TTL_SECONDS", 10, minimum=3, maximum=120)
 UPDATE_DONE_TTL_HOURS = env.number("UPDATE_DONE_TTL_HOURS", 48, minimum=24, maximum=24 * 30)
 DEAD_LETTER_RETENTION_DAYS = env.number("DEAD_LETTER_RETENTION_DAYS", 7, minimum=1, maximum=365)
+# Optional: a channel or group (its negative id) where every audit-log entry of every app is
+# also posted (telegram_bot/audit.py); a chat may name its own log channel as well.
+AUDIT_LOG_CHAT_ID = env.optional_number("AUDIT_LOG_CHAT_ID", maximum=-1)
 # Jobs (telegram_bot/jobs): retry policy and leases.
 # delay = min(max, base * 2 ** (attempt - 1)) + random(0, jitter); a 429 waits at least its
 # retry_after. max_retries counts the retries after the first attempt.
