@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,6 +149,16 @@ def audit_step(action: str, *, actor: Actor, source: str, **fields: Any) -> Iter
             log.exception("audit entry for failed %s not recorded", action)
         raise
     _record_step(step)
+
+
+def update_step(
+    update: Any, action: str, *, source: str, **fields: Any
+) -> AbstractContextManager[Step]:
+    """``audit_step`` for an action taken on a Telegram update (``updates.Update``): by its
+    sender, in its chat (unless ``chat_id`` is given), once per update."""
+    fields.setdefault("chat_id", update.chat_id)
+    actor = telegram_actor(update.user)
+    return audit_step(action, actor=actor, source=source, update_id=update.update_id, **fields)
 
 
 def _record_step(step: Step) -> None:
