@@ -13,7 +13,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from support import conf, delivery, flows, panel, selectors
+from support import auditing, conf, delivery, flows, panel, selectors
 from support.errors import TicketNotFoundError
 from support.flows import Answer, Incoming
 from support.models import Ticket, TicketMessage
@@ -230,9 +230,11 @@ def resolve_button(ctx: Context) -> None:
         return
     author = _author(ctx)
     try:
-        _, result = flows.resolve(
-            ticket_id=ticket.pk, author=author, origin=Origin(update_id=ctx.update.update_id)
-        )
+        with auditing.telegram_step(ctx.update, ticket, "ticket.resolve") as step:
+            _, result = flows.resolve(
+                ticket_id=ticket.pk, author=author, origin=Origin(update_id=ctx.update.update_id)
+            )
+            auditing.note_delivery(step, result)
     except BotError as exc:
         ctx.answer_callback(exc.user_message, alert=True)
         _remove_buttons(ctx)
@@ -324,12 +326,16 @@ def _answer_ticket(ctx: Context, incoming: Incoming, ticket_id: int) -> None:
         ctx.reply(incoming.content_error)
         return
     try:
-        entry, result = flows.admin_reply(
-            ticket_id=ticket_id,
-            author=_author(ctx),
-            origin=incoming.origin,
-            content=incoming.content,
-        )
+        with auditing.telegram_step(
+            ctx.update, selectors.ticket_get(ticket_id), "ticket.reply"
+        ) as step:
+            entry, result = flows.admin_reply(
+                ticket_id=ticket_id,
+                author=_author(ctx),
+                origin=incoming.origin,
+                content=incoming.content,
+            )
+            auditing.note_delivery(step, result)
     except BotError as exc:
         ctx.reply(exc.user_message)
         return
