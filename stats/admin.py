@@ -18,6 +18,7 @@ from stats.models import (
     ViolationRule,
 )
 from stats.views import stats_dashboard, stats_export_csv
+from telegram_bot.audit_admin import AuditedModelAdmin
 from telegram_bot.ops.admin_site import register_view
 
 register_view(
@@ -44,7 +45,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(StatsSettings)
-class StatsSettingsAdmin(admin.ModelAdmin):
+class StatsSettingsAdmin(AuditedModelAdmin):
     list_display = ("__str__", "store_message_text", "profanity_enabled", "new_member_days")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -60,7 +61,7 @@ class StatsSettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(ViolationRule)
-class ViolationRuleAdmin(admin.ModelAdmin):
+class ViolationRuleAdmin(AuditedModelAdmin):
     list_display = ("name", "kind", "severity", "enabled")
     list_filter = ("kind", "severity", "enabled")
 
