@@ -35,12 +35,6 @@ log = logging.getLogger(__name__)
 Outcome = AuditEntry.Outcome
 SOURCES = frozenset({"command", "button", "panel", "admin", "auto"})
 MIRROR_JOB = "core.audit_mirror"
-# Telegram's stand-ins: an anonymous admin posting as the group, a user posting as a channel,
-# and the service account behind a linked channel's automatic forwards.
-GROUP_ANONYMOUS_BOT_ID = 1087968824
-CHANNEL_BOT_ID = 136817688
-SERVICE_ACCOUNT_ID = 777000
-STAND_IN_IDS = frozenset({GROUP_ANONYMOUS_BOT_ID, CHANNEL_BOT_ID, SERVICE_ACCOUNT_ID})
 
 
 @dataclass(frozen=True)
