@@ -165,53 +165,37 @@ def _duration_and_reason(req: Request) -> tuple[int | None, str]:
 # -- commands --------------------------------------------------------------------------------
 
 
-@_command(RESTRICT)
-def mute(req: Request) -> str:
-    target = resolve_target(req)
-    seconds, reason = _duration_and_reason(req)
-    return services.penalize(
-        req.ctx.client,
-        origin=req.origin,
-        action="mute",
-        target=target,
-        seconds=seconds,
-        reason=reason,
-    )
+def _penalty(
+    action: str, *, duration: bool = False, reason: bool = False
+) -> Callable[[Context], None]:
+    """The command of one penalty: the target, then a duration and a reason when it takes
+    them."""
+
+    def body(req: Request) -> str:
+        target = resolve_target(req)
+        seconds, why = None, ""
+        if duration:
+            seconds, why = _duration_and_reason(req)
+        elif reason:
+            why = " ".join(req.args)[:300]
+        return services.penalize(
+            req.ctx.client,
+            origin=req.origin,
+            action=action,
+            target=target,
+            seconds=seconds,
+            reason=why,
+        )
+
+    body.__name__ = action
+    return _command(RESTRICT)(body)
 
 
-@_command(RESTRICT)
-def unmute(req: Request) -> str:
-    target = resolve_target(req)
-    return services.penalize(req.ctx.client, origin=req.origin, action="unmute", target=target)
-
-
-@_command(RESTRICT)
-def ban(req: Request) -> str:
-    target = resolve_target(req)
-    seconds, reason = _duration_and_reason(req)
-    return services.penalize(
-        req.ctx.client,
-        origin=req.origin,
-        action="ban",
-        target=target,
-        seconds=seconds,
-        reason=reason,
-    )
-
-
-@_command(RESTRICT)
-def unban(req: Request) -> str:
-    target = resolve_target(req)
-    return services.penalize(req.ctx.client, origin=req.origin, action="unban", target=target)
-
-
-@_command(RESTRICT)
-def kick(req: Request) -> str:
-    target = resolve_target(req)
-    reason = " ".join(req.args)[:300]
-    return services.penalize(
-        req.ctx.client, origin=req.origin, action="kick", target=target, reason=reason
-    )
+mute = _penalty("mute", duration=True)
+unmute = _penalty("unmute")
+ban = _penalty("ban", duration=True)
+unban = _penalty("unban")
+kick = _penalty("kick", reason=True)
 
 
 @_command(RESTRICT)
