@@ -64,3 +64,25 @@ def test_policy_edits_in_the_admin_site_are_recorded(admin_client: Client) -> No
         "admin:admin",
     )
     assert "mode=auto_approve" in entry.detail
+
+
+def test_a_decision_reaches_the_chats_log_channel(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    from django.utils import timezone
+
+    from moderation.models import ChatSettings
+    from telegram_bot.jobs.models import Job
+    from telegram_bot.jobs.runner import run_due
+
+    ChatSettings.objects.create(chat_id=CHAT, log_chat_id=-100999)  # moderation's setting
+    request_join(post_update)
+    data = button_data(notifications(bot)[0])
+    post_update(press_update(data["Approve"], user_id=OWNER_ID, name="Olga"))
+    Job.objects.filter(kind="core.audit_mirror").update(next_attempt=timezone.now())
+    run_due("test-worker")
+    [line] = [
+        c.params["text"] for c in bot.calls_to("sendMessage") if c.params["chat_id"] == -100999
+    ]
+    assert line.startswith(f"#join_request_approve in {CHAT} Test")
+    assert "by Olga" in line

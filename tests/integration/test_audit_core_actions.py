@@ -12,6 +12,7 @@ from django.test import Client
 from django.utils import timezone
 from django_q.models import Failure
 
+from telegram_bot import audit
 from telegram_bot.audit import Actor, audit_record, log_chats, register_log_chat
 from telegram_bot.jobs.models import Job
 from telegram_bot.jobs.runner import run_due
@@ -129,8 +130,11 @@ def test_chat_preferences_saved_in_the_admin_site_are_recorded(admin_client: Cli
     assert entry.chat_id == -100555 and "time_zone=Europe/Moscow" in entry.detail
 
 
-def test_every_apps_entries_go_to_the_log_channel(bot: FakeTelegramServer, settings: Any) -> None:
+def test_every_apps_entries_go_to_the_log_channel(
+    bot: FakeTelegramServer, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings.AUDIT_LOG_CHAT_ID = -100900
+    monkeypatch.setattr(audit, "_log_chat_resolvers", [])  # this test's resolver only
     register_log_chat(lambda chat_id: -100901 if chat_id == -100555 else None)
     assert log_chats(None) == [-100900]
     assert log_chats(-100555) == [-100901, -100900]
