@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from telegram_bot.admins import Role, role_of
 from telegram_bot.bot import bot_id
 from telegram_bot.client import TelegramClient
@@ -123,11 +125,14 @@ def check_anonymous(admins: dict[int, ChatAdmin], right: str) -> None:
     """Refuse an anonymous admin's command unless every anonymous admin may use ``right``."""
     anonymous = [admin for admin in admins.values() if admin.is_anonymous]
     if not anonymous:
-        raise Refusal('I can\'t tell which admin you are: turn off "Remain anonymous".')
+        raise Refusal(_('I can\'t tell which admin you are: turn off "Remain anonymous".'))
     if not all(admin.may(right) for admin in anonymous):
         raise Refusal(
-            f"Not every anonymous admin here may {RIGHT_NAMES[right]}, and I can't tell which "
-            'one you are: turn off "Remain anonymous" for this, or grant the right.'
+            _(
+                "Not every anonymous admin here may %(right)s, and I can't tell which one you "
+                'are: turn off "Remain anonymous" for this, or grant the right.'
+            )
+            % {"right": RIGHT_NAMES[right]}
         )
 
 
@@ -161,7 +166,7 @@ def is_protected(admins: dict[int, ChatAdmin], user_id: int) -> str | None:
     if user_id == bot_id():
         return "I won't act on myself."
     if user_id in STAND_IN_IDS:
-        return "That is Telegram's stand-in for an anonymous admin or a channel, not a member."
+        return _("That is Telegram's stand-in for an anonymous admin or a channel, not a member.")
     admin = admins.get(user_id)
     if admin is not None:
         return "That is the chat's owner." if admin.status == "creator" else "That is an admin."
