@@ -1,5 +1,6 @@
 """Admin site: the join-request policy of each chat (validated by ``ChatPolicy.clean``) and
-the member policy (welcome, rules, captcha, anti-raid; validated by ``MemberPolicy.clean``)."""
+the member policy (welcome, rules, captcha, anti-raid; validated by ``MemberPolicy.clean``).
+Every save and deletion of a policy is recorded in the audit log."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from community.models import BotChat, ChatPolicy, MemberMovement, MemberPolicy
+from telegram_bot.audit_admin import AuditedModelAdmin
 
 
 @admin.register(ChatPolicy)
-class ChatPolicyAdmin(admin.ModelAdmin):
+class ChatPolicyAdmin(AuditedModelAdmin):
     list_display = ("chat_id", "title", "mode", "on_timeout", "welcome_enabled", "updated_at")
     list_filter = ("mode", "welcome_enabled")
     search_fields = ("chat_id", "title")
@@ -34,7 +36,7 @@ class ChatPolicyAdmin(admin.ModelAdmin):
 
 
 @admin.register(MemberPolicy)
-class MemberPolicyAdmin(admin.ModelAdmin):
+class MemberPolicyAdmin(AuditedModelAdmin):
     list_display = (
         "chat_id",
         "title",

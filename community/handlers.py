@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 
-from community import bot_chats, members, selectors, services, texts
+from community import auditing, bot_chats, members, selectors, services, texts
 from community.records import Decider
 from telegram_bot.admins import Role
+from telegram_bot.audit import update_step
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import Observer, PanelEntry, Route
@@ -43,7 +44,9 @@ def on_decision_button(ctx: Context) -> None:
         return
     action, token = parsed
     decider = Decider(ctx.sender.user_id, texts.display_name(ctx.update.user))
-    result = services.join_request_decide(token=token, action=action, decider=decider)
+    with update_step(ctx.update, f"join_request.{action}", source="button") as step:
+        result = services.join_request_decide(token=token, action=action, decider=decider)
+        auditing.note_decision(step, result)
     _answer(ctx, result.message, alert=not result.ok)
     if result.record is not None and _pressed_on_panel(ctx):
         _show_pending(ctx)

@@ -76,6 +76,9 @@ SUPPORT_CLOSED_TICKET_RETENTION_DAYS = env.number(
     "SUPPORT_CLOSED_TICKET_RETENTION_DAYS", 365, minimum=1, maximum=36500
 )
 JOIN_REQUEST_RETENTION_DAYS = env.number("JOIN_REQUEST_RETENTION_DAYS", 7, minimum=1, maximum=7)
+# Optional: a channel or group (its negative id) where every audit-log entry of every app is
+# also posted (telegram_bot/audit.py); a chat may name its own log channel as well.
+AUDIT_LOG_CHAT_ID = env.optional_number("AUDIT_LOG_CHAT_ID", maximum=-1)
 # Jobs (telegram_bot/jobs): retry policy and leases.
 # delay = min(max, base * 2 ** (attempt - 1)) + random(0, jitter); a 429 waits at least its
 # retry_after. max_retries counts the retries after the first attempt.

@@ -4,6 +4,7 @@ through ``content.services``; the publication jobs are listed with the other job
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 from django.contrib import admin, messages
@@ -19,6 +20,8 @@ from content.errors import PostError
 from content.forms import ButtonsField, PostAdminForm
 from content.models import UNPUBLISHED, Post, PostStatus
 from content.services import PostChanges, PostContent
+from telegram_bot.audit import Step, audit_step
+from telegram_bot.audit_admin import admin_actor
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.models import Job
 from telegram_bot.ops.admin_site import register_view
@@ -161,15 +164,19 @@ class PostAdmin(admin.ModelAdmin):
         return self.has_change_permission(request) and super().has_delete_permission(request)
 
     def delete_model(self, request: HttpRequest, obj: Post) -> None:
-        services.post_delete_draft(post_id=obj.pk)
+        with _audited(request, "post.delete", obj.pk):
+            services.post_delete_draft(post_id=obj.pk)
 
     # --- saving through the services ----------------------------------------------------------
     def save_model(self, request: HttpRequest, obj: Post, form: Any, change: bool) -> None:
         try:
-            if change:
-                self._save_change(obj, form)
-            else:
-                self._save_new(request, obj, form)
+            with _audited(request, _save_action(change, form.changed_data), obj.pk) as step:
+                if change:
+                    self._save_change(obj, form)
+                else:
+                    self._save_new(request, obj, form)
+                step.fields["target_name"] = f"post #{obj.pk}"
+                step.detail = ", ".join(form.changed_data)
         except (ValidationError, PostError, TelegramApiError) as exc:
             setattr(request, _FAILED_FLAG, True)
             messages.error(request, f"Not saved: {_describe(exc)}")
@@ -258,7 +265,8 @@ class PostAdmin(admin.ModelAdmin):
     def publish_now(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
         for post_id in queryset.values_list("pk", flat=True):
             try:
-                post = services.post_publish_now(post_id=post_id)
+                with _audited(request, "post.publish", post_id):
+                    post = services.post_publish_now(post_id=post_id)
             except TelegramApiError as exc:
                 if exc.retryable:
                     messages.warning(
@@ -279,11 +287,23 @@ class PostAdmin(admin.ModelAdmin):
 
     @admin.action(description="Back to draft (cancel the schedule)", permissions=["change"])
     def unschedule(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
-        self._each(request, queryset, lambda pk: services.post_unschedule(post_id=pk), "is a draft")
+        self._each(
+            request,
+            queryset,
+            lambda pk: services.post_unschedule(post_id=pk),
+            "is a draft",
+            audit="post.unschedule",
+        )
 
     @admin.action(description="Archive (keep the channel message)", permissions=["change"])
     def archive(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
-        self._each(request, queryset, lambda pk: services.post_archive(post_id=pk), "archived")
+        self._each(
+            request,
+            queryset,
+            lambda pk: services.post_archive(post_id=pk),
+            "archived",
+            audit="post.archive",
+        )
 
     @admin.action(
         description="Archive and delete the channel message",
@@ -295,6 +315,7 @@ class PostAdmin(admin.ModelAdmin):
             queryset,
             lambda pk: services.post_archive(post_id=pk, delete_message=True),
             "archived, its channel message deleted",
+            audit="post.archive_delete",
         )
 
     @admin.action(
@@ -303,18 +324,40 @@ class PostAdmin(admin.ModelAdmin):
     )
     def mark_published(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
         self._each(
-            request, queryset, lambda pk: services.post_mark_published(post_id=pk), "published"
+            request,
+            queryset,
+            lambda pk: services.post_mark_published(post_id=pk),
+            "published",
+            audit="post.mark_published",
         )
 
     @staticmethod
-    def _each(request: HttpRequest, queryset: QuerySet[Post], action: Any, done: str) -> None:
+    def _each(
+        request: HttpRequest, queryset: QuerySet[Post], action: Any, done: str, *, audit: str
+    ) -> None:
         for post_id in queryset.values_list("pk", flat=True):
             try:
-                action(post_id)
+                with _audited(request, audit, post_id):
+                    action(post_id)
             except (PostError, ValidationError, TelegramApiError) as exc:
                 messages.error(request, f"Post #{post_id}: {_describe(exc)}")
             else:
                 messages.success(request, f"Post #{post_id} {done}.")
+
+
+def _save_action(change: bool, changed: list[str]) -> str:
+    if not change:
+        return "post.create"
+    return "post.schedule" if changed == ["publish_at"] else "post.edit"
+
+
+def _audited(
+    request: HttpRequest, action: str, post_id: int | None
+) -> AbstractContextManager[Step]:
+    """Record an action on a post in the audit log (failed when it raises)."""
+    return audit_step(
+        action, actor=admin_actor(request), source="admin", target_name=f"post #{post_id}"
+    )
 
 
 def _describe(exc: Exception) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from django.core.exceptions import ValidationError
 
@@ -19,6 +20,7 @@ from content.errors import PostError
 from content.models import Post
 from content.services import PostChanges, PostContent
 from telegram_bot.admins import Role
+from telegram_bot.audit import Step, update_step
 from telegram_bot.errors import TelegramApiError, WorkflowError
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import PanelEntry, Route
@@ -68,7 +70,8 @@ def _publish(ctx: Context, argument: str) -> None:
     if post is None:
         return
     try:
-        post = services.post_publish_now(post_id=post.pk)
+        with _audited(ctx, "post.publish", post.pk):
+            post = services.post_publish_now(post_id=post.pk)
     except (PostError, ValidationError, TelegramApiError) as exc:
         ctx.answer_callback(_short(_publish_problem(exc)), alert=True)
     else:
@@ -86,11 +89,17 @@ def _publish_problem(exc: Exception) -> str:
 
 
 def _unschedule(ctx: Context, argument: str) -> None:
-    _act(ctx, argument, lambda pk: services.post_unschedule(post_id=pk), "Back to draft.")
+    _act(
+        ctx,
+        argument,
+        "post.unschedule",
+        lambda pk: services.post_unschedule(post_id=pk),
+        "Back to draft.",
+    )
 
 
 def _archive(ctx: Context, argument: str) -> None:
-    _act(ctx, argument, lambda pk: services.post_archive(post_id=pk), "Archived.")
+    _act(ctx, argument, "post.archive", lambda pk: services.post_archive(post_id=pk), "Archived.")
 
 
 def _archive_delete_confirm(ctx: Context, argument: str) -> None:
@@ -104,13 +113,20 @@ def _archive_delete(ctx: Context, argument: str) -> None:
     _act(
         ctx,
         argument,
+        "post.archive_delete",
         lambda pk: services.post_archive(post_id=pk, delete_message=True),
         "Archived; the channel message is deleted.",
     )
 
 
 def _mark_published(ctx: Context, argument: str) -> None:
-    _act(ctx, argument, lambda pk: services.post_mark_published(post_id=pk), "Marked published.")
+    _act(
+        ctx,
+        argument,
+        "post.mark_published",
+        lambda pk: services.post_mark_published(post_id=pk),
+        "Marked published.",
+    )
 
 
 def _delete_draft(ctx: Context, argument: str) -> None:
@@ -118,7 +134,8 @@ def _delete_draft(ctx: Context, argument: str) -> None:
     if post is None:
         return
     try:
-        services.post_delete_draft(post_id=post.pk)
+        with _audited(ctx, "post.delete", post.pk):
+            services.post_delete_draft(post_id=post.pk)
     except PostError as exc:
         ctx.answer_callback(_short(exc.user_message), alert=True)
         return
@@ -126,12 +143,13 @@ def _delete_draft(ctx: Context, argument: str) -> None:
     _show_list(ctx, 0)
 
 
-def _act(ctx: Context, argument: str, action: Callable[[int], Post], done: str) -> None:
+def _act(ctx: Context, argument: str, name: str, action: Callable[[int], Post], done: str) -> None:
     post = _post(ctx, argument)
     if post is None:
         return
     try:
-        action(post.pk)
+        with _audited(ctx, name, post.pk):
+            action(post.pk)
     except (PostError, TelegramApiError) as exc:
         ctx.answer_callback(_short(_message(exc)), alert=True)
     else:
@@ -231,11 +249,13 @@ def _create(ctx: Context, workflow: Workflow, buttons: validation.Buttons) -> No
         photo_file_id=str(data.get("photo_file_id", "")),
     )
     try:
-        post = services.post_create(
-            content=content,
-            created_by=f"telegram:{_user(ctx)}",
-            source_update_id=ctx.update.update_id,
-        )
+        with _audited(ctx, "post.create", None) as step:
+            post = services.post_create(
+                content=content,
+                created_by=f"telegram:{_user(ctx)}",
+                source_update_id=ctx.update.update_id,
+            )
+            step.fields["target_name"] = f"post #{post.pk}"
     except ValidationError as exc:
         ctx.reply(_message(exc), reply_markup=panel.cancel_only())
         return
@@ -295,8 +315,9 @@ def schedule_step(ctx: Context) -> None:
         return
     post_id = int(workflow.data["post_id"])
     try:
-        publish_at = validation.parse_publish_time(ctx.update.text)
-        post = services.post_schedule(post_id=post_id, publish_at=publish_at)
+        with _audited(ctx, "post.schedule", post_id):
+            publish_at = validation.parse_publish_time(ctx.update.text)
+            post = services.post_schedule(post_id=post_id, publish_at=publish_at)
     except (ValidationError, PostError) as exc:
         ctx.reply(_message(exc), reply_markup=panel.cancel_only())
         return
@@ -312,12 +333,14 @@ def edit_step(ctx: Context) -> None:
         return
     post_id = int(workflow.data["post_id"])
     try:
-        if workflow.step == "text":
-            changes = PostChanges(text=ctx.update.text)
-        else:
-            raw = ctx.update.text.strip()
-            changes = PostChanges(buttons=[] if raw == "-" else validation.parse_buttons(raw))
-        post = services.post_update(post_id=post_id, changes=changes)
+        with _audited(ctx, "post.edit", post_id) as step:
+            step.detail = workflow.step
+            if workflow.step == "text":
+                changes = PostChanges(text=ctx.update.text)
+            else:
+                raw = ctx.update.text.strip()
+                changes = PostChanges(buttons=[] if raw == "-" else validation.parse_buttons(raw))
+            post = services.post_update(post_id=post_id, changes=changes)
     except (ValidationError, PostError, TelegramApiError) as exc:
         ctx.reply(_message(exc), reply_markup=panel.cancel_only())
         return
@@ -327,6 +350,11 @@ def edit_step(ctx: Context) -> None:
 
 
 # --- helpers ----------------------------------------------------------------------------------
+def _audited(ctx: Context, action: str, post_id: int | None) -> AbstractContextManager[Step]:
+    """Record an action of the panel on a post (once per update; failed when it raises)."""
+    return update_step(ctx.update, action, source="panel", target_name=f"post #{post_id}")
+
+
 def _flows(ctx: Context) -> WorkflowStore:
     return WorkflowStore(ctx.store)
 

@@ -18,5 +18,7 @@ class ModerationConfig(features.FeatureConfig):
     def ready(self) -> None:
         super().ready()
         from moderation import conf
+        from telegram_bot.audit import register_log_chat
 
         conf.connect_signals()
+        register_log_chat(conf.log_chat)

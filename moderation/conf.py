@@ -31,6 +31,11 @@ def chat_settings(chat_id: int) -> ChatSettings:
     return found
 
 
+def log_chat(chat_id: int) -> int | None:
+    """The chat's own log channel (the audit log posts every entry of the chat there)."""
+    return chat_settings(chat_id).log_chat_id
+
+
 def forget(chat_id: int | None = None) -> None:
     with _lock:
         if chat_id is None:

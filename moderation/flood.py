@@ -14,7 +14,7 @@ import time
 from moderation import services
 from moderation.conf import chat_settings
 from moderation.models import Action
-from moderation.rights import chat_admins, is_protected
+from moderation.rights import chat_admins, is_member_message, is_protected
 from moderation.services import Origin, Target
 from telegram_bot.audit import BOT
 from telegram_bot.errors import TelegramApiError
@@ -34,7 +34,7 @@ def check_flood(ctx: Context) -> None:
     if message is None or ctx.chat_id is None:
         return
     user = message.from_user
-    if user is None or user.is_bot or message.sender_chat is not None or message.is_service:
+    if user is None or not is_member_message(message):
         return
     settings = chat_settings(ctx.chat_id)
     if settings.flood_action == Action.NONE:

@@ -13,18 +13,21 @@ from moderation.conf import chat_settings
 from moderation.durations import DurationError, looks_like_duration, parse_duration
 from moderation.rights import (
     DELETE,
+    GROUP_ANONYMOUS_BOT_ID,
     RESTRICT,
     ChatAdmin,
     Refusal,
     chat_admins,
+    check_anonymous,
     check_bot,
     check_moderator,
     forget_chat_admins,
     is_protected,
+    sent_as_the_chat,
 )
 from moderation.services import Origin, Target
 from telegram_bot.admins import Role
-from telegram_bot.audit import Actor
+from telegram_bot.audit import Actor, telegram_actor
 from telegram_bot.client.methods import DELETE_BATCH
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
@@ -47,8 +50,10 @@ class Request:
 
     @property
     def origin(self) -> Origin:
-        user = self.ctx.update.user
-        actor = Actor(user.id if user else None, user.full_name if user else "")
+        if sent_as_the_chat(self.message):
+            actor = Actor(GROUP_ANONYMOUS_BOT_ID, "anonymous admin")
+        else:
+            actor = telegram_actor(self.ctx.update.user)
         return Origin(self.chat_id, actor, "command", self.ctx.update.update_id)
 
 
@@ -62,8 +67,11 @@ def _command(right: str) -> Callable[[Callable[[Request], str]], Callable[[Conte
             if message is None or command is None or ctx.chat_id is None:
                 return
             try:
-                admins = chat_admins(ctx.store, ctx.client, ctx.chat_id)
-                check_moderator(admins, ctx.sender.user_id, right)
+                admins = _admins_of(ctx, message)
+                if sent_as_the_chat(message):
+                    check_anonymous(admins, right)
+                else:
+                    check_moderator(admins, ctx.sender.user_id, right)
                 check_bot(admins, right)
                 answer = body(Request(ctx, message, ctx.chat_id, admins, command.args.split()))
             except Refusal as refusal:
@@ -78,6 +86,16 @@ def _command(right: str) -> Callable[[Callable[[Request], str]], Callable[[Conte
         return handler
 
     return wrap
+
+
+def _admins_of(ctx: Context, message: Message) -> dict[int, ChatAdmin]:
+    assert ctx.chat_id is not None
+    admins = chat_admins(ctx.store, ctx.client, ctx.chat_id)
+    if sent_as_the_chat(message) and not any(a.is_anonymous for a in admins.values()):
+        # Only an anonymous admin can write as the chat: the cached list is older than that.
+        forget_chat_admins(ctx.store, ctx.chat_id)
+        admins = chat_admins(ctx.store, ctx.client, ctx.chat_id)
+    return admins
 
 
 # -- who -------------------------------------------------------------------------------------
@@ -147,53 +165,37 @@ def _duration_and_reason(req: Request) -> tuple[int | None, str]:
 # -- commands --------------------------------------------------------------------------------
 
 
-@_command(RESTRICT)
-def mute(req: Request) -> str:
-    target = resolve_target(req)
-    seconds, reason = _duration_and_reason(req)
-    return services.penalize(
-        req.ctx.client,
-        origin=req.origin,
-        action="mute",
-        target=target,
-        seconds=seconds,
-        reason=reason,
-    )
+def _penalty(
+    action: str, *, duration: bool = False, reason: bool = False
+) -> Callable[[Context], None]:
+    """The command of one penalty: the target, then a duration and a reason when it takes
+    them."""
+
+    def body(req: Request) -> str:
+        target = resolve_target(req)
+        seconds, why = None, ""
+        if duration:
+            seconds, why = _duration_and_reason(req)
+        elif reason:
+            why = " ".join(req.args)[:300]
+        return services.penalize(
+            req.ctx.client,
+            origin=req.origin,
+            action=action,
+            target=target,
+            seconds=seconds,
+            reason=why,
+        )
+
+    body.__name__ = action
+    return _command(RESTRICT)(body)
 
 
-@_command(RESTRICT)
-def unmute(req: Request) -> str:
-    target = resolve_target(req)
-    return services.penalize(req.ctx.client, origin=req.origin, action="unmute", target=target)
-
-
-@_command(RESTRICT)
-def ban(req: Request) -> str:
-    target = resolve_target(req)
-    seconds, reason = _duration_and_reason(req)
-    return services.penalize(
-        req.ctx.client,
-        origin=req.origin,
-        action="ban",
-        target=target,
-        seconds=seconds,
-        reason=reason,
-    )
-
-
-@_command(RESTRICT)
-def unban(req: Request) -> str:
-    target = resolve_target(req)
-    return services.penalize(req.ctx.client, origin=req.origin, action="unban", target=target)
-
-
-@_command(RESTRICT)
-def kick(req: Request) -> str:
-    target = resolve_target(req)
-    reason = " ".join(req.args)[:300]
-    return services.penalize(
-        req.ctx.client, origin=req.origin, action="kick", target=target, reason=reason
-    )
+mute = _penalty("mute", duration=True)
+unmute = _penalty("unmute")
+ban = _penalty("ban", duration=True)
+unban = _penalty("unban")
+kick = _penalty("kick", reason=True)
 
 
 @_command(RESTRICT)

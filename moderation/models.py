@@ -70,8 +70,9 @@ class ChatSettings(models.Model):
         null=True,
         blank=True,
         validators=[MaxValueValidator(-1)],
-        help_text="Optional: a channel or group (its negative id) where every moderation "
-        "action in this chat is also posted. The bot must be able to post there.",
+        help_text="Optional: a channel or group (its negative id) where every audit-log entry "
+        "of this chat (moderation, join requests, ...) is also posted. The bot must be able to "
+        "post there.",
     )
     updated_at = models.DateTimeField(auto_now=True)
 

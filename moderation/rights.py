@@ -6,6 +6,14 @@ becoming or ceasing to be an administrator. The owner of the chat and the bot's 
 (``telegram_bot.admins``) may do everything; an administrator only what their own Telegram
 rights allow (``can_restrict_members`` for mute/ban/kick/warn, ``can_delete_messages`` for
 /del and /purge).
+
+Anonymous admins. A message an admin sends "as the group" comes from Telegram's
+GroupAnonymousBot with ``sender_chat`` set to the chat itself; only the chat's own anonymous
+admins can send one, but which of them sent it cannot be known. Such a command is allowed only
+when every anonymous admin of the chat holds the right it needs (so whoever sent it has it);
+otherwise it is refused, naming the right and how to act (grant it, or write without
+"Remain anonymous"). A linked channel's automatic forwards and posts on behalf of other
+chats (``sender_chat``) are not members: they never moderate and are never moderated.
 """
 
 from __future__ import annotations
@@ -13,14 +21,23 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from telegram_bot.admins import Role, role_of
 from telegram_bot.bot import bot_id
 from telegram_bot.client import TelegramClient
 from telegram_bot.state import KVStore
+from telegram_bot.updates import Message
 
 ADMINS_TTL_MS = 10 * 60 * 1000
 RESTRICT, DELETE = "can_restrict_members", "can_delete_messages"
 RIGHT_NAMES = {RESTRICT: "restrict members", DELETE: "delete messages"}
+# Telegram's stand-ins: an anonymous admin posting as the group, a user posting as a channel,
+# and the service account behind a linked channel's automatic forwards.
+GROUP_ANONYMOUS_BOT_ID = 1087968824
+CHANNEL_BOT_ID = 136817688
+SERVICE_ACCOUNT_ID = 777000
+STAND_IN_IDS = frozenset({GROUP_ANONYMOUS_BOT_ID, CHANNEL_BOT_ID, SERVICE_ACCOUNT_ID})
 
 
 @dataclass(frozen=True)
@@ -30,6 +47,7 @@ class ChatAdmin:
     can_restrict: bool
     can_delete: bool
     username: str = ""
+    is_anonymous: bool = False
 
     def may(self, right: str) -> bool:
         if self.status == "creator":
@@ -50,7 +68,10 @@ def chat_admins(store: KVStore, client: TelegramClient, chat_id: int) -> dict[in
     admins = [_admin(member) for member in members]
     store.set(
         admins_key(chat_id),
-        [[a.user_id, a.status, a.can_restrict, a.can_delete, a.username] for a in admins],
+        [
+            [a.user_id, a.status, a.can_restrict, a.can_delete, a.username, a.is_anonymous]
+            for a in admins
+        ],
         ADMINS_TTL_MS,
     )
     return {admin.user_id: admin for admin in admins}
@@ -68,6 +89,7 @@ def _admin(member: dict[str, Any]) -> ChatAdmin:
         can_restrict=bool(member.get(RESTRICT)),
         can_delete=bool(member.get(DELETE)),
         username=str(user.get("username") or "").lower(),
+        is_anonymous=bool(member.get("is_anonymous")),
     )
 
 
@@ -88,6 +110,46 @@ def check_moderator(admins: dict[int, ChatAdmin], user_id: int | None, right: st
         raise Refusal(f"You need the right to {RIGHT_NAMES[right]} for that.")
 
 
+def sent_as_the_chat(message: Message) -> bool:
+    """An anonymous admin's message: GroupAnonymousBot, on behalf of this very chat."""
+    user, chat = message.from_user, message.sender_chat
+    return (
+        user is not None
+        and user.id == GROUP_ANONYMOUS_BOT_ID
+        and chat is not None
+        and chat.id == message.chat.id
+    )
+
+
+def check_anonymous(admins: dict[int, ChatAdmin], right: str) -> None:
+    """Refuse an anonymous admin's command unless every anonymous admin may use ``right``."""
+    anonymous = [admin for admin in admins.values() if admin.is_anonymous]
+    if not anonymous:
+        raise Refusal(_('I can\'t tell which admin you are: turn off "Remain anonymous".'))
+    if not all(admin.may(right) for admin in anonymous):
+        raise Refusal(
+            _(
+                "Not every anonymous admin here may %(right)s, and I can't tell which one you "
+                'are: turn off "Remain anonymous" for this, or grant the right.'
+            )
+            % {"right": RIGHT_NAMES[right]}
+        )
+
+
+def is_member_message(message: Message) -> bool:
+    """Written by a member in person: not a bot, not an anonymous admin, not a post on behalf
+    of a chat or a linked channel's automatic forward, not a service message."""
+    user = message.from_user
+    return not (
+        user is None
+        or user.is_bot
+        or user.id in STAND_IN_IDS
+        or message.sender_chat is not None
+        or (message.model_extra or {}).get("is_automatic_forward")
+        or message.is_service
+    )
+
+
 def check_bot(admins: dict[int, ChatAdmin], right: str) -> None:
     """Refuse, saying which right the bot lacks, unless it holds ``right``."""
     me = admins.get(bot_id() or 0)
@@ -103,6 +165,8 @@ def is_protected(admins: dict[int, ChatAdmin], user_id: int) -> str | None:
     """Why ``user_id`` cannot be moderated (the bot, the owner, an admin), or None."""
     if user_id == bot_id():
         return "I won't act on myself."
+    if user_id in STAND_IN_IDS:
+        return _("That is Telegram's stand-in for an anonymous admin or a channel, not a member.")
     admin = admins.get(user_id)
     if admin is not None:
         return "That is the chat's owner." if admin.status == "creator" else "That is an admin."

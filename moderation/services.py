@@ -27,12 +27,11 @@ from moderation.models import Action, ChatSettings, Warning, WarnState
 from telegram_bot.audit import BOT, Actor, Outcome, audit_record, clean
 from telegram_bot.client import TelegramClient
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.jobs.services import job_enqueue, job_retry_later
+from telegram_bot.jobs.services import job_retry_later
 from telegram_bot.models import AuditEntry
 
 log = logging.getLogger(__name__)
 JOB_KIND = "moderation.act"
-LOG_JOB_KIND = "moderation.log"
 MUTED = {"can_send_messages": False}
 UNMUTED = {
     name: True
@@ -190,38 +189,8 @@ def _retry_later(
 
 
 def record(**fields: Any) -> AuditEntry | None:
-    """``audit_record``, and the entry mirrored to the chat's log channel when it has one
-    (by the ``moderation.log`` job, queued in the same transaction as the entry)."""
-    entry = audit_record(**fields)
-    if entry is not None and entry.chat_id is not None:
-        log_chat_id = chat_settings(entry.chat_id).log_chat_id
-        if log_chat_id:
-            job_enqueue(
-                LOG_JOB_KIND,
-                {"entry_id": entry.pk, "log_chat_id": log_chat_id},
-                dedupe_key=f"modlog:{entry.pk}",
-                kick=True,
-            )
-    return entry
-
-
-def log_line(entry: AuditEntry) -> str:
-    """One line of the log channel for ``entry``."""
-    who = entry.actor_name or str(entry.actor_id or "")
-    whom = f" {entry.target_name or entry.target_id}" if entry.target_id else ""
-    why = f": {entry.reason}" if entry.reason else ""
-    detail = f" [{entry.detail}]" if entry.detail else ""
-    outcome = "" if entry.outcome == Outcome.DONE else f" ({entry.outcome})"
-    return f"#{entry.action} in {entry.chat_id}{whom} by {who}{why}{detail}{outcome}"[:4096]
-
-
-def mirror_job(payload: dict[str, Any], client: TelegramClient) -> None:
-    """The ``moderation.log`` job. A crash after Telegram's answer and before the job is
-    finished posts the line again: a log mirror prefers a repeated line to a missing one."""
-    entry = AuditEntry.objects.filter(pk=payload["entry_id"]).first()
-    if entry is None:
-        return
-    client.send_message(chat_id=int(payload["log_chat_id"]), text=log_line(entry))
+    """``audit_record`` (which also mirrors the entry to the chat's log channel)."""
+    return audit_record(**fields)
 
 
 def _record(

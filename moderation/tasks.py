@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from moderation.services import JOB_KIND, LOG_JOB_KIND, mirror_job, perform_job
+from moderation.services import JOB_KIND, perform_job
+from telegram_bot.audit import mirror
 from telegram_bot.bot import get_client
 
 
@@ -13,7 +14,8 @@ def act(payload: dict[str, Any], run: Any) -> None:
 
 
 def log(payload: dict[str, Any], run: Any) -> None:
-    mirror_job(payload, get_client())
+    """Log-channel lines queued before the core took the mirror over (same payload)."""
+    mirror(payload, get_client())
 
 
-JOB_HANDLERS = {JOB_KIND: act, LOG_JOB_KIND: log}
+JOB_HANDLERS = {JOB_KIND: act, "moderation.log": log}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from moderation import services
 from moderation.conf import chat_settings
 from moderation.models import Action
-from moderation.rights import chat_admins, is_protected
+from moderation.rights import chat_admins, is_member_message, is_protected
 from moderation.services import Origin, Target
 from telegram_bot import violations
 from telegram_bot.audit import BOT, Outcome
@@ -24,7 +24,7 @@ def act_on_violations(ctx: Context) -> None:
     if message is None or ctx.chat_id is None or ctx.update.command() is not None:
         return
     user = message.from_user
-    if user is None or user.is_bot or message.sender_chat is not None or message.is_service:
+    if user is None or not is_member_message(message):
         return
     settings = chat_settings(ctx.chat_id)
     actions = {s: settings.violation_action(s) for s in violations.SEVERITIES}

@@ -20,6 +20,7 @@ from stats.models import (
     ViolationRule,
 )
 from stats.views import stats_dashboard, stats_export_csv
+from telegram_bot.audit_admin import AuditedModelAdmin
 from telegram_bot.ops.admin_site import register_view
 
 SETTINGS_PK = 1  # the one row stats.config reads
@@ -48,7 +49,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(StatsSettings)
-class StatsSettingsAdmin(admin.ModelAdmin):
+class StatsSettingsAdmin(AuditedModelAdmin):
     """One object (pk 1): the list and the add page lead to its form, which shows the defaults
     until the first save creates the row."""
 
@@ -79,7 +80,7 @@ class StatsSettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(ViolationRule)
-class ViolationRuleAdmin(admin.ModelAdmin):
+class ViolationRuleAdmin(AuditedModelAdmin):
     list_display = ("name", "kind", "severity", "enabled")
     list_filter = ("kind", "severity", "enabled")
 

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from support import conf, flows, panel, selectors
+from support import auditing, conf, flows, panel, selectors
 from support.delivery import Delivery, clip
 from support.errors import TicketNotFoundError
 from support.flows import Answer, Incoming
@@ -220,11 +220,13 @@ def resolve_pressed(incoming: Incoming, data: str) -> Pressed:
     if isinstance(ticket, Pressed):
         return ticket
     try:
-        _, result = flows.resolve(
-            ticket_id=ticket.pk,
-            author=incoming.author,
-            origin=Origin(update_id=incoming.update_id),
-        )
+        with auditing.incoming_step(incoming, ticket, "ticket.resolve", source="button") as step:
+            _, result = flows.resolve(
+                ticket_id=ticket.pk,
+                author=incoming.author,
+                origin=Origin(update_id=incoming.update_id),
+            )
+            auditing.note_delivery(step, result)
     except BotError as exc:
         return Pressed(exc.user_message, alert=True, remove_buttons=True)
     if result.delivered or result.in_progress:
@@ -297,13 +299,16 @@ def _answer_ticket(incoming: Incoming, ticket_id: int) -> list[Say]:
     """An admin's message is the answer to ``ticket_id``."""
     if incoming.content is None:
         return [Say(incoming.content_error)]
+    ticket = selectors.ticket_get(ticket_id)
     try:
-        entry, result = flows.admin_reply(
-            ticket_id=ticket_id,
-            author=incoming.author,
-            origin=incoming.origin,
-            content=incoming.content,
-        )
+        with auditing.incoming_step(incoming, ticket, "ticket.reply", source="command") as step:
+            entry, result = flows.admin_reply(
+                ticket_id=ticket_id,
+                author=incoming.author,
+                origin=incoming.origin,
+                content=incoming.content,
+            )
+            auditing.note_delivery(step, result)
     except BotError as exc:
         return [Say(exc.user_message)]
     return [_report(entry.ticket, result)]

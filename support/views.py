@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from support import assignees, flows, selectors
+from support.auditing import admin_site_step, note_delivery
 from support.conf import MAX_TEXT_LENGTH, reopen_window
 from support.delivery import Delivery
 from support.models import Ticket, TicketMessage
@@ -55,7 +56,13 @@ def ticket_reply_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
             ticket_id=ticket.pk, author=_author(request), origin=origin, content=content
         )
 
-    return _act(request, ticket, reply, f"Reply sent to the user of ticket #{ticket.number}.")
+    return _act(
+        request,
+        ticket,
+        "ticket.reply",
+        reply,
+        f"Reply sent to the user of ticket #{ticket.number}.",
+    )
 
 
 @require_POST
@@ -63,7 +70,13 @@ def ticket_resolve_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
     def resolve(origin: Origin) -> Any:
         return flows.resolve(ticket_id=ticket.pk, author=_author(request), origin=origin)
 
-    return _act(request, ticket, resolve, f"Ticket #{ticket.number} resolved; the user was told.")
+    return _act(
+        request,
+        ticket,
+        "ticket.resolve",
+        resolve,
+        f"Ticket #{ticket.number} resolved; the user was told.",
+    )
 
 
 @require_POST
@@ -71,16 +84,28 @@ def ticket_reopen_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
     def reopen(origin: Origin) -> Any:
         return flows.reopen(ticket_id=ticket.pk, author=_author(request), origin=origin)
 
-    return _act(request, ticket, reopen, f"Ticket #{ticket.number} reopened; the user was told.")
+    return _act(
+        request,
+        ticket,
+        "ticket.reopen",
+        reopen,
+        f"Ticket #{ticket.number} reopened; the user was told.",
+    )
 
 
 def _act(
-    request: HttpRequest, ticket: Ticket, action: Callable[[Origin], Any], done: str
+    request: HttpRequest,
+    ticket: Ticket,
+    name: str,
+    action: Callable[[Origin], Any],
+    done: str,
 ) -> HttpResponse:
     """Run one form action of the ticket page (its form token makes a double submit count
-    once), then report the outcome and go back to the ticket."""
+    once), record it in the audit log, then report the outcome and go back to the ticket."""
     try:
-        _, result = action(Origin(form_token=_form_token(request)))
+        with admin_site_step(request, ticket, name) as step:
+            _, result = action(Origin(form_token=_form_token(request)))
+            note_delivery(step, result)
     except BotError as exc:
         messages.error(request, exc.user_message)
         return _back(ticket)
@@ -98,7 +123,10 @@ def entry_retry_view(request: HttpRequest, ticket: Ticket, entry_id: int) -> Htt
     if entry.user_notified_at is not None:
         messages.info(request, "This message was delivered already.")
         return _back(ticket)
-    _report(request, flows.retry_delivery(entry), "Delivered to the user.")
+    with admin_site_step(request, ticket, "ticket.retry_delivery") as step:
+        result = flows.retry_delivery(entry)
+        note_delivery(step, result)
+    _report(request, result, "Delivered to the user.")
     return _back(ticket)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from axes import admin as axes_admin
+from axes.handlers.proxy import AxesProxyHandler
 from axes.models import AccessAttempt
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -13,10 +14,9 @@ from django.http import HttpRequest
 from django_q import admin as django_q_admin
 from django_q.models import Failure, Success
 
-from telegram_bot import (
-    admins,
-    audit_admin,  # noqa: F401 - registers the audit log
-)
+from telegram_bot import admins
+from telegram_bot.audit import audit_step
+from telegram_bot.audit_admin import AuditedModelAdmin, admin_actor, audited_action
 from telegram_bot.errors import BotError
 from telegram_bot.jobs.services import job_cancel, job_retry_now
 from telegram_bot.models import BlockedChat, BotAdmin, ChatPreference, DeliveryFailure, Job
@@ -97,7 +97,12 @@ class BotAdminAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        admins.admin_add(telegram_id=obj.telegram_id, added_by=None, display_name=obj.display_name)
+        with audit_step(
+            "admin.add", actor=admin_actor(request), source="admin", target_id=obj.telegram_id
+        ):
+            admins.admin_add(
+                telegram_id=obj.telegram_id, added_by=None, display_name=obj.display_name
+            )
 
     def delete_model(self, request: HttpRequest, obj: BotAdmin) -> None:
         self.delete_queryset(request, BotAdmin.objects.filter(pk=obj.pk))
@@ -105,7 +110,13 @@ class BotAdminAdmin(admin.ModelAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[BotAdmin]) -> None:
         for telegram_id in queryset.values_list("telegram_id", flat=True):
             try:
-                admins.admin_remove(telegram_id=telegram_id)
+                with audit_step(
+                    "admin.remove",
+                    actor=admin_actor(request),
+                    source="admin",
+                    target_id=telegram_id,
+                ):
+                    admins.admin_remove(telegram_id=telegram_id)
             except BotError as exc:
                 messages.error(request, f"{telegram_id}: {exc.user_message}")
 
@@ -144,7 +155,7 @@ class BlockedChatAdmin(admin.ModelAdmin):
 
 
 @admin.register(ChatPreference)
-class ChatPreferenceAdmin(admin.ModelAdmin):
+class ChatPreferenceAdmin(AuditedModelAdmin):
     list_display = ("chat_id", "time_zone", "language")
     search_fields = ("chat_id",)
 
@@ -207,11 +218,13 @@ class JobAdmin(admin.ModelAdmin):
         return request.user.has_perm(f"{self.opts.app_label}.operate_job")
 
     @admin.action(description="Run again now", permissions=["operate"])
+    @audited_action("job.retry")
     def retry_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         done = sum(job_retry_now(job_id=pk) for pk in queryset.values_list("pk", flat=True))
         messages.info(request, f"{done} job(s) queued to run now.")
 
     @admin.action(description="Cancel (jobs that have not started)", permissions=["operate"])
+    @audited_action("job.cancel")
     def cancel(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         done = sum(job_cancel(job_id=pk) for pk in queryset.values_list("pk", flat=True))
         messages.info(request, f"{done} job(s) cancelled.")
@@ -220,6 +233,7 @@ class JobAdmin(admin.ModelAdmin):
 # django-q2's task lists offer "Resubmit selected tasks to queue" to anyone who may view them.
 # Running a task again is an operation: it needs the change permission of the list.
 @admin.action(description="Resubmit selected tasks to queue", permissions=["change"])
+@audited_action("task.resubmit")
 def resubmit_tasks(model_admin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> None:
     django_q_admin.resubmit_task(model_admin, request, queryset)
 
@@ -244,7 +258,11 @@ class AccessAttemptAdmin(axes_admin.AccessAttemptAdmin):
     actions = ["cleanup_expired_attempts"]
 
     @admin.action(description="Clean up expired attempts", permissions=["delete"])
+    @audited_action("login_attempts.cleanup")
     def cleanup_expired_attempts(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        # axes 8.3.1 reads the request's attempt time, which only its login path sets: without
+        # this the action is a server error.
+        AxesProxyHandler.update_request(request)
         super().cleanup_expired_attempts(request, queryset)
 
 

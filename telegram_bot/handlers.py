@@ -7,6 +7,7 @@ from typing import Any
 
 from telegram_bot import admins
 from telegram_bot.admins import Role
+from telegram_bot.audit import update_step
 from telegram_bot.errors import BotError
 from telegram_bot.features import start_lines
 from telegram_bot.pipeline.context import Context
@@ -89,7 +90,8 @@ def panel_admin_remove(ctx: Context) -> None:
         ctx.answer_callback("This button is not valid.", alert=True)
         return
     try:
-        admins.admin_remove(telegram_id=int(raw_id), removed_by=ctx.sender.user_id)
+        with update_step(ctx.update, "admin.remove", source="panel", target_id=int(raw_id)):
+            admins.admin_remove(telegram_id=int(raw_id), removed_by=ctx.sender.user_id)
     except BotError as exc:
         ctx.answer_callback(exc.user_message, alert=True)
         return
@@ -103,7 +105,8 @@ def add_admin(ctx: Context) -> None:
     if not _USER_ID.fullmatch(args) or int(args) <= 0:
         ctx.reply("Usage: /addadmin <user id>, a positive number.")
         return
-    admins.admin_add(telegram_id=int(args), added_by=ctx.sender.user_id)
+    with update_step(ctx.update, "admin.add", source="command", target_id=int(args)):
+        admins.admin_add(telegram_id=int(args), added_by=ctx.sender.user_id)
     ctx.reply(f"{args} is now an admin.")
 
 
@@ -113,7 +116,8 @@ def remove_admin(ctx: Context) -> None:
         ctx.reply("Usage: /removeadmin <user id>")
         return
     try:
-        admins.admin_remove(telegram_id=int(args), removed_by=ctx.sender.user_id)
+        with update_step(ctx.update, "admin.remove", source="command", target_id=int(args)):
+            admins.admin_remove(telegram_id=int(args), removed_by=ctx.sender.user_id)
     except BotError as exc:
         ctx.reply(exc.user_message)
         return

@@ -7,6 +7,8 @@ from typing import Any
 
 from django.conf import settings
 
+from telegram_bot.audit import MIRROR_JOB, mirror
+from telegram_bot.bot import get_client
 from telegram_bot.jobs.runner import JobRun, new_owner, run_due, run_until_idle
 from telegram_bot.jobs.services import jobs_delete_finished
 from telegram_bot.notifications import ADMIN_NOTICE_JOB, admin_notice_job
@@ -55,4 +57,13 @@ def noop_job(payload: dict[str, Any], run: JobRun) -> None:
     """A job that does nothing: operators can check that the worker runs jobs at all."""
 
 
-JOB_HANDLERS = {"core.noop": noop_job, ADMIN_NOTICE_JOB: admin_notice_job}
+def audit_mirror_job(payload: dict[str, Any], run: JobRun) -> None:
+    """Post one audit-log entry to a log channel."""
+    mirror(payload, get_client())
+
+
+JOB_HANDLERS = {
+    "core.noop": noop_job,
+    ADMIN_NOTICE_JOB: admin_notice_job,
+    MIRROR_JOB: audit_mirror_job,
+}

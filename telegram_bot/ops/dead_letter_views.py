@@ -15,6 +15,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from telegram_bot.audit import audit_step
+from telegram_bot.audit_admin import admin_actor
 from telegram_bot.errors import StateError
 from telegram_bot.pipeline.process import Outcome, dead_letters, process_update
 from telegram_bot.redaction import redact
@@ -77,29 +79,43 @@ def dead_letter_replay(request: HttpRequest, update_id: int) -> HttpResponse:
     if letter is None:
         messages.error(request, f"Dead letter {update_id} is gone (replayed, dropped or expired).")
         return _back()
-    outcome = process_update(letter.update, replay=True)
-    if outcome == Outcome.PROCESSED:
-        dead_letters().drop(update_id)
-        messages.success(request, f"Update {update_id} replayed: {outcome.value}.")
-    elif outcome == Outcome.DEAD_LETTER:
-        again = dead_letters().get(update_id)
-        error = again.error_class if again else "an error"
-        messages.error(request, f"Update {update_id} failed again with {error}; it stays here.")
-    else:
-        # Ignored (chat no longer allowed, no route), refused, in progress, unavailable: the
-        # update was not handled, so the letter stays for the operator to decide.
-        messages.error(
-            request, f"Update {update_id} was not handled ({outcome.value}); it stays here."
-        )
+    with _audited(request, "dead_letter.replay", update_id) as step:
+        outcome = process_update(letter.update, replay=True)
+        if outcome == Outcome.PROCESSED:
+            dead_letters().drop(update_id)
+            messages.success(request, f"Update {update_id} replayed: {outcome.value}.")
+        elif outcome == Outcome.DEAD_LETTER:
+            again = dead_letters().get(update_id)
+            error = again.error_class if again else "an error"
+            step.failed(f"failed again with {error}")
+            messages.error(request, f"Update {update_id} failed again with {error}; it stays here.")
+        else:
+            # Ignored (chat no longer allowed, no route), refused, in progress, unavailable:
+            # the update was not handled, so the letter stays for the operator to decide.
+            step.refused(f"not handled ({outcome.value})")
+            messages.error(
+                request, f"Update {update_id} was not handled ({outcome.value}); it stays here."
+            )
     return _back()
 
 
 @_allowed
 @require_POST
 def dead_letter_drop(request: HttpRequest, update_id: int) -> HttpResponse:
-    dead_letters().drop(update_id)
+    with _audited(request, "dead_letter.drop", update_id):
+        dead_letters().drop(update_id)
     messages.success(request, f"Dead letter {update_id} dropped.")
     return _back()
+
+
+def _audited(request: HttpRequest, action: str, update_id: int) -> Any:
+    # Not keyed by update id: that id belongs to the update replayed, not to this action.
+    return audit_step(
+        action,
+        actor=admin_actor(request),
+        source="admin",
+        target_name=f"dead letter of update {update_id}",
+    )
 
 
 def _back() -> HttpResponse:

@@ -59,7 +59,8 @@ def test_the_audit_log_lists_filters_searches_and_exports(
         page.click("button[name=index]")
     saved = tmp_path / "audit.csv"
     download.value.save_as(saved)
-    lines = saved.read_text().splitlines()
+    assert saved.read_bytes().startswith(b"\xef\xbb\xbf")  # the BOM spreadsheets need
+    lines = saved.read_text(encoding="utf-8-sig").splitlines()
     assert lines[0].startswith("created_at,actor_id")
     assert len(lines) == 3 and any(f",{MEMBER}," in line for line in lines)
 

@@ -91,7 +91,7 @@ def test_list_filters_and_searches_by_text_and_id() -> None:
 
 
 def test_export_needs_its_permission() -> None:
-    entry = _record(reason="=cmd|' /C calc'!A0")
+    entry = _record(reason="=cmd|' /C calc'!A0", target_name="Мария")
     assert entry is not None
     form = {"action": "export_csv", "_selected_action": [str(entry.pk)], "index": "0"}
     url = "/admin/telegram_bot/auditentry/"
@@ -101,7 +101,10 @@ def test_export_needs_its_permission() -> None:
     exporter = _staff("telegram_bot.view_auditentry", "telegram_bot.export_auditentry")
     response = exporter.post(url, form)
     assert response["Content-Type"].startswith("text/csv")
-    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    # A byte-order mark first: spreadsheet programs then read the file as UTF-8 (Cyrillic).
+    assert response.content.startswith("\ufeff".encode())
+    rows = list(csv.reader(io.StringIO(response.content.decode("utf-8-sig"))))
     assert rows[0][0] == "created_at"
+    assert rows[1][rows[0].index("target_name")] == "Мария"
     assert rows[1][rows[0].index("reason")] == "'=cmd|' /C calc'!A0"
     assert rows[1][rows[0].index("target_id")] == "2002"

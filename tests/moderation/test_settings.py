@@ -116,7 +116,7 @@ def test_actions_are_mirrored_to_the_chats_log_channel(bot: FakeTelegramServer) 
     ChatSettings.objects.create(chat_id=GROUP, log_chat_id=-100999)
     run(command("/ban 2h spam", reply_to=member_message()))
     run(command("/mute", reply_to=member_message(5010, "Eve")))
-    assert Job.objects.filter(kind="moderation.log").count() == 2
+    assert Job.objects.filter(kind="core.audit_mirror").count() == 2
     Job.objects.update(next_attempt=timezone.now())
     assert run_due("test-worker") == 2
     lines = sorted(
