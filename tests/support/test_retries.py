@@ -87,7 +87,8 @@ def test_retries_that_keep_failing_give_up_and_the_admins_are_told(
     for _ in range(2):
         bot.fail_next("sendMessage", status=502, description="Bad Gateway")
         make_jobs_due()
-        assert run_due("test-worker") == 1
+        # One run per failure: the 10 ms retry may fall due again within a slow run.
+        assert run_due("test-worker", limit=1) == 1
     job = Job.objects.get(kind="support.deliver")
     assert job.status == JobStatus.FAILED
     entry = TicketMessage.objects.get(sender="admin")
