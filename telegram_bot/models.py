@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import zoneinfo
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from telegram_bot import languages
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.state.models import KVEntry
 
@@ -80,6 +82,15 @@ class ChatPreference(models.Model):
 
     def __str__(self) -> str:
         return str(self.chat_id)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        super().save(*args, **kwargs)
+        languages.forget_chat(self.chat_id)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        result = super().delete(*args, **kwargs)
+        languages.forget_chat(self.chat_id)
+        return result
 
 
 def chat_zone(chat_id: int) -> zoneinfo.ZoneInfo:

@@ -18,6 +18,8 @@ from django.contrib.admin.apps import AdminConfig
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, path, reverse
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class OperationsView:
     route: str
     view: Callable[..., HttpResponse]
     name: str
-    title: str
+    title: str | Promise
     permissions: tuple[str, ...]
 
     def allows(self, request: HttpRequest) -> bool:
@@ -40,7 +42,7 @@ def register_view(
     view: Callable[..., HttpResponse],
     *,
     name: str,
-    title: str,
+    title: str | Promise,
     permissions: tuple[str, ...],
 ) -> None:
     """Add a page at ``/admin/<route>`` for staff users holding any one of ``permissions``
@@ -69,9 +71,9 @@ def _permission_required(entry: OperationsView) -> Callable[..., HttpResponse]:
 
 
 class OperatorsAdminSite(admin.AdminSite):
-    site_header = "Community bot administration"
-    site_title = "Community bot"
-    index_title = "Operations"
+    site_header = gettext_lazy("Community bot administration")
+    site_title = gettext_lazy("Community bot")
+    index_title = gettext_lazy("Operations")
 
     def get_urls(self) -> list[URLResolver | URLPattern]:
         extra = [
