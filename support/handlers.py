@@ -13,6 +13,9 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
 from support import conf, delivery, flows, panel, selectors
 from support.errors import TicketNotFoundError
 from support.flows import Answer, Incoming
@@ -29,7 +32,7 @@ from telegram_bot.updates import User
 log = logging.getLogger(__name__)
 OPEN_WORKFLOW = "support_open"
 REPLY_WORKFLOW = "support_reply"
-NO_SUCH_TICKET = "You have no such ticket."
+NO_SUCH_TICKET = gettext_lazy("You have no such ticket.")
 
 
 def _needs_sender(handler: Callable[[Context], None]) -> Callable[[Context], None]:
@@ -50,7 +53,7 @@ def _needs_sender(handler: Callable[[Context], None]) -> Callable[[Context], Non
 @_needs_sender
 def support_command(ctx: Context) -> None:
     if not ctx.in_private:
-        ctx.reply("To contact support, send /support to me in a private chat.")
+        ctx.reply(_("To contact support, send /support to me in a private chat."))
         return
     if _resumed(ctx):
         return
@@ -67,8 +70,14 @@ def support_command(ctx: Context) -> None:
         )
         minutes = max(1, conf.open_workflow_ttl_ms() // 60_000)
         ctx.reply(
-            "Send your request as one message: text, a photo, a document or a voice message. "
-            f"I'll wait {minutes} minutes."
+            ngettext(
+                "Send your request as one message: text, a photo, a document or a voice message. "
+                "I'll wait %(count)d minute.",
+                "Send your request as one message: text, a photo, a document or a voice message. "
+                "I'll wait %(count)d minutes.",
+                minutes,
+            )
+            % {"count": minutes}
         )
         return
     try:
@@ -123,8 +132,11 @@ def open_step(ctx: Context) -> None:
         _private_message(ctx, incoming)
         if not workflow.expired:
             ctx.reply(
-                f"Your /support request is cancelled: your message replies to ticket "
-                f"#{target.number}, so it went there. Send /support again to open a new ticket."
+                _(
+                    "Your /support request is cancelled: your message replies to ticket "
+                    "#%(number)s, so it went there. Send /support again to open a new ticket."
+                )
+                % {"number": target.number}
             )
         return
     if workflow.expired:
@@ -132,7 +144,7 @@ def open_step(ctx: Context) -> None:
         _say(ctx, flows.after_expired_request(incoming))
         return
     if incoming.content is None:
-        ctx.reply(f"{incoming.content_error}\nSend it again, or /support to start over.")
+        ctx.reply(f"{incoming.content_error}\n" + _("Send it again, or /support to start over."))
         return
     flows.open_ticket(incoming, incoming.content)
     _finish(workflows, workflow)
@@ -163,17 +175,25 @@ def reply_step(ctx: Context) -> None:
         _private_message(ctx, incoming)
         if target.pk != ticket_id and not workflow.expired:
             ctx.reply(
-                f"Your answer to ticket #{number} is cancelled: your message replies to ticket "
-                f"#{target.number}, so it went there. Press Reply on ticket #{number} again to "
-                "answer it."
+                _(
+                    "Your answer to ticket #%(number)s is cancelled: your message replies to "
+                    "ticket #%(other)s, so it went there. Press Reply on ticket #%(number)s again "
+                    "to answer it."
+                )
+                % {"number": number, "other": target.number}
             )
         return
     if workflow.expired:
         _finish(workflows, workflow)
-        ctx.reply(f"Your answer to ticket #{number} expired. Press Reply again.")
+        ctx.reply(
+            _("Your answer to ticket #%(number)s expired. Press Reply again.") % {"number": number}
+        )
         return
     if incoming.content is None:
-        ctx.reply(f"{incoming.content_error}\nSend your answer to ticket #{number} again.")
+        ctx.reply(
+            f"{incoming.content_error}\n"
+            + _("Send your answer to ticket #%(number)s again.") % {"number": number}
+        )
         return
     _answer_ticket(ctx, incoming, ticket_id)
     _finish(workflows, workflow)
@@ -200,7 +220,10 @@ def reply_button(ctx: Context) -> None:
     if ticket is None:
         return
     if not ticket.is_open:
-        ctx.answer_callback(f"Ticket #{ticket.number} is closed; reopen it to answer.", alert=True)
+        ctx.answer_callback(
+            _("Ticket #%(number)s is closed; reopen it to answer.") % {"number": ticket.number},
+            alert=True,
+        )
         return
     chat_id, user_id = _chat_and_user(ctx)
     WorkflowStore(ctx.store).start(
@@ -213,8 +236,11 @@ def reply_button(ctx: Context) -> None:
     )
     ctx.answer_callback()
     sent = ctx.reply(
-        f"Send your answer to ticket #{ticket.number} as one message (text, a photo, a document "
-        "or a voice message). The user receives it marked with the ticket number."
+        _(
+            "Send your answer to ticket #%(number)s as one message (text, a photo, a document "
+            "or a voice message). The user receives it marked with the ticket number."
+        )
+        % {"number": ticket.number}
     )
     delivery.link_admin_message(ticket, sent)
 
@@ -222,7 +248,7 @@ def reply_button(ctx: Context) -> None:
 @_needs_sender
 def resolve_button(ctx: Context) -> None:
     if _resumed(ctx):
-        ctx.answer_callback("Done.")
+        ctx.answer_callback(_("Done."))
         return
     button = _button(ctx)
     ticket = _button_ticket(ctx, button)
@@ -230,22 +256,25 @@ def resolve_button(ctx: Context) -> None:
         return
     author = _author(ctx)
     try:
-        _, result = flows.resolve(
+        result = flows.resolve(
             ticket_id=ticket.pk, author=author, origin=Origin(update_id=ctx.update.update_id)
-        )
+        )[1]
     except BotError as exc:
         ctx.answer_callback(exc.user_message, alert=True)
         _remove_buttons(ctx)
         return
     if result.delivered or result.in_progress:
-        told = "The user was told."
+        told = _("The user was told.")
     elif result.uncertain:
-        told = f"Whether the user was told is uncertain: {result.error}."
+        told = _("Whether the user was told is uncertain: %(error)s.") % {"error": result.error}
     else:
-        told = f"The user could not be told: {result.error}."
+        told = _("The user could not be told: %(error)s.") % {"error": result.error}
     alert = not (result.delivered or result.in_progress)
     ctx.answer_callback(
-        delivery.clip(f"Ticket #{ticket.number} resolved. {told}", 200), alert=alert
+        delivery.clip(
+            _("Ticket #%(number)s resolved.") % {"number": ticket.number} + " " + told, 200
+        ),
+        alert=alert,
     )
     if button.page is not None:  # pressed in the panel: back to its list
         _edit(ctx, *panel.list_view(button.page))
@@ -256,7 +285,7 @@ def resolve_button(ctx: Context) -> None:
 @_needs_sender
 def close_button(ctx: Context) -> None:
     if _resumed(ctx):
-        ctx.answer_callback("Done.")
+        ctx.answer_callback(_("Done."))
         return
     ticket = _own_ticket(ctx, _button(ctx))
     if ticket is None:
@@ -268,7 +297,9 @@ def close_button(ctx: Context) -> None:
     except BotError as exc:
         ctx.answer_callback(exc.user_message, alert=True)
         return
-    ctx.answer_callback(answer.text if answer else f"Ticket #{ticket.number} closed.")
+    ctx.answer_callback(
+        answer.text if answer else _("Ticket #%(number)s closed.") % {"number": ticket.number}
+    )
     _remove_buttons(ctx)
 
 
@@ -290,7 +321,7 @@ def view_button(ctx: Context) -> None:
 
 
 def invalid_button(ctx: Context) -> None:
-    ctx.answer_callback("This button is not valid.", alert=True)
+    ctx.answer_callback(_("This button is not valid."), alert=True)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -445,11 +476,14 @@ ROUTES: list[Route] = [
     Route.on_command(
         "support",
         support_command,
-        help="contact support (/support <your question>)",
+        help=gettext_lazy("contact support (/support <your question>)"),
         expensive=True,
     ),
     Route.on_command(
-        "close", close_command, help="close your support ticket", chat_types=("private",)
+        "close",
+        close_command,
+        help=gettext_lazy("close your support ticket"),
+        chat_types=("private",),
     ),
     Route.on_workflow(OPEN_WORKFLOW, open_step),
     Route.on_workflow(REPLY_WORKFLOW, reply_step, role=Role.ADMIN),
@@ -461,4 +495,6 @@ ROUTES: list[Route] = [
     Route.on_callback("sup:", invalid_button),
     Route.on_update("message", private_message, chat_types=("private",)),
 ]
-PANEL_ENTRIES: list[PanelEntry] = [PanelEntry("Support tickets", "sup:list:1", order=10)]
+PANEL_ENTRIES: list[PanelEntry] = [
+    PanelEntry(gettext_lazy("Support tickets"), "sup:list:1", order=10)
+]

@@ -16,6 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from support import flows, selectors
@@ -34,7 +35,7 @@ def ticket_detail(
     entries = selectors.conversation(ticket)
     context = {
         **admin_context,
-        "title": f"Ticket #{ticket.number}",
+        "title": gettext("Ticket #%(number)s") % {"number": ticket.number},
         "ticket": ticket,
         "entries": entries,
         "first_response": format_duration(ticket.first_response_time),
@@ -54,7 +55,12 @@ def ticket_reply_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
             ticket_id=ticket.pk, author=_author(request), origin=origin, content=content
         )
 
-    return _act(request, ticket, reply, f"Reply sent to the user of ticket #{ticket.number}.")
+    return _act(
+        request,
+        ticket,
+        reply,
+        gettext("Reply sent to the user of ticket #%(number)s.") % {"number": ticket.number},
+    )
 
 
 @require_POST
@@ -62,7 +68,12 @@ def ticket_resolve_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
     def resolve(origin: Origin) -> Any:
         return flows.resolve(ticket_id=ticket.pk, author=_author(request), origin=origin)
 
-    return _act(request, ticket, resolve, f"Ticket #{ticket.number} resolved; the user was told.")
+    return _act(
+        request,
+        ticket,
+        resolve,
+        gettext("Ticket #%(number)s resolved; the user was told.") % {"number": ticket.number},
+    )
 
 
 @require_POST
@@ -70,7 +81,12 @@ def ticket_reopen_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
     def reopen(origin: Origin) -> Any:
         return flows.reopen(ticket_id=ticket.pk, author=_author(request), origin=origin)
 
-    return _act(request, ticket, reopen, f"Ticket #{ticket.number} reopened; the user was told.")
+    return _act(
+        request,
+        ticket,
+        reopen,
+        gettext("Ticket #%(number)s reopened; the user was told.") % {"number": ticket.number},
+    )
 
 
 def _act(
@@ -95,9 +111,9 @@ def entry_retry_view(request: HttpRequest, ticket: Ticket, entry_id: int) -> Htt
     if entry is None:
         raise Http404("no such entry")
     if entry.user_notified_at is not None:
-        messages.info(request, "This message was delivered already.")
+        messages.info(request, gettext("This message was delivered already."))
         return _back(ticket)
-    _report(request, flows.retry_delivery(entry), "Delivered to the user.")
+    _report(request, flows.retry_delivery(entry), gettext("Delivered to the user."))
     return _back(ticket)
 
 
@@ -126,22 +142,30 @@ def require_change(request: HttpRequest, allowed: bool) -> None:
 def _report(request: HttpRequest, result: Delivery, success: str) -> None:
     if result.in_progress:
         messages.info(
-            request, "This message is being sent to the user right now; reload in a minute."
+            request,
+            gettext("This message is being sent to the user right now; reload in a minute."),
         )
     elif result.uncertain:
         messages.warning(
             request,
-            f"Delivery uncertain: {result.error}. It may have reached the user, so it is not "
-            "sent again automatically: check with the user, and press Retry delivery if it did "
-            "not arrive.",
+            gettext(
+                "Delivery uncertain: %(error)s. It may have reached the user, so it is not "
+                "sent again automatically: check with the user, and press Retry delivery if it "
+                "did not arrive."
+            )
+            % {"error": result.error},
         )
     elif result.delivered is False and result.retrying:
         messages.warning(
-            request, f"Not delivered to the user yet: {result.error}. It is retried automatically."
+            request,
+            gettext("Not delivered to the user yet: %(error)s. It is retried automatically.")
+            % {"error": result.error},
         )
     elif result.delivered is False:
         messages.error(
-            request, f"Not delivered to the user: {result.error}. It is saved in the ticket."
+            request,
+            gettext("Not delivered to the user: %(error)s. It is saved in the ticket.")
+            % {"error": result.error},
         )
     else:
         messages.success(request, success)
