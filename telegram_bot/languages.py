@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from django.conf import settings
+from django.utils import translation
 from django.utils.functional import Promise
 
 from telegram_bot.state import KVStore
@@ -45,6 +46,11 @@ def supported(code: str | None) -> str | None:
 
 def default_language() -> str:
     return settings.LANGUAGE_CODE
+
+
+def operators_language() -> translation.override:
+    """For texts every admin shares (one stored copy, edited for all): ``LANGUAGE_CODE``."""
+    return translation.override(default_language())
 
 
 def chat_language(chat_id: int) -> str:
