@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from telegram_bot import features
 
 
 class ContentConfig(features.FeatureConfig):
     name = "content"
-    verbose_name = "Content"
+    verbose_name = gettext_lazy("Content")
     bot_handlers = "content.handlers"
     job_handlers = "content.tasks.JOB_HANDLERS"
     schedules = "content.schedules.SCHEDULES"
-    start_line = "channel posts"
+    start_line = gettext_lazy("channel posts")
