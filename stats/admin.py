@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy
 
 from stats.api import PERMISSION
 from stats.config import counting_config_clear
@@ -24,7 +25,7 @@ register_view(
     "stats/",
     stats_dashboard,
     name="stats-dashboard",
-    title="Statistics",
+    title=gettext_lazy("Statistics"),
     permissions=(PERMISSION,),
 )
 register_view(
