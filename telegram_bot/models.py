@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy
 
 from telegram_bot import languages
 from telegram_bot.jobs.models import Job, JobStatus
@@ -47,14 +48,15 @@ class BotAdmin(models.Model):
 def validate_time_zone(value: str) -> None:
     if value and value not in zoneinfo.available_timezones():
         raise ValidationError(
-            "%(value)s is not a time zone name (e.g. Europe/Moscow).", params={"value": value}
+            gettext_lazy("%(value)s is not a time zone name (e.g. Europe/Moscow)."),
+            params={"value": value},
         )
 
 
 def validate_language(value: str) -> None:
     if value and value not in {code for code, _name in settings.LANGUAGES}:
         raise ValidationError(
-            "%(value)s is not one of the site's languages.", params={"value": value}
+            gettext_lazy("%(value)s is not one of the site's languages."), params={"value": value}
         )
 
 
