@@ -13,6 +13,7 @@ the chat's, else the default.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -36,7 +37,12 @@ def supported(code: str | None) -> str | None:
     """The site language ``code`` names (``ru``, ``ru-RU``, ``RU_ru`` -> ``ru``), or None."""
     if not code:
         return None
-    codes = {language for language, _name in settings.LANGUAGES}
+    return _supported(code, tuple(language for language, _name in settings.LANGUAGES))
+
+
+@functools.lru_cache(maxsize=256)
+def _supported(code: str, codes: tuple[str, ...]) -> str | None:
+    # Cached: every update asks, with a handful of distinct codes.
     code = code.strip().lower().replace("_", "-")
     if code in codes:
         return code
