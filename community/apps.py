@@ -1,17 +1,19 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from telegram_bot import features
 
 
 class CommunityConfig(features.FeatureConfig):
     name = "community"
-    verbose_name = "Community"
+    verbose_name = gettext_lazy("Community")
     bot_handlers = "community.handlers"
     job_handlers = "community.tasks.JOB_HANDLERS"
     schedules = "community.schedules.SCHEDULES"
     api_module = "community.api"
     overview_cards = "community.overview.community_cards"
-    start_line = "members (join requests, welcome, captcha)"
+    start_line = gettext_lazy("members (join requests, welcome, captcha)")
     privacy = "community.privacy"
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "

@@ -12,25 +12,33 @@ when ``LEAVE_UNLISTED_CHATS`` is on.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from community.models import BotChat
 from telegram_bot.bot import get_client
 from telegram_bot.errors import TelegramApiError
+from telegram_bot.languages import chat_language, recipient_language
+from telegram_bot.state import get_store
 from telegram_bot.updates import ChatMember, ChatMemberUpdated
 
 log = logging.getLogger(__name__)
 
 # The administrator rights the features need, and what for.
 NEEDED_RIGHTS = {
-    "can_restrict_members": "captcha and moderation",
-    "can_delete_messages": "captcha, cleaning join/leave messages, the previous welcome",
-    "can_invite_users": "join requests",
+    "can_restrict_members": gettext_lazy("captcha and moderation"),
+    "can_delete_messages": gettext_lazy(
+        "captcha, cleaning join/leave messages, the previous welcome"
+    ),
+    "can_invite_users": gettext_lazy("join requests"),
 }
-NOT_AVAILABLE = "This bot is not available in this chat. Goodbye!"
+NOT_AVAILABLE = gettext_lazy("This bot is not available in this chat. Goodbye!")
 
 
 @dataclass(frozen=True)
@@ -65,17 +73,38 @@ def bot_chat_changed(update: ChatMemberUpdated) -> BotChatChange | None:
     unlisted = bool(settings.ALLOWED_CHAT_IDS) and chat.chat_id not in settings.ALLOWED_CHAT_IDS
     if change.added:
         missing = [right for right in NEEDED_RIGHTS if not chat.rights.get(right)]
-        text = f"The bot was added to {name} as {chat.status} by {update.from_user.full_name}."
-        if missing:
-            text += " Rights it does not have: " + _describe(missing) + "."
-        if unlisted:
-            text += " This chat is not in ALLOWED_CHAT_IDS"
-            text += ": the bot leaves it." if settings.LEAVE_UNLISTED_CHATS else "."
-        _tell_owner(text)
+
+        def added() -> str:
+            text = _("The bot was added to %(chat)s as %(status)s by %(who)s.") % {
+                "chat": name,
+                "status": chat.status,
+                "who": update.from_user.full_name,
+            }
+            if missing:
+                text += " " + _("Rights it does not have: %(rights)s.") % {
+                    "rights": _describe(missing)
+                }
+            if unlisted and settings.LEAVE_UNLISTED_CHATS:
+                text += " " + _("This chat is not in ALLOWED_CHAT_IDS: the bot leaves it.")
+            elif unlisted:
+                text += " " + _("This chat is not in ALLOWED_CHAT_IDS.")
+            return text
+
+        _tell_owner(added)
     elif change.removed:
-        _tell_owner(f"The bot was removed from {name} ({chat.status}).")
+        _tell_owner(
+            lambda: (
+                _("The bot was removed from %(chat)s (%(status)s).")
+                % {"chat": name, "status": chat.status}
+            )
+        )
     elif change.lost:
-        _tell_owner(f"The bot lost rights in {name}: {_describe(change.lost)}.")
+        _tell_owner(
+            lambda: (
+                _("The bot lost rights in %(chat)s: %(rights)s.")
+                % {"chat": name, "rights": _describe(change.lost)}
+            )
+        )
     if change.added and unlisted and settings.LEAVE_UNLISTED_CHATS:
         _leave(chat)
     return change
@@ -118,12 +147,15 @@ def _describe(rights: list[str]) -> str:
     return "; ".join(f"{right} ({NEEDED_RIGHTS[right]})" for right in rights)
 
 
-def _tell_owner(text: str) -> None:
+def _tell_owner(text: Callable[[], str]) -> None:
+    """``text`` is written in the owner's language (as last seen by the bot)."""
     owner = settings.OWNER_TELEGRAM_ID
     if not owner:
         return
     try:
-        get_client().send_message(chat_id=owner, text=text)
+        with translation.override(recipient_language(get_store(), user_id=owner)):
+            body = text()
+        get_client().send_message(chat_id=owner, text=body)
     except TelegramApiError as exc:
         log.warning("the owner was not told about a chat of the bot: %s", exc)
 
@@ -132,7 +164,8 @@ def _leave(chat: BotChat) -> None:
     client = get_client()
     try:
         if chat.chat_type != "channel":
-            client.send_message(chat_id=chat.chat_id, text=NOT_AVAILABLE)
+            with translation.override(chat_language(chat.chat_id)):
+                client.send_message(chat_id=chat.chat_id, text=str(NOT_AVAILABLE))
         client.leave_chat(chat_id=chat.chat_id)
     except TelegramApiError as exc:
         log.warning("could not leave unlisted chat %s: %s", chat.chat_id, exc)

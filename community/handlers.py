@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import logging
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from community import auditing, bot_chats, members, selectors, services, texts
 from community.records import Decider
 from telegram_bot.admins import Role
@@ -36,11 +39,11 @@ def on_decision_button(ctx: Context) -> None:
     first one in a rate-limit window, is answered with an alert; the checks are here."""
     parsed = texts.parse_callback(ctx.update.callback_data)
     if parsed is None:
-        _answer(ctx, "This button is not valid.", alert=True)
+        _answer(ctx, _("This button is not valid."), alert=True)
         return
     # Checked before the token is looked up: a non-admin learns nothing about tokens.
     if not ctx.sender.is_admin:
-        _answer(ctx, "Only admins can decide join requests.", alert=True)
+        _answer(ctx, _("Only admins can decide join requests."), alert=True)
         return
     action, token = parsed
     decider = Decider(ctx.sender.user_id, texts.display_name(ctx.update.user))
@@ -180,7 +183,11 @@ ROUTES: list[Route] = [
     Route.on_callback(texts.LIST_CALLBACK, on_panel_list, role=Role.ADMIN),
     Route.on_callback(texts.CALLBACK_PREFIX, on_decision_button),
     Route.on_workflow(services.WORKFLOW, on_answer),
-    Route.on_command("rules", on_rules, chat_types=GROUPS, help="the rules of this group"),
+    Route.on_command(
+        "rules", on_rules, chat_types=GROUPS, help=gettext_lazy("the rules of this group")
+    ),
     Route.on_callback(members.CAPTCHA_CALLBACK, on_captcha_button),
 ]
-PANEL_ENTRIES: list[PanelEntry] = [PanelEntry("Join requests", texts.LIST_CALLBACK, order=20)]
+PANEL_ENTRIES: list[PanelEntry] = [
+    PanelEntry(gettext_lazy("Join requests"), texts.LIST_CALLBACK, order=20)
+]

@@ -33,6 +33,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from django.utils import translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
 from community import raid
 from community.growth import movement_record
 from community.member_state import (
@@ -49,6 +53,7 @@ from community.models import MemberMovement, MemberPolicy, parse_buttons
 from telegram_bot.bot import get_client
 from telegram_bot.errors import BotError, TelegramApiError
 from telegram_bot.jobs.services import job_cancel_key, job_enqueue, job_retry_later
+from telegram_bot.languages import supported
 from telegram_bot.state import get_store
 from telegram_bot.updates import User
 
@@ -57,14 +62,14 @@ log = logging.getLogger(__name__)
 CAPTCHA_JOB = "community.captcha"
 CAPTCHA_CALLBACK = "mc:"
 CHOICES = (
-    ("🍎", "the apple"),
-    ("🍌", "the banana"),
-    ("🍇", "the grapes"),
-    ("🍒", "the cherries"),
-    ("🐶", "the dog"),
-    ("🐱", "the cat"),
-    ("🚗", "the car"),
-    ("⭐", "the star"),
+    ("🍎", gettext_lazy("the apple")),
+    ("🍌", gettext_lazy("the banana")),
+    ("🍇", gettext_lazy("the grapes")),
+    ("🍒", gettext_lazy("the cherries")),
+    ("🐶", gettext_lazy("the dog")),
+    ("🐱", gettext_lazy("the cat")),
+    ("🚗", gettext_lazy("the car")),
+    ("⭐", gettext_lazy("the star")),
 )
 BUTTONS_PER_CHALLENGE = 4
 # The deadline job leaves an outcome decided less than this long ago to whoever decided it (a
@@ -190,7 +195,7 @@ def clean_service_message(chat_id: int, message_id: int) -> None:
 def rules_for(chat_id: int) -> str:
     policy = policy_of(chat_id)
     if policy is None or not policy.rules_text.strip():
-        return "No rules are set for this group."
+        return _("No rules are set for this group.")
     return policy.rules_text
 
 
@@ -317,12 +322,17 @@ def _challenge(policy: MemberPolicy, event: MemberEvent, stay: Stay, store: Memb
 
 def challenge_message(challenge: Challenge, user: User, seconds: int) -> tuple[str, dict[str, Any]]:
     emoji = challenge.choices[challenge.answer]
-    label = dict(CHOICES)[emoji]
     mention = f'<a href="tg://user?id={user.id}">{html.escape(user.full_name)}</a>'
-    text = (
-        f"{mention}, welcome! To write here, press {label} {emoji} within {seconds} seconds. "
-        "Otherwise you will be removed (you can join again)."
-    )
+    # In the new member's language (the update may be an admin's approval).
+    with translation.override(supported(user.language_code) or translation.get_language()):
+        label = dict(CHOICES)[emoji]
+        text = ngettext(
+            "%(mention)s, welcome! To write here, press %(label)s %(emoji)s within "
+            "%(count)d second. Otherwise you will be removed (you can join again).",
+            "%(mention)s, welcome! To write here, press %(label)s %(emoji)s within "
+            "%(count)d seconds. Otherwise you will be removed (you can join again).",
+            seconds,
+        ) % {"mention": mention, "label": label, "emoji": emoji, "count": seconds}
     row = [
         {"text": choice, "callback_data": f"{CAPTCHA_CALLBACK}{challenge.token}:{index}"}
         for index, choice in enumerate(challenge.choices)
@@ -347,18 +357,18 @@ def captcha_press(data: str, presser_id: int | None) -> PressResult:
     store = members()
     challenge = store.get_challenge(parsed[0]) if parsed is not None else None
     if parsed is None or challenge is None:
-        return PressResult("This button is not valid.", alert=True)
+        return PressResult(_("This button is not valid."), alert=True)
     if presser_id != challenge.user_id:
-        return PressResult("This is not for you.", alert=True)
+        return PressResult(_("This is not for you."), alert=True)
     token, choice = parsed
     outcome = PASSED if choice == challenge.answer else FAILED
     decided = store.decide(token, outcome, finisher=WEBHOOK)
     if decided is None:
-        return PressResult("Already answered.", alert=False)
+        return PressResult(_("Already answered."), alert=False)
     _finish(decided, in_job=False)
     if outcome == PASSED:
-        return PressResult("Thank you, you can write now.", alert=False)
-    return PressResult("Wrong answer.", alert=True)
+        return PressResult(_("Thank you, you can write now."), alert=False)
+    return PressResult(_("Wrong answer."), alert=True)
 
 
 class FinishingElsewhere(BotError):

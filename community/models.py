@@ -8,6 +8,7 @@ import re
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.translation import gettext as _
 
 from telegram_bot.client import TEXT_LIMIT
 
@@ -84,14 +85,14 @@ class ChatPolicy(models.Model):
     def clean(self) -> None:
         errors: dict[str, str] = {}
         if self.chat_id is not None and self.chat_id >= 0:
-            errors["chat_id"] = "Group and channel ids are negative."
+            errors["chat_id"] = _("Group and channel ids are negative.")
         if self.mode == self.Mode.QUESTION:
             if not self.question.strip():
-                errors["question"] = "A question is required when the requester is asked one."
+                errors["question"] = _("A question is required when the requester is asked one.")
             if not accepted_answers(self.answers):
-                errors["answers"] = "At least one accepted answer is required."
+                errors["answers"] = _("At least one accepted answer is required.")
         if self.welcome_enabled and not self.welcome_text.strip():
-            errors["welcome_text"] = "Write the welcome text, or switch the welcome off."
+            errors["welcome_text"] = _("Write the welcome text, or switch the welcome off.")
         elif self.welcome_text:
             problem = welcome_text_problem(self.welcome_text)
             if problem:
@@ -130,12 +131,14 @@ def render_welcome(template: str, *, name: str) -> str:
 def welcome_text_problem(template: str) -> str | None:
     unknown = sorted({p for p in _PLACEHOLDER.findall(template) if p != "{name}"})
     if unknown:
-        return f"Unknown placeholder {', '.join(unknown)}: only {{name}} is supported."
+        return _("Unknown placeholder %(unknown)s: only {name} is supported.") % {
+            "unknown": ", ".join(unknown)
+        }
     if len(render_welcome_unbounded(template)) > MAX_MESSAGE_LENGTH:
-        return (
-            f"The welcome must fit in {MAX_MESSAGE_LENGTH} characters with the longest "
-            "possible name in place of {name}."
-        )
+        return _(
+            "The welcome must fit in %(limit)d characters with the longest possible name in "
+            "place of {name}."
+        ) % {"limit": MAX_MESSAGE_LENGTH}
     return None
 
 
@@ -240,7 +243,7 @@ class MemberPolicy(models.Model):
     def clean(self) -> None:
         errors: dict[str, str] = {}
         if self.chat_id is not None and self.chat_id >= 0:
-            errors["chat_id"] = "Group ids are negative."
+            errors["chat_id"] = _("Group ids are negative.")
         rules_length = len(self.rules_text)
         checks = (
             ("welcome", self.welcome_enabled, self.welcome_text, MEMBER_PLACEHOLDERS),
@@ -248,7 +251,11 @@ class MemberPolicy(models.Model):
         )
         for name, enabled, text, allowed in checks:
             if enabled and not text.strip():
-                errors[f"{name}_text"] = f"Write the {name} text, or switch the {name} off."
+                errors[f"{name}_text"] = (
+                    _("Write the welcome text, or switch the welcome off.")
+                    if name == "welcome"
+                    else _("Write the goodbye text, or switch the goodbye off.")
+                )
             elif text:
                 problem = member_text_problem(text, allowed, rules_length=rules_length)
                 if problem:
@@ -266,16 +273,19 @@ def member_text_problem(text: str, allowed: tuple[str, ...], *, rules_length: in
     the longest value of every placeholder, as Telegram counts it (the visible text)."""
     unknown = sorted({p for p in _PLACEHOLDER.findall(text) if p not in allowed})
     if unknown:
-        return f"Unknown placeholder {', '.join(unknown)}: use {', '.join(allowed)}."
+        return _("Unknown placeholder %(unknown)s: use %(allowed)s.") % {
+            "unknown": ", ".join(unknown),
+            "allowed": ", ".join(allowed),
+        }
     longest = dict(_LONGEST, **{"{rules}": rules_length})
     length = len(text)
     for placeholder in allowed:
         length += text.count(placeholder) * (longest[placeholder] - len(placeholder))
     if length > MAX_MESSAGE_LENGTH:
-        return (
-            f"The text must fit in {MAX_MESSAGE_LENGTH} characters with the longest possible "
-            f"values in place of the placeholders (it could reach {length})."
-        )
+        return _(
+            "The text must fit in %(limit)d characters with the longest possible values in "
+            "place of the placeholders (it could reach %(length)d)."
+        ) % {"limit": MAX_MESSAGE_LENGTH, "length": length}
     return None
 
 
@@ -287,14 +297,20 @@ def parse_buttons(text: str) -> list[tuple[str, str]]:
             continue
         label, sep, url = (part.strip() for part in line.partition("|"))
         if not sep or not label or not url:
-            raise ValueError(f'Line {number}: write "Label | https://...".')
+            raise ValueError(_('Line %(line)d: write "Label | https://...".') % {"line": number})
         if len(label) > BUTTON_TEXT_LIMIT:
-            raise ValueError(f"Line {number}: a label is at most {BUTTON_TEXT_LIMIT} characters.")
+            raise ValueError(
+                _("Line %(line)d: a label is at most %(limit)d characters.")
+                % {"line": number, "limit": BUTTON_TEXT_LIMIT}
+            )
         if not _BUTTON_URL.match(url):
-            raise ValueError(f"Line {number}: the link must start with https://, http:// or tg://")
+            raise ValueError(
+                _("Line %(line)d: the link must start with https://, http:// or tg://")
+                % {"line": number}
+            )
         buttons.append((label, url))
     if len(buttons) > MAX_BUTTONS:
-        raise ValueError(f"At most {MAX_BUTTONS} buttons.")
+        raise ValueError(_("At most %(count)d buttons.") % {"count": MAX_BUTTONS})
     return buttons
 
 

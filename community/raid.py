@@ -63,24 +63,36 @@ def join_counted(policy: MemberPolicy, event: MemberEvent, store: MemberStore) -
     minutes = policy.raid_strict_minutes
     if not store.start_strict(event.chat_id, event.date, minutes, policy.raid_mode):
         return
-    raid = (
-        f"Anti-raid in {event.chat_title or event.chat_id} ({event.chat_id}): more than "
-        f"{policy.raid_joins} joins within {policy.raid_window_seconds} s."
-    )
-    if policy.raid_mode != REQUESTS:
-        then = f"Every new member must pass the captcha for the next {minutes} minutes."
-    elif link := request_link(event.chat_id, store):
-        then = _(
-            "Only join requests are accepted for the next %(minutes)s minutes: members who "
-            "join another way are removed and pointed to %(link)s"
-        ) % {"minutes": minutes, "link": link}
-    else:
-        then = _(
-            "The bot could not create a join-request link (it needs the right to invite "
-            "users), so every new member must pass the captcha for the next %(minutes)s "
-            "minutes instead."
-        ) % {"minutes": minutes}
-    notify_admins(f"{raid} {then}", purpose="community.raid")
+    link = request_link(event.chat_id, store) if policy.raid_mode == REQUESTS else ""
+    chat = event.chat_title or event.chat_id
+
+    def alert() -> str:  # in each admin's language
+        raid = _(
+            "Anti-raid in %(chat)s (%(id)s): more than %(joins)s joins within %(window)s s."
+        ) % {
+            "chat": chat,
+            "id": event.chat_id,
+            "joins": policy.raid_joins,
+            "window": policy.raid_window_seconds,
+        }
+        if policy.raid_mode != REQUESTS:
+            then = _(
+                "Every new member must pass the captcha for the next %(minutes)s minutes."
+            ) % {"minutes": minutes}
+        elif link:
+            then = _(
+                "Only join requests are accepted for the next %(minutes)s minutes: members who "
+                "join another way are removed and pointed to %(link)s"
+            ) % {"minutes": minutes, "link": link}
+        else:
+            then = _(
+                "The bot could not create a join-request link (it needs the right to invite "
+                "users), so every new member must pass the captcha for the next %(minutes)s "
+                "minutes instead."
+            ) % {"minutes": minutes}
+        return f"{raid} {then}"
+
+    notify_admins(alert, purpose="community.raid")
 
 
 def requests_only(strict: Strict | None) -> bool:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_noop
 
 from community import texts
 from community.models import ChatPolicy
@@ -53,6 +54,7 @@ from community.selectors import policy_for_chat
 from telegram_bot.bot import get_client
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_cancel, job_enqueue, job_retry_later
+from telegram_bot.languages import operators_language
 from telegram_bot.notifications import FollowUp, delivery_failed, notify_admins
 from telegram_bot.state import get_store
 from telegram_bot.state.workflows import WorkflowStore
@@ -70,10 +72,11 @@ COPY_SENT_JOB = "community.copy_sent"
 # race the webhook's own call, and soon enough that the request does not look stuck for long.
 WATCHDOG_SECONDS = 60
 
-AUTO_APPROVE = Decider(None, "the auto-approve policy")
-RIGHT_ANSWER = Decider(None, "the question policy (right answer)")
-WRONG_ANSWER = Decider(None, "the question policy (wrong answer)")
-NO_ANSWER = Decider(None, "the question policy (no answer in time)")
+# Stored in the records in English, translated where shown (texts._by).
+AUTO_APPROVE = Decider(None, gettext_noop("the auto-approve policy"))
+RIGHT_ANSWER = Decider(None, gettext_noop("the question policy (right answer)"))
+WRONG_ANSWER = Decider(None, gettext_noop("the question policy (wrong answer)"))
+NO_ANSWER = Decider(None, gettext_noop("the question policy (no answer in time)"))
 
 # DecideResult.kind
 RESULT_DONE = "done"
@@ -195,7 +198,7 @@ def join_request_decide(*, token: str, action: str, decider: Decider) -> DecideR
     records = _records()
     current = records.get(token)
     if current is None:
-        return DecideResult(RESULT_STALE, None, "This request is no longer pending.")
+        return DecideResult(RESULT_STALE, None, gettext("This request is no longer pending."))
     watchdog = _watch(token) if current.status in (PENDING, DECIDING) else None
     at = int(time.time())
     record, won = records.update(
@@ -204,7 +207,7 @@ def join_request_decide(*, token: str, action: str, decider: Decider) -> DecideR
     if not won and watchdog is not None and (record is None or record.status != DECIDING):
         _unwatch(watchdog)  # nothing in progress (a deciding record may share this job)
     if record is None:
-        return DecideResult(RESULT_STALE, None, "This request is no longer pending.")
+        return DecideResult(RESULT_STALE, None, gettext("This request is no longer pending."))
     if not won:
         return DecideResult(RESULT_ALREADY, record, texts.already_decided(record))
     log.info("join request %s: %s by %s", token, action, decider.user_id or decider.name)
@@ -241,9 +244,9 @@ def join_request_answer(*, chat_id: int, user_id: int, text: str) -> str | None:
         return None
     if workflow.expired:
         workflows.cancel(chat_id=chat_id, user_id=user_id)
-        return "Sorry, the time to answer is over."
+        return gettext("Sorry, the time to answer is over.")
     if not text.strip():
-        return "Please answer with a text message."
+        return gettext("Please answer with a text message.")
     if not workflows.finish(workflow):
         return None  # another message of this user is being handled right now
     job_id = workflow.data.get("timeout_job")
@@ -252,24 +255,22 @@ def join_request_answer(*, chat_id: int, user_id: int, text: str) -> str | None:
     token = str(workflow.data.get("token") or "")
     record = _records().get(token)
     if record is None or not record.pending or record.stage != STAGE_QUESTION:
-        return "Thank you. Your request is already being handled."
+        return gettext("Thank you. Your request is already being handled.")
     policy = policy_for_chat(record.chat_id)
     if policy.accepts(text):
         result = join_request_decide(token=token, action=APPROVE, decider=RIGHT_ANSWER)
         if result.kind == RESULT_DONE:
-            return "That is right: your request is approved."
+            return gettext("That is right: your request is approved.")
         if result.kind == RESULT_RETRYING:
-            return "That is right: you will be let in in a moment."
-        return "Thank you. Your request is already being handled."
+            return gettext("That is right: you will be let in in a moment.")
+        return gettext("Thank you. Your request is already being handled.")
     if policy.on_wrong_answer == ChatPolicy.Fallback.DECLINE:
         join_request_decide(token=token, action=DECLINE, decider=WRONG_ANSWER)
-        return "Sorry, that is not the right answer. Your request was declined."
-    _hand_to_admins(
-        token,
-        note=f"Answer not accepted: {' '.join(text.split())[:200]}",
-        from_stage=STAGE_QUESTION,
-    )
-    return "Thank you. An admin will look at your request."
+        return gettext("Sorry, that is not the right answer. Your request was declined.")
+    with operators_language():  # the note is stored, shown to every admin
+        note = gettext("Answer not accepted: %(answer)s") % {"answer": " ".join(text.split())[:200]}
+    _hand_to_admins(token, note=note, from_stage=STAGE_QUESTION)
+    return gettext("Thank you. An admin will look at your request.")
 
 
 def join_request_question_timeout(*, token: str) -> None:
@@ -281,7 +282,9 @@ def join_request_question_timeout(*, token: str) -> None:
     if policy.on_timeout == ChatPolicy.Fallback.DECLINE:
         join_request_decide(token=token, action=DECLINE, decider=NO_ANSWER)
     else:
-        _hand_to_admins(token, note="No answer to the question in time.", from_stage=STAGE_QUESTION)
+        with operators_language():
+            note = gettext("No answer to the question in time.")
+        _hand_to_admins(token, note=note, from_stage=STAGE_QUESTION)
 
 
 # --- helpers ------------------------------------------------------------------------------------
@@ -323,7 +326,7 @@ def _carry_out(
             _schedule_retry(record, exc)
             _edit_copies(record)
             return DecideResult(
-                RESULT_RETRYING, record, "Telegram is busy: the decision will be retried."
+                RESULT_RETRYING, record, gettext("Telegram is busy: the decision will be retried.")
             )
         if exc.retryable and not last_attempt:
             raise  # the job policy retries it
@@ -331,7 +334,11 @@ def _carry_out(
         _unwatch(watchdog)
         if exc.retryable:
             raise  # the last attempt: recorded as failed, admins told by the job runner
-        return DecideResult(RESULT_FAILED, reverted, f"Telegram refused: {exc.description}")
+        return DecideResult(
+            RESULT_FAILED,
+            reverted,
+            gettext("Telegram refused: %(error)s") % {"error": exc.description},
+        )
     return _succeeded(record, watchdog)
 
 
@@ -504,11 +511,11 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy) -> None:
         log.info("join request %s: question not delivered: %s", record.token, exc)
         workflows.cancel(chat_id=record.user_chat_id, user_id=record.user_id)
         job_cancel(job_id=job.pk)
-        _hand_to_admins(
-            record.token,
-            note=f"The question could not be sent to the requester ({exc.description}).",
-            from_stage=STAGE_QUESTION,
-        )
+        with operators_language():
+            note = gettext("The question could not be sent to the requester (%(error)s).") % {
+                "error": exc.description
+            }
+        _hand_to_admins(record.token, note=note, from_stage=STAGE_QUESTION)
         return
     # Recorded after sending: a delivery that stops before this point is finished by the
     # re-delivery, which asks again (the timeout job is the same one, by its dedupe key).

@@ -269,6 +269,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The admin site follows the operator's browser (Accept-Language); after sessions, before
+    # common, as Django asks.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -302,7 +305,16 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-LANGUAGE_CODE = "en-us"
+# The languages of the bot's texts and of the admin site (catalogues in locale/). The bot
+# answers in the user's Telegram language, else the chat's (ChatPreference), else this default.
+LANGUAGES = [("en", "English"), ("ru", "Русский")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+LANGUAGE_CODE = env.text("LANGUAGE_CODE", "en")
+if LANGUAGE_CODE not in {code for code, _name in LANGUAGES}:
+    raise ConfigError(
+        "LANGUAGE_CODE",
+        f"must be one of {', '.join(code for code, _ in LANGUAGES)}, got {LANGUAGE_CODE!r}",
+    )
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -14,6 +14,8 @@ from django.http import FileResponse, Http404, HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from content import jobs, selectors, services, validation
 from content.errors import PostError
@@ -102,15 +104,17 @@ class PostAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("channel", "text", "photo", "photo_preview", "buttons")}),
         (
-            "Publication",
+            gettext_lazy("Publication"),
             {
                 "fields": ("publish_at",),
-                "description": "Empty: a draft. A time ahead (UTC): published then. To publish "
-                "at once, save, then use the action 'Publish now' in the list.",
+                "description": gettext_lazy(
+                    "Empty: a draft. A time ahead (UTC): published then. To publish "
+                    "at once, save, then use the action 'Publish now' in the list."
+                ),
             },
         ),
         (
-            "State",
+            gettext_lazy("State"),
             {
                 "fields": (
                     "status_display",
@@ -130,7 +134,7 @@ class PostAdmin(admin.ModelAdmin):
 
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "buttons":
-            return ButtonsField(label="Buttons")
+            return ButtonsField(label=gettext_lazy("Buttons"))
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Post | None = None) -> Any:
@@ -179,7 +183,7 @@ class PostAdmin(admin.ModelAdmin):
                 step.detail = ", ".join(form.changed_data)
         except (ValidationError, PostError, TelegramApiError) as exc:
             setattr(request, _FAILED_FLAG, True)
-            messages.error(request, f"Not saved: {_describe(exc)}")
+            messages.error(request, _("Not saved: %(error)s") % {"error": _describe(exc)})
 
     def _save_new(self, request: HttpRequest, obj: Post, form: Any) -> None:
         data = form.cleaned_data
@@ -198,7 +202,7 @@ class PostAdmin(admin.ModelAdmin):
             if "publish_at" not in getattr(exc, "error_dict", {}):
                 raise
             post = services.post_create(content=content, created_by=created_by)
-            messages.warning(request, f"Saved as a draft: {_describe(exc)}")
+            messages.warning(request, _("Saved as a draft: %(error)s") % {"error": _describe(exc)})
         obj.pk, obj.status = post.pk, post.status
 
     def _save_change(self, obj: Post, form: Any) -> None:
@@ -261,7 +265,7 @@ class PostAdmin(admin.ModelAdmin):
         )
 
     # --- actions ------------------------------------------------------------------------------
-    @admin.action(description="Publish now", permissions=["change"])
+    @admin.action(description=gettext_lazy("Publish now"), permissions=["change"])
     def publish_now(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
         for post_id in queryset.values_list("pk", flat=True):
             try:
@@ -271,42 +275,55 @@ class PostAdmin(admin.ModelAdmin):
                 if exc.retryable:
                     messages.warning(
                         request,
-                        f"Post #{post_id}: Telegram did not take it ({_describe(exc)}); it "
-                        "will be retried automatically.",
+                        _(
+                            "Post #%(id)s: Telegram did not take it (%(error)s); it will be "
+                            "retried automatically."
+                        )
+                        % {"id": post_id, "error": _describe(exc)},
                     )
                 else:
-                    messages.error(request, f"Post #{post_id} failed: {_describe(exc)}")
+                    messages.error(
+                        request,
+                        _("Post #%(id)s failed: %(error)s")
+                        % {"id": post_id, "error": _describe(exc)},
+                    )
             except (PostError, ValidationError) as exc:
-                messages.error(request, f"Post #{post_id}: {_describe(exc)}")
+                messages.error(
+                    request, _("Post #%(id)s: %(error)s") % {"id": post_id, "error": _describe(exc)}
+                )
             else:
                 messages.success(
                     request,
-                    f"Post #{post_id} published in {post.channel} "
-                    f"(message {post.channel_message_id}).",
+                    _("Post #%(id)s published in %(channel)s (message %(message)s).")
+                    % {"id": post_id, "channel": post.channel, "message": post.channel_message_id},
                 )
 
-    @admin.action(description="Back to draft (cancel the schedule)", permissions=["change"])
+    @admin.action(
+        description=gettext_lazy("Back to draft (cancel the schedule)"), permissions=["change"]
+    )
     def unschedule(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
         self._each(
             request,
             queryset,
             lambda pk: services.post_unschedule(post_id=pk),
-            "is a draft",
+            _("Post #%(id)s is a draft."),
             audit="post.unschedule",
         )
 
-    @admin.action(description="Archive (keep the channel message)", permissions=["change"])
+    @admin.action(
+        description=gettext_lazy("Archive (keep the channel message)"), permissions=["change"]
+    )
     def archive(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
         self._each(
             request,
             queryset,
             lambda pk: services.post_archive(post_id=pk),
-            "archived",
+            _("Post #%(id)s archived."),
             audit="post.archive",
         )
 
     @admin.action(
-        description="Archive and delete the channel message",
+        description=gettext_lazy("Archive and delete the channel message"),
         permissions=["change_and_delete"],
     )
     def archive_and_delete(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
@@ -314,12 +331,12 @@ class PostAdmin(admin.ModelAdmin):
             request,
             queryset,
             lambda pk: services.post_archive(post_id=pk, delete_message=True),
-            "archived, its channel message deleted",
+            _("Post #%(id)s archived, its channel message deleted."),
             audit="post.archive_delete",
         )
 
     @admin.action(
-        description="Mark published (outcome unknown, checked the channel)",
+        description=gettext_lazy("Mark published (outcome unknown, checked the channel)"),
         permissions=["change"],
     )
     def mark_published(self, request: HttpRequest, queryset: QuerySet[Post]) -> None:
@@ -327,7 +344,7 @@ class PostAdmin(admin.ModelAdmin):
             request,
             queryset,
             lambda pk: services.post_mark_published(post_id=pk),
-            "published",
+            _("Post #%(id)s published."),
             audit="post.mark_published",
         )
 
@@ -340,9 +357,11 @@ class PostAdmin(admin.ModelAdmin):
                 with _audited(request, audit, post_id):
                     action(post_id)
             except (PostError, ValidationError, TelegramApiError) as exc:
-                messages.error(request, f"Post #{post_id}: {_describe(exc)}")
+                messages.error(
+                    request, _("Post #%(id)s: %(error)s") % {"id": post_id, "error": _describe(exc)}
+                )
             else:
-                messages.success(request, f"Post #{post_id} {done}.")
+                messages.success(request, done % {"id": post_id})
 
 
 def _save_action(change: bool, changed: list[str]) -> str:
@@ -364,7 +383,7 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         return " ".join(exc.messages)
     if isinstance(exc, PostError):
-        return exc.user_message
+        return str(exc.user_message)
     if isinstance(exc, TelegramApiError):
         return exc.description or str(exc)
     return str(exc)

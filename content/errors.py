@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from telegram_bot.errors import BotError
 
 
@@ -9,7 +11,7 @@ class PostError(BotError):
     """A post cannot do what was asked in its current state."""
 
     code = "post"
-    user_message = "That cannot be done with this post."
+    user_message = gettext_lazy("That cannot be done with this post.")
 
     def __init__(self, message: str, *, user_message: str | None = None) -> None:
         super().__init__(message, user_message=user_message or message)

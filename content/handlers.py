@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext, gettext_lazy
 
 from content import conf, delivery, panel, selectors, services, validation
 from content.errors import PostError
@@ -34,7 +35,7 @@ def callback(ctx: Context) -> None:
     action, _, argument = ctx.update.callback_data.removeprefix("content:").partition(":")
     handler = _CALLBACKS.get(action)
     if handler is None:
-        ctx.answer_callback("This button is not valid.", alert=True)
+        ctx.answer_callback(gettext("This button is not valid."), alert=True)
         return
     handler(ctx, argument)
 
@@ -75,16 +76,20 @@ def _publish(ctx: Context, argument: str) -> None:
     except (PostError, ValidationError, TelegramApiError) as exc:
         ctx.answer_callback(_short(_publish_problem(exc)), alert=True)
     else:
-        ctx.answer_callback(f"Published in {post.channel}.")
+        ctx.answer_callback(gettext("Published in %(channel)s.") % {"channel": post.channel})
     _refresh(ctx, post.pk)
 
 
 def _publish_problem(exc: Exception) -> str:
     if isinstance(exc, TelegramApiError):
         if exc.retryable:
-            reason = exc.description or "no answer"
-            return f"Telegram did not take it ({reason}). It will be retried automatically."
-        return f"Telegram refused it: {exc.description}. The post is marked failed."
+            reason = exc.description or gettext("no answer")
+            return gettext(
+                "Telegram did not take it (%(reason)s). It will be retried automatically."
+            ) % {"reason": reason}
+        return gettext("Telegram refused it: %(error)s. The post is marked failed.") % {
+            "error": exc.description
+        }
     return _message(exc)
 
 
@@ -94,12 +99,18 @@ def _unschedule(ctx: Context, argument: str) -> None:
         argument,
         "post.unschedule",
         lambda pk: services.post_unschedule(post_id=pk),
-        "Back to draft.",
+        gettext("Back to draft."),
     )
 
 
 def _archive(ctx: Context, argument: str) -> None:
-    _act(ctx, argument, "post.archive", lambda pk: services.post_archive(post_id=pk), "Archived.")
+    _act(
+        ctx,
+        argument,
+        "post.archive",
+        lambda pk: services.post_archive(post_id=pk),
+        gettext("Archived."),
+    )
 
 
 def _archive_delete_confirm(ctx: Context, argument: str) -> None:
@@ -115,7 +126,7 @@ def _archive_delete(ctx: Context, argument: str) -> None:
         argument,
         "post.archive_delete",
         lambda pk: services.post_archive(post_id=pk, delete_message=True),
-        "Archived; the channel message is deleted.",
+        gettext("Archived; the channel message is deleted."),
     )
 
 
@@ -125,7 +136,7 @@ def _mark_published(ctx: Context, argument: str) -> None:
         argument,
         "post.mark_published",
         lambda pk: services.post_mark_published(post_id=pk),
-        "Marked published.",
+        gettext("Marked published."),
     )
 
 
@@ -139,7 +150,7 @@ def _delete_draft(ctx: Context, argument: str) -> None:
     except PostError as exc:
         ctx.answer_callback(_short(exc.user_message), alert=True)
         return
-    ctx.answer_callback("Deleted.")
+    ctx.answer_callback(gettext("Deleted."))
     _show_list(ctx, 0)
 
 
@@ -190,8 +201,12 @@ def _skip_buttons(ctx: Context, argument: str) -> None:
 
 def _cancel(ctx: Context, argument: str) -> None:
     _flows(ctx).cancel(chat_id=_chat(ctx), user_id=_user(ctx))
-    ctx.answer_callback("Cancelled.")
-    _show(ctx, "Cancelled.", panel.keyboard([panel.button("« Posts", "content:list:0")]))
+    ctx.answer_callback(gettext("Cancelled."))
+    _show(
+        ctx,
+        gettext("Cancelled."),
+        panel.keyboard([panel.button(gettext("« Posts"), "content:list:0")]),
+    )
 
 
 def create_step(ctx: Context) -> None:
@@ -219,7 +234,10 @@ def _set_channel(ctx: Context, workflow: Workflow, value: str) -> None:
         ctx.reply(_message(exc), reply_markup=panel.cancel_only())
         return
     if _advance(ctx, workflow, "content", {"channel": channel}):
-        ctx.reply(f"Channel: {channel}.\n{panel.ASK_CONTENT}", reply_markup=panel.cancel_only())
+        ctx.reply(
+            gettext("Channel: %(channel)s.") % {"channel": channel} + f"\n{panel.ASK_CONTENT}",
+            reply_markup=panel.cancel_only(),
+        )
 
 
 def _set_content(ctx: Context, workflow: Workflow) -> None:
@@ -227,7 +245,9 @@ def _set_content(ctx: Context, workflow: Workflow) -> None:
     photos = (message.photo if message is not None else None) or []
     file_id = photos[-1].file_id if photos else ""
     if message is None or (not photos and message.text is None):
-        ctx.reply("Send a text, or a photo with a caption.", reply_markup=panel.cancel_only())
+        ctx.reply(
+            gettext("Send a text, or a photo with a caption."), reply_markup=panel.cancel_only()
+        )
         return
     text = (message.caption if photos else message.text) or ""
     try:
@@ -268,7 +288,7 @@ def _preview(ctx: Context, post: Post) -> None:
     try:
         message = delivery.send(delivery.outgoing(post, chat_id=_chat(ctx)))
     except TelegramApiError as exc:
-        ctx.reply(f"The preview failed: {exc.description or exc}")
+        ctx.reply(gettext("The preview failed: %(error)s") % {"error": exc.description or exc})
     else:
         services.post_photo_remember(post_id=post.pk, file_id=delivery.sent_photo_file_id(message))
     text, markup = panel.preview_controls(post)
@@ -285,9 +305,9 @@ def _ask_text(ctx: Context, argument: str) -> None:
 
 
 def _ask_buttons(ctx: Context, argument: str) -> None:
-    prompt = (
-        "Send the new buttons: one row per line, each button as 'Label | https://…', several "
-        "in a row separated by '&&'. Send '-' for no buttons."
+    prompt = gettext(
+        "Send the new buttons: one row per line, each button as 'Label | https://…', "
+        "several in a row separated by '&&'. Send '-' for no buttons."
     )
     _ask(ctx, argument, EDIT, "buttons", prompt)
 
@@ -305,7 +325,9 @@ def _ask(ctx: Context, argument: str, name: str, step: str, prompt: str) -> None
         ttl_ms=conf.workflow_ttl_ms(),
         data={"post_id": post.pk},
     )
-    ctx.reply(f"Post #{post.pk}. {prompt}", reply_markup=panel.cancel_only())
+    ctx.reply(
+        gettext("Post #%(id)s.") % {"id": post.pk} + f" {prompt}", reply_markup=panel.cancel_only()
+    )
 
 
 def schedule_step(ctx: Context) -> None:
@@ -323,7 +345,10 @@ def schedule_step(ctx: Context) -> None:
         return
     _flows(ctx).finish(workflow)
     text, markup = panel.post_view(post)
-    ctx.reply(f"Scheduled for {panel.when(post.publish_at)}.\n\n{text}", reply_markup=markup)
+    ctx.reply(
+        gettext("Scheduled for %(when)s.") % {"when": panel.when(post.publish_at)} + f"\n\n{text}",
+        reply_markup=markup,
+    )
 
 
 def edit_step(ctx: Context) -> None:
@@ -346,7 +371,7 @@ def edit_step(ctx: Context) -> None:
         return
     _flows(ctx).finish(workflow)
     text, markup = panel.post_view(post)
-    ctx.reply(f"Saved.\n\n{text}", reply_markup=markup)
+    ctx.reply(gettext("Saved.") + f"\n\n{text}", reply_markup=markup)
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -399,7 +424,7 @@ def _post(ctx: Context, argument: str) -> Post | None:
     post_id = _number(argument, digits=18)
     post = selectors.post_find(post_id) if post_id is not None else None
     if post is None:
-        ctx.answer_callback("This post does not exist any more.", alert=True)
+        ctx.answer_callback(gettext("This post does not exist any more."), alert=True)
     return post
 
 
@@ -440,7 +465,9 @@ def _message(exc: Exception) -> str:
     if isinstance(exc, PostError):
         return exc.user_message[:1000]
     if isinstance(exc, TelegramApiError):
-        return f"Telegram refused it: {exc.description or exc}"[:1000]
+        return (gettext("Telegram refused it: %(error)s") % {"error": exc.description or exc})[
+            :1000
+        ]
     return str(exc)[:1000]
 
 
@@ -470,4 +497,6 @@ ROUTES: list[Route] = [
     Route.on_workflow(SCHEDULE, schedule_step, role=Role.ADMIN),
     Route.on_workflow(EDIT, edit_step, role=Role.ADMIN),
 ]
-PANEL_ENTRIES: list[PanelEntry] = [PanelEntry("Channel posts", "content:list:0", order=300)]
+PANEL_ENTRIES: list[PanelEntry] = [
+    PanelEntry(gettext_lazy("Channel posts"), "content:list:0", order=300)
+]

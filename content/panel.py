@@ -13,6 +13,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
 from content import conf
 from content.models import UNPUBLISHED, Post, PostStatus
 
@@ -27,17 +30,26 @@ STATUS_ICONS = {
     PostStatus.ARCHIVED: "🗄",
 }
 
-ASK_CHANNEL = "New post. Which channel? Send its @username or its id (-100…)."
-ASK_CONTENT = (
+STATUS_NAMES = {
+    PostStatus.DRAFT: gettext_lazy("draft"),
+    PostStatus.SCHEDULED: gettext_lazy("scheduled"),
+    PostStatus.PUBLISHING: gettext_lazy("publishing"),
+    PostStatus.PUBLISHED: gettext_lazy("published"),
+    PostStatus.FAILED: gettext_lazy("failed"),
+    PostStatus.ARCHIVED: gettext_lazy("archived"),
+}
+
+ASK_CHANNEL = gettext_lazy("New post. Which channel? Send its @username or its id (-100…).")
+ASK_CONTENT = gettext_lazy(
     "Send the post: a text (up to 4096 characters), or a photo with a caption (up to 1024)."
 )
-ASK_BUTTONS = (
+ASK_BUTTONS = gettext_lazy(
     "Buttons under the post? Send one row per line, each button as 'Label | https://…', "
     "several in a row separated by '&&'. Or press Skip."
 )
-ASK_TIME = "When? Send a UTC time like 2026-12-01 18:00, or +2h, +30m, +1d."
-ASK_TEXT = "Send the new text (a photo's caption: up to 1024 characters)."
-EXPIRED = "This has expired. Start again from /panel."
+ASK_TIME = gettext_lazy("When? Send a UTC time like 2026-12-01 18:00, or +2h, +30m, +1d.")
+ASK_TEXT = gettext_lazy("Send the new text (a photo's caption: up to 1024 characters).")
+EXPIRED = gettext_lazy("This has expired. Start again from /panel.")
 
 
 def button(text: str, data: str) -> dict[str, str]:
@@ -53,16 +65,17 @@ def when(moment: datetime | None) -> str:
 
 
 def status_label(post: Post) -> str:
-    label = f"{STATUS_ICONS.get(PostStatus(post.status), '')} {post.status}".strip()
-    return f"{label} (outcome unknown)" if post.needs_review else label
+    status = PostStatus(post.status)
+    label = f"{STATUS_ICONS.get(status, '')} {STATUS_NAMES[status]}".strip()
+    return _("%(status)s (outcome unknown)") % {"status": label} if post.needs_review else label
 
 
 # --- list -------------------------------------------------------------------------------------
 def list_view(posts: list[Post], *, page: int, has_next: bool) -> tuple[str, Markup]:
     if not posts and page == 0:
-        text = "No channel posts yet."
+        text = _("No channel posts yet.")
     else:
-        text = f"Channel posts, page {page + 1}. Tap one to open it."
+        text = _("Channel posts, page %(page)s. Tap one to open it.") % {"page": page + 1}
     rows = [
         [
             button(
@@ -74,68 +87,80 @@ def list_view(posts: list[Post], *, page: int, has_next: bool) -> tuple[str, Mar
     ]
     nav = []
     if page > 0:
-        nav.append(button("« Newer", f"content:list:{page - 1}"))
+        nav.append(button(_("« Newer"), f"content:list:{page - 1}"))
     if has_next:
-        nav.append(button("Older »", f"content:list:{page + 1}"))
+        nav.append(button(_("Older »"), f"content:list:{page + 1}"))
     return text, keyboard(
-        *rows, nav, [button("New post", "content:new"), button("« Panel", "panel:home")]
+        *rows, nav, [button(_("New post"), "content:new"), button(_("« Panel"), "panel:home")]
     )
 
 
 # --- one post ---------------------------------------------------------------------------------
 def post_view(post: Post) -> tuple[str, Markup]:
     lines = [
-        f"Post #{post.pk}: {status_label(post)}",
-        f"Channel: {post.channel}",
-        f"Kind: {'photo' if post.has_photo else 'text'}"
-        + (f", {sum(len(row) for row in post.buttons)} button(s)" if post.buttons else ""),
+        _("Post #%(id)s: %(status)s") % {"id": post.pk, "status": status_label(post)},
+        _("Channel: %(channel)s") % {"channel": post.channel},
+        (_("Kind: photo") if post.has_photo else _("Kind: text")) + _buttons_count(post),
     ]
     if post.status in (PostStatus.SCHEDULED, PostStatus.PUBLISHING):
-        lines.append(f"Publish at: {when(post.publish_at)}")
+        lines.append(_("Publish at: %(when)s") % {"when": when(post.publish_at)})
     if post.channel_message_id is not None:
-        lines.append(f"Channel message: {post.channel_message_id}, {when(post.published_at)}")
+        lines.append(
+            _("Channel message: %(id)s, %(when)s")
+            % {"id": post.channel_message_id, "when": when(post.published_at)}
+        )
     elif post.status == PostStatus.PUBLISHED:
-        lines.append(f"Published: {when(post.published_at)}")
+        lines.append(_("Published: %(when)s") % {"when": when(post.published_at)})
     if post.last_error:
-        lines.append(f"Last error: {post.last_error[:300]}")
+        lines.append(_("Last error: %(error)s") % {"error": post.last_error[:300]})
     snippet = post.text if len(post.text) <= 500 else post.text[:499] + "…"
-    lines += ["", snippet or "(no text)"]
-    return "\n".join(lines), keyboard(*_actions(post), [button("« Posts", "content:list:0")])
+    lines += ["", snippet or _("(no text)")]
+    return "\n".join(lines), keyboard(*_actions(post), [button(_("« Posts"), "content:list:0")])
+
+
+def _buttons_count(post: Post) -> str:
+    if not post.buttons:
+        return ""
+    count = sum(len(row) for row in post.buttons)
+    return ngettext(", %(count)d button", ", %(count)d buttons", count) % {"count": count}
 
 
 def _actions(post: Post) -> list[list[dict[str, str]]]:
     pk = post.pk
-    preview = button("Preview", f"content:pre:{pk}")
-    edits = [button("Edit text", f"content:edit:{pk}"), button("Edit buttons", f"content:btn:{pk}")]
+    preview = button(_("Preview"), f"content:pre:{pk}")
+    edits = [
+        button(_("Edit text"), f"content:edit:{pk}"),
+        button(_("Edit buttons"), f"content:btn:{pk}"),
+    ]
     if post.needs_review:
         return [
-            [button("It is in the channel", f"content:ok:{pk}")],
-            [button("Publish again", f"content:pub:{pk}"), preview],
+            [button(_("It is in the channel"), f"content:ok:{pk}")],
+            [button(_("Publish again"), f"content:pub:{pk}"), preview],
             edits,
-            [button("Archive", f"content:arch:{pk}")],
+            [button(_("Archive"), f"content:arch:{pk}")],
         ]
     if post.status in UNPUBLISHED:
-        schedule = "Reschedule…" if post.status == PostStatus.SCHEDULED else "Schedule…"
+        schedule = _("Reschedule…") if post.status == PostStatus.SCHEDULED else _("Schedule…")
         rows = [
-            [preview, button("Publish now", f"content:pub:{pk}")],
+            [preview, button(_("Publish now"), f"content:pub:{pk}")],
             [button(schedule, f"content:sched:{pk}")],
             edits,
         ]
-        last = [button("Archive", f"content:arch:{pk}")]
+        last = [button(_("Archive"), f"content:arch:{pk}")]
         if post.status == PostStatus.SCHEDULED:
-            rows[1].append(button("Back to draft", f"content:unsched:{pk}"))
+            rows[1].append(button(_("Back to draft"), f"content:unsched:{pk}"))
         if post.status == PostStatus.DRAFT:
-            last.append(button("Delete", f"content:del:{pk}"))
+            last.append(button(_("Delete"), f"content:del:{pk}"))
         return [*rows, last]
     if post.status == PostStatus.PUBLISHING:
-        return [[button("Refresh", f"content:view:{pk}")]]
+        return [[button(_("Refresh"), f"content:view:{pk}")]]
     if post.status == PostStatus.PUBLISHED:
         return [
             [preview],
             edits,
             [
-                button("Archive", f"content:arch:{pk}"),
-                button("Archive + delete message", f"content:archdel:{pk}"),
+                button(_("Archive"), f"content:arch:{pk}"),
+                button(_("Archive + delete message"), f"content:archdel:{pk}"),
             ],
         ]
     return []
@@ -143,12 +168,12 @@ def _actions(post: Post) -> list[list[dict[str, str]]]:
 
 def confirm_delete_view(post: Post) -> tuple[str, Markup]:
     return (
-        f"Archive post #{post.pk} and delete its message from {post.channel}? This cannot be "
-        "undone.",
+        _("Archive post #%(id)s and delete its message from %(channel)s? This cannot be undone.")
+        % {"id": post.pk, "channel": post.channel},
         keyboard(
             [
-                button("Yes, delete it", f"content:archdelok:{post.pk}"),
-                button("No", f"content:view:{post.pk}"),
+                button(_("Yes, delete it"), f"content:archdelok:{post.pk}"),
+                button(_("No"), f"content:view:{post.pk}"),
             ]
         ),
     )
@@ -156,15 +181,16 @@ def confirm_delete_view(post: Post) -> tuple[str, Markup]:
 
 def preview_controls(post: Post) -> tuple[str, Markup]:
     return (
-        f"Above: preview of post #{post.pk} for {post.channel} ({post.status}). What now?",
+        _("Above: preview of post #%(id)s for %(channel)s (%(status)s). What now?")
+        % {"id": post.pk, "channel": post.channel, "status": STATUS_NAMES[PostStatus(post.status)]},
         keyboard(
             [
-                button("Publish now", f"content:pub:{post.pk}"),
-                button("Schedule…", f"content:sched:{post.pk}"),
+                button(_("Publish now"), f"content:pub:{post.pk}"),
+                button(_("Schedule…"), f"content:sched:{post.pk}"),
             ],
             [
-                button("Edit text", f"content:edit:{post.pk}"),
-                button("Keep", f"content:view:{post.pk}"),
+                button(_("Edit text"), f"content:edit:{post.pk}"),
+                button(_("Keep"), f"content:view:{post.pk}"),
             ],
         ),
     )
@@ -173,15 +199,15 @@ def preview_controls(post: Post) -> tuple[str, Markup]:
 # --- the creation conversation ----------------------------------------------------------------
 def channel_choices(channels: list[str]) -> Markup:
     rows = [[button(channel, f"content:ch:{channel}")] for channel in channels]
-    return keyboard(*rows, [button("Cancel", "content:cancel")])
+    return keyboard(*rows, [button(_("Cancel"), "content:cancel")])
 
 
 def cancel_only() -> Markup:
-    return keyboard([button("Cancel", "content:cancel")])
+    return keyboard([button(_("Cancel"), "content:cancel")])
 
 
 def skip_or_cancel() -> Markup:
-    return keyboard([button("Skip", "content:skip"), button("Cancel", "content:cancel")])
+    return keyboard([button(_("Skip"), "content:skip"), button(_("Cancel"), "content:cancel")])
 
 
 def page_size() -> int:

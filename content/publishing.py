@@ -10,6 +10,7 @@ from typing import Any, NoReturn
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from content import conf, delivery, jobs
 from content.errors import (
@@ -194,7 +195,7 @@ def _claim(post_id: int, run: JobRun | None, prepared: _Prepared | None) -> _Cla
             return _take(post, run, prepared, now)
         _judge_unfinished_attempt(post, now)
     # A post found publishing after its deadline: told and raised once "failed" is committed.
-    notify(post_id, unknown_text(post_id))
+    notify(post_id, lambda: unknown_text(post_id))
     raise PublishOutcomeUnknownError(unknown_text(post_id))
 
 
@@ -292,8 +293,13 @@ def _send_failed(claim: _Claim, exc: TelegramApiError, run: JobRun | None) -> No
     if updated and not retry:
         notify(
             claim.post_id,
-            f"Post #{claim.post_id} could not be published and is marked failed: {error[:500]}\n"
-            "Fix it in the admin site or the panel, then publish it again.",
+            lambda: (
+                _(
+                    "Post #%(id)s could not be published and is marked failed: %(error)s\n"
+                    "Fix it in the admin site or the panel, then publish it again."
+                )
+                % {"id": claim.post_id, "error": error[:500]}
+            ),
         )
     raise exc
 
@@ -314,7 +320,7 @@ def _mark_unknown(post_id: int, token: str, error: str) -> None:
         updated_at=timezone.now(),
     )
     if updated:
-        notify(post_id, unknown_text(post_id))
+        notify(post_id, lambda: unknown_text(post_id))
 
 
 def _record(claim: _Claim, message: dict[str, Any]) -> Post:
@@ -355,15 +361,25 @@ def _record(claim: _Claim, message: dict[str, Any]) -> Post:
         )
         notify(
             claim.post_id,
-            f"Post #{claim.post_id} was published as message {message_id}, but another attempt "
-            "had taken it over meanwhile: check the channel for a duplicate.",
+            lambda: (
+                _(
+                    "Post #%(id)s was published as message %(message)s, but another attempt had "
+                    "taken it over meanwhile: check the channel for a duplicate."
+                )
+                % {"id": claim.post_id, "message": message_id}
+            ),
         )
         return _get(claim.post_id)
     if was_unknown:
         notify(
             claim.post_id,
-            f"Post #{claim.post_id}: the slow attempt got Telegram's answer after all. It is "
-            f"published (message {message_id}); nothing to check.",
+            lambda: (
+                _(
+                    "Post #%(id)s: the slow attempt got Telegram's answer after all. It is "
+                    "published (message %(message)s); nothing to check."
+                )
+                % {"id": claim.post_id, "message": message_id}
+            ),
         )
     return post
 

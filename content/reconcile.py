@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from content import conf, jobs
 from content.models import Post, PostStatus
@@ -35,7 +36,7 @@ def posts_reconcile(*, grace: timedelta | None = None) -> int:
         if failed is not None:
             handled += 1
         if failed:
-            notify(post_id, f"Post #{post_id}: {failed}")
+            notify(post_id, _("Post #%(id)s: %(problem)s") % {"id": post_id, "problem": failed})
     return handled
 
 
@@ -52,7 +53,10 @@ def _reconcile_one(post_id: int) -> str | None:
             jobs.publish_job_set(post_id, run_at=timezone.now())
             return ""
         unknown = post.status == PostStatus.PUBLISHING
-        reason = f"its publication job #{job.pk} failed: {redact(job.last_error)[:300]}"
+        reason = _("its publication job #%(job)s failed: %(error)s") % {
+            "job": job.pk,
+            "error": redact(job.last_error)[:300],
+        }
         if unknown:
             reason += f". {UNKNOWN_OUTCOME}"
         Post.objects.filter(pk=post_id).update(

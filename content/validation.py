@@ -17,6 +17,8 @@ from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.core.validators import URLValidator
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from content import conf
 from telegram_bot.client import CAPTION_LIMIT, TEXT_LIMIT
@@ -37,12 +39,15 @@ def check_text(text: str, *, has_photo: bool) -> None:
     """A text post needs 1-4096 characters; a photo's caption may be empty, at most 1024."""
     limit = CAPTION_LIMIT if has_photo else TEXT_LIMIT
     if not has_photo and not text.strip():
-        raise ValidationError({"text": "A text post needs a text (or add a photo)."})
+        raise ValidationError({"text": _("A text post needs a text (or add a photo).")})
     if len(text) > limit:
-        what = "A photo's caption" if has_photo else "A message"
-        raise ValidationError(
-            {"text": f"{what} is at most {limit} characters; this one has {len(text)}."}
-        )
+        if has_photo:
+            problem = _(
+                "A photo's caption is at most %(limit)d characters; this one has %(length)d."
+            )
+        else:
+            problem = _("A message is at most %(limit)d characters; this one has %(length)d.")
+        raise ValidationError({"text": problem % {"limit": limit, "length": len(text)}})
 
 
 # --- channel ----------------------------------------------------------------------------------
@@ -56,8 +61,10 @@ def normalize_channel(value: str) -> str:
         return value
     raise ValidationError(
         {
-            "channel": "Give the channel as @username (5-32 letters, digits or _) or as its "
-            "id, which starts with -100."
+            "channel": _(
+                "Give the channel as @username (5-32 letters, digits or _) or as its "
+                "id, which starts with -100."
+            )
         }
     )
 
@@ -74,16 +81,21 @@ def check_buttons(rows: Any) -> Buttons:
     if rows in (None, ""):
         return []
     if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
-        raise ValidationError({"buttons": "Buttons are a list of rows."})
+        raise ValidationError({"buttons": _("Buttons are a list of rows.")})
     if len(rows) > conf.MAX_BUTTON_ROWS:
-        raise ValidationError({"buttons": f"At most {conf.MAX_BUTTON_ROWS} rows of buttons."})
+        raise ValidationError(
+            {"buttons": _("At most %(count)d rows of buttons.") % {"count": conf.MAX_BUTTON_ROWS}}
+        )
     cleaned: Buttons = []
     for number, row in enumerate(rows, start=1):
         if not row:
-            raise ValidationError({"buttons": f"Row {number} has no button."})
+            raise ValidationError({"buttons": _("Row %(row)d has no button.") % {"row": number}})
         if len(row) > conf.MAX_BUTTONS_PER_ROW:
             raise ValidationError(
-                {"buttons": f"Row {number}: at most {conf.MAX_BUTTONS_PER_ROW} buttons in a row."}
+                {
+                    "buttons": _("Row %(row)d: at most %(count)d buttons in a row.")
+                    % {"row": number, "count": conf.MAX_BUTTONS_PER_ROW}
+                }
             )
         cleaned.append([_check_button(button, number) for button in row])
     return cleaned
@@ -91,23 +103,33 @@ def check_buttons(rows: Any) -> Buttons:
 
 def _check_button(button: Any, row: int) -> dict[str, str]:
     if not isinstance(button, dict) or set(button) != {"text", "url"}:
-        raise ValidationError({"buttons": f"Row {row}: a button has a text and a URL."})
+        raise ValidationError(
+            {"buttons": _("Row %(row)d: a button has a text and a URL.") % {"row": row}}
+        )
     label, url = str(button["text"]).strip(), str(button["url"]).strip()
     if not label:
-        raise ValidationError({"buttons": f"Row {row}: a button has an empty label."})
+        raise ValidationError(
+            {"buttons": _("Row %(row)d: a button has an empty label.") % {"row": row}}
+        )
     if len(label) > conf.BUTTON_LABEL_LIMIT:
         limit = conf.BUTTON_LABEL_LIMIT
         raise ValidationError(
-            {"buttons": f"Row {row}: the label {label[:20]!r}… is over {limit} characters."}
+            {
+                "buttons": _("Row %(row)d: the label %(label)r… is over %(limit)d characters.")
+                % {"row": row, "label": label[:20], "limit": limit}
+            }
         )
     check_button_url(url, row=row)
     return {"text": label, "url": url}
 
 
 def check_button_url(url: str, *, row: int) -> None:
-    problem = f"Row {row}: {url[:60]!r} is not an http://, https:// or tg:// link."
+    problem = _("Row %(row)d: %(url)r is not an http://, https:// or tg:// link.") % {
+        "row": row,
+        "url": url[:60],
+    }
     if len(url) > conf.BUTTON_URL_LIMIT:
-        raise ValidationError({"buttons": f"Row {row}: the URL is too long."})
+        raise ValidationError({"buttons": _("Row %(row)d: the URL is too long.") % {"row": row}})
     if url.lower().startswith("tg://"):
         if not _TG_URL.fullmatch(url):
             raise ValidationError({"buttons": problem})
@@ -130,7 +152,10 @@ def parse_buttons(text: str) -> Buttons:
             label, separator, url = part.partition(LABEL_SEPARATOR)  # a URL may hold a |
             if not separator:
                 raise ValidationError(
-                    {"buttons": f"Line {number}: write each button as 'Label | https://…'."}
+                    {
+                        "buttons": _("Line %(line)d: write each button as 'Label | https://…'.")
+                        % {"line": number}
+                    }
                 )
             row.append({"text": label.strip(), "url": url.strip()})
         rows.append(row)
@@ -161,22 +186,22 @@ def check_photo_file(photo: File) -> None:
         return  # already stored: it was checked when it was uploaded
     size = getattr(photo, "size", None)
     if size is not None and size > conf.PHOTO_MAX_BYTES:
-        raise ValidationError("A photo is at most 10 MB.")
+        raise ValidationError(_("A photo is at most 10 MB."))
     data = read_file(photo)
     if len(data) > conf.PHOTO_MAX_BYTES:
-        raise ValidationError("A photo is at most 10 MB.")
+        raise ValidationError(_("A photo is at most 10 MB."))
     kind = photo_type(data)
     if kind is None:
-        raise ValidationError("The photo must be a JPEG, PNG or WebP image.")
+        raise ValidationError(_("The photo must be a JPEG, PNG or WebP image."))
     sides = _dimensions(data, kind)
     if sides is not None:
         width, height = sides
         if width <= 0 or height <= 0:
-            raise ValidationError("The photo has no width or height.")
+            raise ValidationError(_("The photo has no width or height."))
         if width + height > conf.PHOTO_MAX_SIDES:
-            raise ValidationError("The photo's width and height must add up to at most 10000.")
+            raise ValidationError(_("The photo's width and height must add up to at most 10000."))
         if max(width, height) / min(width, height) > conf.PHOTO_MAX_RATIO:
-            raise ValidationError("The photo's sides must be at most 20 times each other.")
+            raise ValidationError(_("The photo's sides must be at most 20 times each other."))
 
 
 def read_file(photo: File) -> bytes:
@@ -206,7 +231,7 @@ def photo_upload_to(instance: Any, filename: str) -> str:
     ignored: a PNG named ``x.html`` must never be stored (and later served) as ``.html``."""
     kind = photo_type(read_head(instance.photo, PHOTO_HEAD_BYTES))
     if kind is None:  # the field's validator refuses such a file before it is saved
-        raise ValidationError("The photo must be a JPEG, PNG or WebP image.")
+        raise ValidationError(_("The photo must be a JPEG, PNG or WebP image."))
     now = timezone.now()
     return f"content/photos/{now:%Y/%m}/{uuid.uuid4().hex}.{PHOTO_EXTENSIONS[kind]}"
 
@@ -250,7 +275,7 @@ def _dimensions(data: bytes, kind: str) -> tuple[int, int] | None:
     return None
 
 
-_TRUNCATED = "The photo file is cut short or damaged."
+_TRUNCATED = gettext_lazy("The photo file is cut short or damaged.")
 _SOF_MARKERS = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
 
 
@@ -292,7 +317,7 @@ _RELATIVE = re.compile(
     re.IGNORECASE,
 )
 _TIME_INPUT_LIMIT = 64  # longer than any time we read
-_UNREADABLE_TIME = "Send a time like 2026-12-01 18:00 (UTC), or +2h, +30m, +1d."
+_UNREADABLE_TIME = gettext_lazy("Send a time like 2026-12-01 18:00 (UTC), or +2h, +30m, +1d.")
 _ABSOLUTE_FORMATS = ("%Y-%m-%d %H:%M", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S")
 
 
@@ -311,7 +336,7 @@ def parse_publish_time(text: str, *, now: datetime | None = None) -> datetime:
         else:
             when = _parse_absolute(value)
     except (OverflowError, ValueError):
-        raise ValidationError({"publish_at": "That time is out of range."}) from None
+        raise ValidationError({"publish_at": _("That time is out of range.")}) from None
     check_publish_at(when, now=now)
     return when
 
@@ -330,11 +355,14 @@ def check_publish_at(when: datetime, *, now: datetime | None = None) -> None:
     """A publication time must be timezone-aware, in the future, and at most a year ahead."""
     now = now or timezone.now()
     if timezone.is_naive(when):
-        raise ValidationError({"publish_at": "The time must carry a time zone."})
+        raise ValidationError({"publish_at": _("The time must carry a time zone.")})
     if when <= now:
         moment = f"{when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
         raise ValidationError(
-            {"publish_at": f"{moment} is in the past: choose a later time or publish now."}
+            {
+                "publish_at": _("%(moment)s is in the past: choose a later time or publish now.")
+                % {"moment": moment}
+            }
         )
     if when > now + timedelta(days=conf.MAX_SCHEDULE_DAYS):
-        raise ValidationError({"publish_at": "That is more than a year ahead."})
+        raise ValidationError({"publish_at": _("That is more than a year ahead.")})

@@ -1,18 +1,20 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from telegram_bot import features
 
 
 class ModerationConfig(features.FeatureConfig):
     name = "moderation"
-    verbose_name = "Moderation"
+    verbose_name = gettext_lazy("Moderation")
     bot_handlers = "moderation.handlers"
     job_handlers = "moderation.tasks.JOB_HANDLERS"
     key_families = {
         "mod": "moderation: chat administrators cache (mod:adm:<chat>, TTL) and anti-flood "
         "windows (mod:fl:<chat>:<user>:<window>, TTL)",
     }
-    start_line = "moderation (/warn, /mute, /ban... in groups)"
+    start_line = gettext_lazy("moderation (/warn, /mute, /ban... in groups)")
     privacy = "moderation.privacy"
 
     def ready(self) -> None:

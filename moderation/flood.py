@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 
+from django.utils.translation import gettext as _
+
 from moderation import services
 from moderation.conf import chat_settings
 from moderation.models import Action
@@ -55,7 +57,7 @@ def check_flood(ctx: Context) -> None:
             action=settings.flood_action,
             target=target,
             seconds=settings.flood_action_seconds,
-            reason="flooding",
+            reason=_("flooding"),
         )
     except TelegramApiError as exc:
         answer = services.explain(exc, target)

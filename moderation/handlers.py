@@ -8,6 +8,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from moderation import flood, panel, services, violations
 from moderation.conf import chat_settings
 from moderation.durations import DurationError, looks_like_duration, parse_duration
@@ -108,16 +111,16 @@ def resolve_target(req: Request, *, protect: bool = True) -> Target:
     target: Target | None = None
     if reply is not None and not _is_topic_root(reply):
         if reply.is_service:
-            raise Refusal("That is a service message: reply to something a member wrote.")
+            raise Refusal(_("That is a service message: reply to something a member wrote."))
         if reply.from_user is None or reply.sender_chat is not None:
-            raise Refusal("That message was sent on behalf of a chat, not by a member.")
+            raise Refusal(_("That message was sent on behalf of a chat, not by a member."))
         user = reply.from_user
         target = Target(user.id, user.full_name, user.username or "")
     elif req.args:
         target = _target_from_arg(req, req.args[0])
         req.args = req.args[1:]
     if target is None:
-        raise Refusal("Reply to the member's message, or give their @username or user id.")
+        raise Refusal(_("Reply to the member's message, or give their @username or user id."))
     if protect:
         why = is_protected(req.admins, target.user_id)
         if why:
@@ -132,7 +135,7 @@ def _target_from_arg(req: Request, arg: str) -> Target:
     if arg.isdigit():
         user_id = int(arg)
         if not 0 < user_id < MAX_USER_ID:
-            raise Refusal(f"{arg} is not a Telegram user id.")
+            raise Refusal(_("%(arg)s is not a Telegram user id.") % {"arg": arg})
         return Target(user_id)
     if arg.startswith("@") and len(arg) > 1:
         name = arg[1:]
@@ -142,8 +145,14 @@ def _target_from_arg(req: Request, arg: str) -> Target:
         known = services.known_username(req.chat_id, name)
         if known is not None:
             return known
-        raise Refusal(f"I don't know {arg} here: reply to one of their messages or use their id.")
-    raise Refusal(f"{arg[:40]} is not a member: reply to their message, or give @username or id.")
+        raise Refusal(
+            _("I don't know %(arg)s here: reply to one of their messages or use their id.")
+            % {"arg": arg}
+        )
+    raise Refusal(
+        _("%(arg)s is not a member: reply to their message, or give @username or id.")
+        % {"arg": arg[:40]}
+    )
 
 
 def _is_topic_root(reply: Message) -> bool:
@@ -210,8 +219,11 @@ def unwarn(req: Request) -> str:
     target = resolve_target(req, protect=False)
     if services.unwarn(origin=req.origin, target=target):
         left = len(services.warnings_of(req.chat_id, target.user_id))
-        return f"Removed a warning of {target.label} ({left} left)."
-    return f"{target.label} has no warnings."
+        return _("Removed a warning of %(name)s (%(left)s left).") % {
+            "name": target.label,
+            "left": left,
+        }
+    return _("%(name)s has no warnings.") % {"name": target.label}
 
 
 @_command(RESTRICT)
@@ -220,16 +232,21 @@ def warns(req: Request) -> str:
     active = services.warnings_of(req.chat_id, target.user_id)
     limit = chat_settings(req.chat_id).warn_limit
     if not active:
-        return f"{target.label} has no warnings."
-    reasons = "; ".join(w.reason or "no reason" for w in active[:5])
-    return f"{target.label} has {len(active)}/{limit} warnings: {reasons}"
+        return _("%(name)s has no warnings.") % {"name": target.label}
+    reasons = "; ".join(w.reason or _("no reason") for w in active[:5])
+    return _("%(name)s has %(count)s/%(limit)s warnings: %(reasons)s") % {
+        "name": target.label,
+        "count": len(active),
+        "limit": limit,
+        "reasons": reasons,
+    }
 
 
 @_command(DELETE)
 def delete(req: Request) -> str:
     reply = req.message.reply_to_message
     if reply is None:
-        raise Refusal("Reply to the message to delete.")
+        raise Refusal(_("Reply to the message to delete."))
     req.ctx.client.delete_messages(
         chat_id=req.chat_id, message_ids=[reply.message_id, req.message.message_id]
     )
@@ -241,10 +258,13 @@ def delete(req: Request) -> str:
 def purge(req: Request) -> str:
     reply = req.message.reply_to_message
     if reply is None:
-        raise Refusal("Reply to the first message to delete; /purge deletes from there on.")
+        raise Refusal(_("Reply to the first message to delete; /purge deletes from there on."))
     first, last = reply.message_id, req.message.message_id
     if last - first + 1 > PURGE_MAX:
-        raise Refusal(f"At most {PURGE_MAX} messages at once: reply to a later message.")
+        raise Refusal(
+            _("At most %(count)s messages at once: reply to a later message.")
+            % {"count": PURGE_MAX}
+        )
     ids = list(range(first, last + 1))
     for start in range(0, len(ids), DELETE_BATCH):
         req.ctx.client.delete_messages(
@@ -290,7 +310,7 @@ def panel_button(ctx: Context) -> None:
     try:
         page, chat_id, op = panel.parse(ctx.update.callback_data)
     except ValueError:
-        _answer(ctx, "This button is not valid.", alert=True)
+        _answer(ctx, _("This button is not valid."), alert=True)
         return
     if page == "chats":
         text, markup = panel.chats_view()
@@ -319,18 +339,52 @@ def _answer(ctx: Context, text: str | None, *, alert: bool = False) -> None:
         log.info("callback not answered: %s", exc)
 
 
-HELP = "(reply or @user/id)"
 ROUTES: list[Route] = [
-    Route.on_command("warn", warn, help=f"{HELP} [reason]: warn a member", chat_types=GROUPS),
-    Route.on_command("unwarn", unwarn, help=f"{HELP}: remove a warning", chat_types=GROUPS),
-    Route.on_command("warns", warns, help=f"{HELP}: a member's warnings", chat_types=GROUPS),
-    Route.on_command("mute", mute, help=f"{HELP} [30m|2h|7d] [reason]", chat_types=GROUPS),
-    Route.on_command("unmute", unmute, help=f"{HELP}: let a member write", chat_types=GROUPS),
-    Route.on_command("ban", ban, help=f"{HELP} [duration] [reason]", chat_types=GROUPS),
-    Route.on_command("unban", unban, help=f"{HELP}: lift a ban", chat_types=GROUPS),
-    Route.on_command("kick", kick, help=f"{HELP}: remove a member", chat_types=GROUPS),
-    Route.on_command("del", delete, help="(reply): delete a message", chat_types=GROUPS),
-    Route.on_command("purge", purge, help="(reply): delete from there on", chat_types=GROUPS),
+    Route.on_command(
+        "warn",
+        warn,
+        help=gettext_lazy("(reply or @user/id) [reason]: warn a member"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "unwarn",
+        unwarn,
+        help=gettext_lazy("(reply or @user/id): remove a warning"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "warns",
+        warns,
+        help=gettext_lazy("(reply or @user/id): a member's warnings"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "mute",
+        mute,
+        help=gettext_lazy("(reply or @user/id) [30m|2h|7d] [reason]"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "unmute",
+        unmute,
+        help=gettext_lazy("(reply or @user/id): let a member write"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "ban", ban, help=gettext_lazy("(reply or @user/id) [duration] [reason]"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "unban", unban, help=gettext_lazy("(reply or @user/id): lift a ban"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "kick", kick, help=gettext_lazy("(reply or @user/id): remove a member"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "del", delete, help=gettext_lazy("(reply): delete a message"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "purge", purge, help=gettext_lazy("(reply): delete from there on"), chat_types=GROUPS
+    ),
     Route.on_callback("mod:", panel_button, role=Role.ADMIN),
 ]
 OBSERVERS: list[Observer] = [
@@ -341,4 +395,4 @@ OBSERVERS: list[Observer] = [
         "mod.violations", "message", violations.act_on_violations, chat_types=GROUPS, order=110
     ),
 ]
-PANEL_ENTRIES: list[PanelEntry] = [PanelEntry("Moderation", "mod:p", order=250)]
+PANEL_ENTRIES: list[PanelEntry] = [PanelEntry(gettext_lazy("Moderation"), "mod:p", order=250)]

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 from moderation import services
 from moderation.durations import describe
 from moderation.models import ChatSettings
@@ -20,42 +22,58 @@ def chats_view() -> tuple[str, Markup]:
     rows = [
         [{"text": _chat_label(chat_id), "callback_data": f"mod:c:{chat_id}"}] for chat_id in chats
     ]
-    rows.append([{"text": "Back", "callback_data": "panel:home"}])
+    rows.append([{"text": _("Back"), "callback_data": "panel:home"}])
     if not chats:
-        return "Moderation: no chat yet. Use a moderation command in a group first.", {
+        return _("Moderation: no chat yet. Use a moderation command in a group first."), {
             "inline_keyboard": rows
         }
-    return "Moderation: pick a chat.", {"inline_keyboard": rows}
+    return _("Moderation: pick a chat."), {"inline_keyboard": rows}
 
 
 def chat_view(row: ChatSettings) -> tuple[str, Markup]:
     flood = (
-        "off"
+        _("off")
         if row.flood_action == "none"
-        else f"{row.flood_action} {describe(row.flood_action_seconds)} after more than "
-        f"{row.flood_messages} messages in {row.flood_seconds}s"
+        else _("%(action)s %(duration)s after more than %(messages)s messages in %(seconds)ss")
+        % {
+            "action": row.flood_action,
+            "duration": describe(row.flood_action_seconds),
+            "messages": row.flood_messages,
+            "seconds": row.flood_seconds,
+        }
     )
     lines = [
-        f"Moderation of {_chat_label(row.chat_id)}",
-        f"Warnings: {row.warn_limit} -> {row.warn_action} "
-        f"{describe(row.warn_action_seconds)}, expire after {row.warn_expiry_days}d",
-        f"Anti-flood: {flood}",
-        "Violations: "
-        + ", ".join(f"{s} -> {row.violation_action(s)}" for s in ("low", "medium", "high")),
+        _("Moderation of %(chat)s") % {"chat": _chat_label(row.chat_id)},
+        _("Warnings: %(limit)s -> %(action)s %(duration)s, expire after %(days)sd")
+        % {
+            "limit": row.warn_limit,
+            "action": row.warn_action,
+            "duration": describe(row.warn_action_seconds),
+            "days": row.warn_expiry_days,
+        },
+        _("Anti-flood: %(flood)s") % {"flood": flood},
+        _("Violations: %(actions)s")
+        % {
+            "actions": ", ".join(
+                f"{s} -> {row.violation_action(s)}" for s in ("low", "medium", "high")
+            )
+        },
     ]
     c = row.chat_id
-    flood_button = "Anti-flood: turn off" if row.flood_action != "none" else "Anti-flood: turn on"
+    flood_button = (
+        _("Anti-flood: turn off") if row.flood_action != "none" else _("Anti-flood: turn on")
+    )
     rows = [
         [{"text": flood_button, "callback_data": f"mod:s:{c}:flood"}],
         [
-            {"text": "Warn limit -1", "callback_data": f"mod:s:{c}:warn-"},
-            {"text": "Warn limit +1", "callback_data": f"mod:s:{c}:warn+"},
+            {"text": _("Warn limit -1"), "callback_data": f"mod:s:{c}:warn-"},
+            {"text": _("Warn limit +1"), "callback_data": f"mod:s:{c}:warn+"},
         ],
         [
             {"text": f"{s}: {row.violation_action(s)}", "callback_data": f"mod:s:{c}:{s}"}
             for s in ("low", "medium", "high")
         ],
-        [{"text": "Back", "callback_data": "mod:p"}],
+        [{"text": _("Back"), "callback_data": "mod:p"}],
     ]
     return "\n".join(lines), {"inline_keyboard": rows}
 

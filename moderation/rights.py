@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from telegram_bot.admins import Role, role_of
 from telegram_bot.bot import bot_id
@@ -31,7 +32,10 @@ from telegram_bot.updates import Message
 
 ADMINS_TTL_MS = 10 * 60 * 1000
 RESTRICT, DELETE = "can_restrict_members", "can_delete_messages"
-RIGHT_NAMES = {RESTRICT: "restrict members", DELETE: "delete messages"}
+RIGHT_NAMES = {
+    RESTRICT: gettext_lazy("restrict members"),
+    DELETE: gettext_lazy("delete messages"),
+}
 # Telegram's stand-ins: an anonymous admin posting as the group, a user posting as a channel,
 # and the service account behind a linked channel's automatic forwards.
 GROUP_ANONYMOUS_BOT_ID = 1087968824
@@ -100,14 +104,16 @@ class Refusal(Exception):
 def check_moderator(admins: dict[int, ChatAdmin], user_id: int | None, right: str) -> None:
     """Refuse unless ``user_id`` may use ``right`` in the chat of ``admins``."""
     if user_id is None:
-        raise Refusal("Only the chat's admins can do that.")
+        raise Refusal(_("Only the chat's admins can do that."))
     if role_of(user_id) >= Role.ADMIN:
         return
     admin = admins.get(user_id)
     if admin is None:
-        raise Refusal("Only the chat's admins can do that.")
+        raise Refusal(_("Only the chat's admins can do that."))
     if not admin.may(right):
-        raise Refusal(f"You need the right to {RIGHT_NAMES[right]} for that.")
+        raise Refusal(
+            _("You need the right to %(right)s for that.") % {"right": RIGHT_NAMES[right]}
+        )
 
 
 def sent_as_the_chat(message: Message) -> bool:
@@ -155,21 +161,27 @@ def check_bot(admins: dict[int, ChatAdmin], right: str) -> None:
     me = admins.get(bot_id() or 0)
     if me is None:
         raise Refusal(
-            f"I am not an admin here: make me one with the right to {RIGHT_NAMES[right]}."
+            _("I am not an admin here: make me one with the right to %(right)s.")
+            % {"right": RIGHT_NAMES[right]}
         )
     if not me.may(right):
-        raise Refusal(f"I lack the right to {RIGHT_NAMES[right]}: an owner can grant it.")
+        raise Refusal(
+            _("I lack the right to %(right)s: an owner can grant it.")
+            % {"right": RIGHT_NAMES[right]}
+        )
 
 
 def is_protected(admins: dict[int, ChatAdmin], user_id: int) -> str | None:
     """Why ``user_id`` cannot be moderated (the bot, the owner, an admin), or None."""
     if user_id == bot_id():
-        return "I won't act on myself."
+        return _("I won't act on myself.")
     if user_id in STAND_IN_IDS:
         return _("That is Telegram's stand-in for an anonymous admin or a channel, not a member.")
     admin = admins.get(user_id)
     if admin is not None:
-        return "That is the chat's owner." if admin.status == "creator" else "That is an admin."
+        return (
+            _("That is the chat's owner.") if admin.status == "creator" else _("That is an admin.")
+        )
     if role_of(user_id) >= Role.ADMIN:
-        return "That is one of the bot's admins."
+        return _("That is one of the bot's admins.")
     return None

@@ -20,6 +20,7 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from moderation.conf import chat_settings
 from moderation.durations import describe
@@ -50,11 +51,11 @@ UNMUTED = {
     )
 }
 PAST = {
-    "mute": "muted",
-    "unmute": "unmuted",
-    "ban": "banned",
-    "unban": "unbanned",
-    "kick": "kicked",
+    "mute": gettext_lazy("muted"),
+    "unmute": gettext_lazy("unmuted"),
+    "ban": gettext_lazy("banned"),
+    "unban": gettext_lazy("unbanned"),
+    "kick": gettext_lazy("kicked"),
 }
 KICK_SECONDS = 60  # a kick is a ban this short (Telegram rounds it up to 30 s), then an unban
 
@@ -184,8 +185,15 @@ def _retry_later(
     }
     key = f"mod:{origin.chat_id}:{origin.update_id or time.time_ns()}:{action}:{target.user_id}"
     job_retry_later(JOB_KIND, payload, dedupe_key=key, error=exc)
-    wait = f" in {int(exc.retry_after)}s" if exc.retry_after else " shortly"
-    return f"Telegram asks me to slow down: {target.label} will be {PAST[action]}{wait}."
+    if exc.retry_after:
+        wait = gettext(" in %(seconds)ds") % {"seconds": int(exc.retry_after)}
+    else:
+        wait = gettext(" shortly")
+    return gettext("Telegram asks me to slow down: %(name)s will be %(done)s%(wait)s.") % {
+        "name": target.label,
+        "done": PAST[action],
+        "wait": wait,
+    }
 
 
 def record(**fields: Any) -> AuditEntry | None:
@@ -211,31 +219,38 @@ def _record(
 
 
 def _done_text(action: str, target: Target, seconds: int | None, reason: str) -> str:
-    text = f"{target.label} is {PAST[action]}"
-    if action in (Action.MUTE, Action.BAN):
-        text += f" {describe(seconds)}"
+    sentences = {
+        "mute": gettext("%(name)s is muted %(duration)s"),
+        "unmute": gettext("%(name)s is unmuted"),
+        "ban": gettext("%(name)s is banned %(duration)s"),
+        "unban": gettext("%(name)s is unbanned"),
+        "kick": gettext("%(name)s is kicked"),
+    }
+    text = sentences[action] % {"name": target.label, "duration": describe(seconds)}
     return text + (f": {reason}" if reason else ".")
 
 
 def explain(exc: TelegramApiError, target: Target | None = None) -> str:
     """A Telegram refusal as one plain line."""
     text = exc.description.lower()
-    who = target.label if target else "That user"
+    who = target.label if target else gettext("That user")
     if "not enough rights" in text or "have no rights" in text:
-        return "I lack the right to do that here: an owner can grant it."
+        return gettext("I lack the right to do that here: an owner can grant it.")
     if "user is an administrator" in text:
-        return f"{who} is an admin; I can't do that."
+        return gettext("%(name)s is an admin; I can't do that.") % {"name": who}
     if "can't remove chat owner" in text or "chat owner" in text:
-        return f"{who} is the chat's owner."
+        return gettext("%(name)s is the chat's owner.") % {"name": who}
     if "user not found" in text or "participant_id_invalid" in text or "user_id_invalid" in text:
-        return "I can't find that user in this chat."
+        return gettext("I can't find that user in this chat.")
     if "message can't be deleted" in text:
-        return "That message can't be deleted: it is older than 48 hours, or I lack the right."
+        return gettext(
+            "That message can't be deleted: it is older than 48 hours, or I lack the right."
+        )
     if "message to delete not found" in text:
-        return "That message is already gone."
+        return gettext("That message is already gone.")
     if "only for supergroups" in text:
-        return "That works only in supergroups."
-    return f"Telegram refused: {exc.description[:200]}"
+        return gettext("That works only in supergroups.")
+    return gettext("Telegram refused: %(error)s") % {"error": exc.description[:200]}
 
 
 # -- warnings -------------------------------------------------------------------------------
@@ -297,7 +312,11 @@ def warn_and_act(client: TelegramClient, origin: Origin, target: Target, reason:
     """Warn; at the chat's limit also take the chat's action (once)."""
     settings = chat_settings(origin.chat_id)
     result = warn(origin=origin, target=target, reason=reason, settings=settings)
-    text = f"{target.label} is warned ({result.count}/{result.limit})"
+    text = gettext("%(name)s is warned (%(count)s/%(limit)s)") % {
+        "name": target.label,
+        "count": result.count,
+        "limit": result.limit,
+    }
     text += f": {reason}" if reason else "."
     if result.triggered:
         auto = Origin(origin.chat_id, BOT, "auto", origin.update_id)
@@ -307,7 +326,8 @@ def warn_and_act(client: TelegramClient, origin: Origin, target: Target, reason:
             action=settings.warn_action,
             target=target,
             seconds=settings.warn_action_seconds,
-            reason=f"{result.limit} warnings",
+            reason=ngettext("%(count)d warning", "%(count)d warnings", result.limit)
+            % {"count": result.limit},
         )
     return text
 

@@ -8,6 +8,8 @@ does not stop it.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
+
 from moderation import services
 from moderation.conf import chat_settings
 from moderation.models import Action
@@ -36,7 +38,11 @@ def act_on_violations(ctx: Context) -> None:
     action = actions[severity]
     target = Target(user.id, user.full_name, user.username or "")
     origin = Origin(ctx.chat_id, BOT, "auto", ctx.update.update_id)
-    reason = f"{severity} violation"
+    reason = {
+        "low": _("low violation"),
+        "medium": _("medium violation"),
+        "high": _("high violation"),
+    }.get(severity, severity)
     try:
         if is_protected(chat_admins(ctx.store, ctx.client, ctx.chat_id), user.id):
             return

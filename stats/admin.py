@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
+from django.utils.translation import gettext_lazy
 
 from stats.api import PERMISSION
 from stats.config import counting_config_clear
@@ -29,7 +30,7 @@ register_view(
     "stats/",
     stats_dashboard,
     name="stats-dashboard",
-    title="Statistics",
+    title=gettext_lazy("Statistics"),
     permissions=(PERMISSION,),
 )
 register_view(

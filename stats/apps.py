@@ -1,16 +1,18 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from telegram_bot import features
 
 
 class StatsConfig(features.FeatureConfig):
     name = "stats"
-    verbose_name = "Statistics"
+    verbose_name = gettext_lazy("Statistics")
     bot_handlers = "stats.handlers"
     schedules = "stats.schedules.SCHEDULES"
     api_module = "stats.api"
     overview_cards = "stats.overview.stats_cards"
-    start_line = "statistics"
+    start_line = gettext_lazy("statistics")
     privacy = "stats.privacy"
     key_families = {
         "msg": "raw message buffer, minimal fields, 7 days",

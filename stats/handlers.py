@@ -12,6 +12,8 @@ cooldown on top.
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from stats.services import (
     joins_to_record,
     message_to_count,
@@ -55,7 +57,7 @@ ROUTES: list[Route] = [
         stats_command,
         chat_types=GROUPS,
         expensive=True,
-        help="today's and this week's most active members (in a group)",
+        help=gettext_lazy("today's and this week's most active members (in a group)"),
     ),
 ]
 PANEL_ENTRIES: list[PanelEntry] = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import date, timedelta
 
 from django.conf import settings
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from stats.selectors import MemberTotals, Report, member_names, stats_report, utc_today
 from telegram_bot.state import KVStore
@@ -17,22 +19,21 @@ def group_summary_text(*, chat_id: int, store: KVStore, today: date | None = Non
     week = stats_report(chat_id=chat_id, start=week_start, end=today, store=store, today=today)
     top = settings.STATS_COMMAND_TOP
     today_only = Report(chat_id, today, today, today, week.days[-1:])
-    lines = [f"Most active today ({today.isoformat()} UTC):"]
+    lines = [_("Most active today (%(day)s UTC):") % {"day": today.isoformat()}]
     lines += _ranking(chat_id, today_only.members(top), store)
-    lines += ["", f"This week (since Monday {week_start.isoformat()}):"]
+    lines += ["", _("This week (since Monday %(day)s):") % {"day": week_start.isoformat()}]
     lines += _ranking(chat_id, week.members(top), store)
     return "\n".join(lines)
 
 
 def _ranking(chat_id: int, members: list[MemberTotals], store: KVStore) -> list[str]:
     if not members:
-        return ["no messages yet"]
+        return [_("no messages yet")]
     return [
-        f"{place}. {member.name} - {_plural(member.messages, 'message')}, "
-        f"{_plural(member.words, 'word')}"
+        f"{place}. {member.name} - "
+        + ngettext("%(count)d message", "%(count)d messages", member.messages)
+        % {"count": member.messages}
+        + ", "
+        + ngettext("%(count)d word", "%(count)d words", member.words) % {"count": member.words}
         for place, member in enumerate(member_names(chat_id, members, store), start=1)
     ]
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

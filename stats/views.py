@@ -18,6 +18,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from stats.selectors import (
@@ -69,7 +70,7 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
         messages.error(request, error)
     chat_id = chat_id or (chats[0][0] if chats else None)
     context = {
-        "title": "Statistics",
+        "title": _("Statistics"),
         "chats": chats,
         "chat_id": chat_id,
         "start": start,

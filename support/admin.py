@@ -80,7 +80,9 @@ class TicketAdmin(admin.ModelAdmin):
     list_display_links = ("ticket_number", "subject")
     list_filter = ("status", AgeFilter, AssigneeFilter)
     search_fields = ("user_name", "subject", "=user_id", "messages__text")
-    search_help_text = "Ticket number (#12), user name or id, or text of the conversation."
+    search_help_text = gettext_lazy(
+        "Ticket number (#12), user name or id, or text of the conversation."
+    )
     ordering = ("-created_at", "-number")
     list_per_page = 50
     change_list_template = "support/ticket_change_list.html"
@@ -100,11 +102,11 @@ class TicketAdmin(admin.ModelAdmin):
             found = queryset.filter(Q(pk__in=found.values("pk")) | Q(number=number))
         return found, duplicates
 
-    @admin.display(description="ticket", ordering="number")
+    @admin.display(description=gettext_lazy("ticket"), ordering="number")
     def ticket_number(self, obj: Ticket) -> str:
         return f"#{obj.number}"
 
-    @admin.display(description="user")
+    @admin.display(description=gettext_lazy("user"))
     def user(self, obj: Ticket) -> str:
         return f"{obj.user_name} ({obj.user_id})" if obj.user_name else str(obj.user_id)
 
@@ -114,15 +116,15 @@ class TicketAdmin(admin.ModelAdmin):
             return "—"
         return getattr(obj, "assignee_name", None) or assignees.assignee_name(obj.assignee)
 
-    @admin.display(description="messages", ordering="message_count")
+    @admin.display(description=gettext_lazy("messages"), ordering="message_count")
     def message_total(self, obj: Ticket) -> int:
         return int(getattr(obj, "message_count", 0))
 
-    @admin.display(description="first response")
+    @admin.display(description=gettext_lazy("first response"))
     def first_response(self, obj: Ticket) -> str:
         return views.format_duration(obj.first_response_time)
 
-    @admin.display(description="resolution")
+    @admin.display(description=gettext_lazy("resolution"))
     def resolution(self, obj: Ticket) -> str:
         return views.format_duration(obj.resolution_time)
 

@@ -1,14 +1,16 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from telegram_bot import features
 
 
 class SupportConfig(features.FeatureConfig):
     name = "support"
-    verbose_name = "Support"
+    verbose_name = gettext_lazy("Support")
     bot_handlers = "support.handlers"
     job_handlers = "support.tasks.JOB_HANDLERS"
     schedules = "support.schedules.SCHEDULES"
     overview_cards = "support.overview.support_cards"
-    start_line = "support"
+    start_line = gettext_lazy("support")
     privacy = "support.privacy"

@@ -18,6 +18,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
 from support import auditing, conf, flows, panel, selectors
 from support.delivery import Delivery, clip
 from support.errors import TicketNotFoundError
@@ -31,7 +34,7 @@ from telegram_bot.state.workflows import Workflow, WorkflowStore
 log = logging.getLogger(__name__)
 OPEN_WORKFLOW = "support_open"
 REPLY_WORKFLOW = "support_reply"
-NO_SUCH_TICKET = "You have no such ticket."
+NO_SUCH_TICKET = gettext_lazy("You have no such ticket.")
 
 
 @dataclass(frozen=True)
@@ -74,8 +77,14 @@ def support_command(incoming: Incoming, args: str, workflows: WorkflowStore) -> 
         minutes = max(1, ttl_ms // 60_000)
         return [
             Say(
-                "Send your request as one message: text, a photo, a document or a voice "
-                f"message. I'll wait {minutes} minutes."
+                ngettext(
+                    "Send your request as one message: text, a photo, a document or a voice "
+                    "message. I'll wait %(count)d minute.",
+                    "Send your request as one message: text, a photo, a document or a voice "
+                    "message. I'll wait %(count)d minutes.",
+                    minutes,
+                )
+                % {"count": minutes}
             )
         ]
     try:
@@ -127,9 +136,11 @@ def open_step(incoming: Incoming, workflows: WorkflowStore) -> list[Say]:
         if not workflow.expired:
             says.append(
                 Say(
-                    f"Your /support request is cancelled: your message replies to ticket "
-                    f"#{target.number}, so it went there. Send /support again to open a new "
-                    "ticket."
+                    _(
+                        "Your /support request is cancelled: your message replies to ticket "
+                        "#%(number)s, so it went there. Send /support again to open a new ticket."
+                    )
+                    % {"number": target.number}
                 )
             )
         return says
@@ -137,7 +148,7 @@ def open_step(incoming: Incoming, workflows: WorkflowStore) -> list[Say]:
         _finish(workflows, workflow)
         return _said(flows.after_expired_request(incoming))
     if incoming.content is None:
-        return [Say(f"{incoming.content_error}\nSend it again, or /support to start over.")]
+        return [Say(f"{incoming.content_error}\n" + _("Send it again, or /support to start over."))]
     flows.open_ticket(incoming, incoming.content)
     _finish(workflows, workflow)
     return []
@@ -166,17 +177,30 @@ def reply_step(incoming: Incoming, workflows: WorkflowStore) -> list[Say]:
         if target.pk != ticket_id and not workflow.expired:
             says.append(
                 Say(
-                    f"Your answer to ticket #{number} is cancelled: your message replies to "
-                    f"ticket #{target.number}, so it went there. Press Reply on ticket "
-                    f"#{number} again to answer it."
+                    _(
+                        "Your answer to ticket #%(number)s is cancelled: your message replies to "
+                        "ticket #%(other)s, so it went there. Press Reply on ticket #%(number)s "
+                        "again to answer it."
+                    )
+                    % {"number": number, "other": target.number}
                 )
             )
         return says
     if workflow.expired:
         _finish(workflows, workflow)
-        return [Say(f"Your answer to ticket #{number} expired. Press Reply again.")]
+        return [
+            Say(
+                _("Your answer to ticket #%(number)s expired. Press Reply again.")
+                % {"number": number}
+            )
+        ]
     if incoming.content is None:
-        return [Say(f"{incoming.content_error}\nSend your answer to ticket #{number} again.")]
+        return [
+            Say(
+                f"{incoming.content_error}\n"
+                + _("Send your answer to ticket #%(number)s again.") % {"number": number}
+            )
+        ]
     says = _answer_ticket(incoming, ticket_id)
     _finish(workflows, workflow)
     return says
@@ -192,7 +216,10 @@ def reply_pressed(incoming: Incoming, data: str, workflows: WorkflowStore) -> Pr
     if isinstance(ticket, Pressed):
         return ticket
     if not ticket.is_open:
-        return Pressed(f"Ticket #{ticket.number} is closed; reopen it to answer.", alert=True)
+        return Pressed(
+            _("Ticket #%(number)s is closed; reopen it to answer.") % {"number": ticket.number},
+            alert=True,
+        )
     workflows.start(
         chat_id=incoming.chat_id,
         user_id=incoming.user_id,
@@ -202,8 +229,11 @@ def reply_pressed(incoming: Incoming, data: str, workflows: WorkflowStore) -> Pr
         data={"ticket_id": ticket.pk, "number": ticket.number},
     )
     prompt = Say(
-        f"Send your answer to ticket #{ticket.number} as one message (text, a photo, a "
-        "document or a voice message). The user receives it marked with the ticket number.",
+        _(
+            "Send your answer to ticket #%(number)s as one message (text, a photo, a document "
+            "or a voice message). The user receives it marked with the ticket number."
+        )
+        % {"number": ticket.number},
         ticket=ticket,
     )
     return Pressed(says=[prompt])
@@ -212,7 +242,7 @@ def reply_pressed(incoming: Incoming, data: str, workflows: WorkflowStore) -> Pr
 def resolve_pressed(incoming: Incoming, data: str) -> Pressed:
     """Resolve (admins): close the ticket and tell the user; the panel goes back to its list."""
     if _resume(incoming) is not None:
-        return Pressed("Done.")
+        return Pressed(_("Done."))
     button = _button(data)
     if isinstance(button, Pressed):
         return button
@@ -221,7 +251,7 @@ def resolve_pressed(incoming: Incoming, data: str) -> Pressed:
         return ticket
     try:
         with auditing.incoming_step(incoming, ticket, "ticket.resolve", source="button") as step:
-            _, result = flows.resolve(
+            _entry, result = flows.resolve(
                 ticket_id=ticket.pk,
                 author=incoming.author,
                 origin=Origin(update_id=incoming.update_id),
@@ -230,12 +260,12 @@ def resolve_pressed(incoming: Incoming, data: str) -> Pressed:
     except BotError as exc:
         return Pressed(exc.user_message, alert=True, remove_buttons=True)
     if result.delivered or result.in_progress:
-        told = "The user was told."
+        told = _("The user was told.")
     elif result.uncertain:
-        told = f"Whether the user was told is uncertain: {result.error}."
+        told = _("Whether the user was told is uncertain: %(error)s.") % {"error": result.error}
     else:
-        told = f"The user could not be told: {result.error}."
-    text = clip(f"Ticket #{ticket.number} resolved. {told}", 200)
+        told = _("The user could not be told: %(error)s.") % {"error": result.error}
+    text = clip(_("Ticket #%(number)s resolved.") % {"number": ticket.number} + " " + told, 200)
     alert = not (result.delivered or result.in_progress)
     if button.page is not None:  # pressed in the panel: back to its list
         return Pressed(text, alert=alert, view=panel.list_view(button.page))
@@ -246,7 +276,7 @@ def close_pressed(incoming: Incoming, data: str) -> Pressed:
     """Close (the user's own ticket). One answer whether another user's ticket has that id or
     none does, so the button cannot be used to probe ticket ids."""
     if _resume(incoming) is not None:
-        return Pressed("Done.")
+        return Pressed(_("Done."))
     button = _button(data)
     if isinstance(button, Pressed):
         return button
@@ -259,7 +289,7 @@ def close_pressed(incoming: Incoming, data: str) -> Pressed:
         )
     except BotError as exc:
         return Pressed(exc.user_message, alert=True)
-    text = answer.text if answer else f"Ticket #{ticket.number} closed."
+    text = answer.text if answer else _("Ticket #%(number)s closed.") % {"number": ticket.number}
     return Pressed(text, remove_buttons=True)
 
 

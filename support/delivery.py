@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from support import selectors, services
 from support.conf import reopen_window
@@ -43,7 +45,9 @@ from telegram_bot.client import CAPTION_LIMIT, SEND_WINDOW_SECONDS, TEXT_LIMIT, 
 from telegram_bot.delivery import send_once
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_retry_later
+from telegram_bot.languages import recipient_language
 from telegram_bot.notifications import FollowUp, delivery_failed, notify_admins
+from telegram_bot.state import get_store
 
 log = logging.getLogger(__name__)
 FILE_METHODS = {
@@ -90,8 +94,8 @@ def buttons(ticket: Ticket) -> dict[str, Any]:
     return {
         "inline_keyboard": [
             [
-                {"text": "Reply", "callback_data": f"sup:reply:{ticket.pk}"},
-                {"text": "Resolve", "callback_data": f"sup:resolve:{ticket.pk}"},
+                {"text": gettext_lazy("Reply"), "callback_data": f"sup:reply:{ticket.pk}"},
+                {"text": gettext_lazy("Resolve"), "callback_data": f"sup:resolve:{ticket.pk}"},
             ]
         ]
     }
@@ -257,13 +261,21 @@ def _uncertain(why: str) -> str:
 def _tell_admins_uncertain(
     client: TelegramClient, ticket: Ticket, entry: TicketMessage, why: str
 ) -> None:
-    what = "answer" if entry.kind != TicketMessage.Kind.EVENT else "notice"
-    text = (
-        f"Ticket #{ticket.number}: the {what} to the user may or may not have arrived ({why}). "
-        "It is not sent again automatically: check with the user, and use Retry delivery on "
-        "the ticket in the admin site if it did not arrive."
-    )
-    notify_admins(clip(text), purpose=f"support #{ticket.number} uncertain", client=client)
+    def text() -> str:
+        if entry.kind != TicketMessage.Kind.EVENT:
+            head = _("Ticket #%(number)s: the answer to the user may or may not have arrived")
+        else:
+            head = _("Ticket #%(number)s: the notice to the user may or may not have arrived")
+        return clip(
+            head % {"number": ticket.number}
+            + f" ({why}). "
+            + _(
+                "It is not sent again automatically: check with the user, and use Retry "
+                "delivery on the ticket in the admin site if it did not arrive."
+            )
+        )
+
+    notify_admins(text, purpose=f"support #{ticket.number} uncertain", client=client)
 
 
 def _schedule_retry(
@@ -282,15 +294,17 @@ def _schedule_retry(
 def _send_user_message(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> int:
     """Send the user's copy of ``entry``; return the message id in their chat."""
     chat = ticket.chat_id
-    if entry.sender == TicketMessage.Sender.ADMIN and entry.kind != TicketMessage.Kind.EVENT:
-        return _send_answer(client, ticket, entry)
-    text = _user_notice(ticket, entry)
-    return int(client.send_message(chat_id=chat, text=text)["message_id"])
+    # In the user's language, whoever sends it (an admin in Telegram or the admin site, a job).
+    with translation.override(recipient_language(get_store(), user_id=ticket.user_id)):
+        if entry.sender == TicketMessage.Sender.ADMIN and entry.kind != TicketMessage.Kind.EVENT:
+            return _send_answer(client, ticket, entry)
+        text = _user_notice(ticket, entry)
+        return int(client.send_message(chat_id=chat, text=text)["message_id"])
 
 
 def _send_answer(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> int:
     """An answer from support, marked with the ticket number; files are sent by file id."""
-    mark = f"Support · ticket #{ticket.number}"
+    mark = _("Support · ticket #%(number)s") % {"number": ticket.number}
     chat = ticket.chat_id
     if entry.kind == TicketMessage.Kind.TEXT:
         return int(
@@ -314,29 +328,38 @@ def _user_notice(ticket: Ticket, entry: TicketMessage) -> str:
     number = ticket.number
     days = reopen_window().days
     if entry.event == Event.CLOSED_BY_USER:
-        return (
-            f"Ticket #{number} is closed. To reopen it within {days} days, reply to this message."
-        )
+        return ngettext(
+            "Ticket #%(number)s is closed. To reopen it within %(count)d day, reply to this "
+            "message.",
+            "Ticket #%(number)s is closed. To reopen it within %(count)d days, reply to this "
+            "message.",
+            days,
+        ) % {"number": number, "count": days}
     if entry.event == Event.RESOLVED:
-        return (
-            f"Ticket #{number} was resolved by support. Not solved? Reply to this message within "
-            f"{days} days to reopen it."
-        )
+        return ngettext(
+            "Ticket #%(number)s was resolved by support. Not solved? Reply to this message "
+            "within %(count)d day to reopen it.",
+            "Ticket #%(number)s was resolved by support. Not solved? Reply to this message "
+            "within %(count)d days to reopen it.",
+            days,
+        ) % {"number": number, "count": days}
     if entry.event == Event.REOPENED_BY_ADMIN:
-        return f"Support reopened ticket #{number}. Reply to this message to add to it."
+        return _("Support reopened ticket #%(number)s. Reply to this message to add to it.") % {
+            "number": number
+        }
     if entry.event == Event.REOPENED_BY_USER:
-        return f"Ticket #{number} is open again; support has your message."
+        return _("Ticket #%(number)s is open again; support has your message.") % {"number": number}
     if entry.update_id is not None and entry.update_id == ticket.opened_update_id:
-        return (
-            f"Ticket #{number} opened. Support will answer here.\n"
+        return _(
+            "Ticket #%(number)s opened. Support will answer here.\n"
             "Messages you send now are added to it; /close closes it."
-        )
-    return f"Added to ticket #{number}."
+        ) % {"number": number}
+    return _("Added to ticket #%(number)s.") % {"number": number}
 
 
 def _why(exc: TelegramApiError, description: str) -> str:
     if exc.chat_unreachable:
-        return f"the user blocked the bot or is unreachable ({description})"
+        return _("the user blocked the bot or is unreachable (%(error)s)") % {"error": description}
     return description
 
 
@@ -347,9 +370,9 @@ def _admin_notice_due(entry: TicketMessage) -> bool:
 
 
 def _notify_admins(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> None:
-    text, markup = _admin_notice(ticket, entry)
+    markup = buttons(ticket)
     report = notify_admins(
-        text,
+        lambda: _admin_notice(ticket, entry)[0],  # in each admin's language
         purpose=f"support #{ticket.number}",
         reply_markup=markup,
         client=client,
@@ -388,18 +411,18 @@ def admin_notice_arrived(
 
 
 def _admin_notice(ticket: Ticket, entry: TicketMessage) -> tuple[str, dict[str, Any] | None]:
-    who = f"{ticket.user_name or 'user'} (id {ticket.user_id})"
+    who = f"{ticket.user_name or _('user')} (id {ticket.user_id})"
     number = ticket.number
     if entry.event == Event.CLOSED_BY_USER:
-        return f"Ticket #{number} was closed by {who}.", None
+        return _("Ticket #%(number)s was closed by %(who)s.") % {"number": number, "who": who}, None
     if entry.update_id is not None and entry.update_id == ticket.opened_update_id:
-        head = f"New ticket #{number} from {who}:"
+        head = _("New ticket #%(number)s from %(who)s:") % {"number": number, "who": who}
     elif entry.event == Event.REOPENED_BY_USER:
-        head = f"Ticket #{number} reopened by {who}:"
+        head = _("Ticket #%(number)s reopened by %(who)s:") % {"number": number, "who": who}
     else:
-        head = f"Ticket #{number}, new message from {who}:"
+        head = _("Ticket #%(number)s, new message from %(who)s:") % {"number": number, "who": who}
     body = _entry_summary(entry)
-    tail = "\n\nReply to this message, or press Reply, to answer."
+    tail = "\n\n" + _("Reply to this message, or press Reply, to answer.")
     room = TEXT_LIMIT - len(head) - len(tail) - 1
     return f"{head}\n{clip(body, room)}{tail}", buttons(ticket)
 
@@ -415,7 +438,9 @@ def _send_file_to_admins(
     the others), as a reply to that notification."""
     sent_ids: list[tuple[int, int]] = []
     caption = clip(
-        f"Ticket #{ticket.number}: {entry.text}" if entry.text else f"Ticket #{ticket.number}",
+        _("Ticket #%(number)s: %(text)s") % {"number": ticket.number, "text": entry.text}
+        if entry.text
+        else _("Ticket #%(number)s") % {"number": ticket.number},
         CAPTION_LIMIT,
     )
     for admin_id, notice in notified.items():

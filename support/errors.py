@@ -3,17 +3,19 @@ admin site."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from telegram_bot.errors import AuthorizationError, BotError, ValidationError
 
 
 class TicketNotFoundError(ValidationError):
     code = "ticket_not_found"
-    user_message = "This ticket does not exist."
+    user_message = gettext_lazy("This ticket does not exist.")
 
 
 class NotYourTicketError(AuthorizationError):
     code = "not_your_ticket"
-    user_message = "This is not your ticket."
+    user_message = gettext_lazy("This is not your ticket.")
 
 
 class TicketClosedError(ValidationError):

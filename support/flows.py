@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.utils.translation import gettext, gettext_lazy, ngettext
+
 from support import delivery, selectors, services
 from support.conf import reopen_window
 from support.delivery import Delivery, clip
@@ -120,7 +122,9 @@ def reply_target(incoming: Incoming, *, reopenable_only: bool = False) -> Ticket
     return ticket if ticket.is_open or selectors.reopenable(ticket) else None
 
 
-EXPIRED_REQUEST = "Your /support request expired. Send /support again to open a ticket."
+EXPIRED_REQUEST = gettext_lazy(
+    "Your /support request expired. Send /support again to open a ticket."
+)
 
 
 def after_expired_request(incoming: Incoming) -> Answer:
@@ -136,8 +140,11 @@ def after_expired_request(incoming: Incoming) -> Answer:
     if entry is None:
         return Answer(f"{refused.text}\n{EXPIRED_REQUEST}" if refused else EXPIRED_REQUEST)
     return Answer(
-        f"Your /support request had expired, so this message was added to your open ticket "
-        f"#{entry.ticket.number}. To open a new ticket instead, send /support again."
+        gettext(
+            "Your /support request had expired, so this message was added to your open ticket "
+            "#%(number)s. To open a new ticket instead, send /support again."
+        )
+        % {"number": entry.ticket.number}
     )
 
 
@@ -158,8 +165,14 @@ def _user_message(incoming: Incoming) -> tuple[TicketMessage | None, Answer | No
     if not target.is_open and not selectors.reopenable(target):
         days = reopen_window().days
         return None, Answer(
-            f"Ticket #{target.number} was closed more than {days} days ago and cannot be "
-            "reopened. Send /support <your question> to open a new ticket."
+            ngettext(
+                "Ticket #%(number)s was closed more than %(count)d day ago and cannot be "
+                "reopened. Send /support <your question> to open a new ticket.",
+                "Ticket #%(number)s was closed more than %(count)d days ago and cannot be "
+                "reopened. Send /support <your question> to open a new ticket.",
+                days,
+            )
+            % {"number": target.number, "count": days}
         )
     if incoming.content is None:
         return None, Answer(incoming.content_error)
@@ -183,10 +196,12 @@ def close_request(incoming: Incoming, args: str) -> Answer | None:
     if args:
         number = parse_ticket_number(args)
         if number is None:
-            return Answer("Usage: /close, or /close <ticket number> such as /close 12.")
+            return Answer(gettext("Usage: /close, or /close <ticket number> such as /close 12."))
         ticket = selectors.ticket_by_number(bot_id=current_bot_id(), number=number)
         if ticket is None or ticket.user_id != incoming.user_id:
-            return Answer(f"You have no ticket #{number}.")  # whether it exists or not
+            return Answer(
+                gettext("You have no ticket #%(number)s.") % {"number": number}
+            )  # whether it exists or not
         return close_by_user(ticket=ticket, author=incoming.author, origin=incoming.origin)
     if incoming.reply_to_message_id is not None:
         replied = selectors.ticket_for_user_reply(
@@ -198,19 +213,23 @@ def close_request(incoming: Incoming, args: str) -> Answer | None:
             return close_by_user(ticket=replied, author=incoming.author, origin=incoming.origin)
     open_tickets = list(selectors.open_tickets_of(incoming.user_id)[:CLOSE_CHOICES])
     if not open_tickets:
-        return Answer("You have no open support ticket.")
+        return Answer(gettext("You have no open support ticket."))
     if len(open_tickets) == 1:
         return close_by_user(ticket=open_tickets[0], author=incoming.author, origin=incoming.origin)
     rows = [
         [
             {
-                "text": clip(f"Close #{t.number}: {t.subject}", 60),
+                "text": clip(
+                    gettext("Close #%(number)s: %(subject)s")
+                    % {"number": t.number, "subject": t.subject},
+                    60,
+                ),
                 "callback_data": f"sup:close:{t.pk}",
             }
         ]
         for t in open_tickets
     ]
-    return Answer("Which ticket should be closed?", {"inline_keyboard": rows})
+    return Answer(gettext("Which ticket should be closed?"), {"inline_keyboard": rows})
 
 
 def close_by_user(*, ticket: Ticket, author: Author, origin: Origin) -> Answer | None:
@@ -228,15 +247,23 @@ def close_by_user(*, ticket: Ticket, author: Author, origin: Origin) -> Answer |
 
 
 def _no_open_ticket(incoming: Incoming) -> Answer:
-    lines = ["You have no open support ticket. Send /support <your question> to open one."]
+    lines = [gettext("You have no open support ticket. Send /support <your question> to open one.")]
     closed = selectors.recently_closed_ticket(incoming.user_id)
     if closed is not None:
         lines.append(
-            f"To reopen ticket #{closed.number}, reply to one of its messages "
-            f"(possible for {reopen_window().days} days after closing)."
+            ngettext(
+                "To reopen ticket #%(number)s, reply to one of its messages "
+                "(possible for %(count)d day after closing).",
+                "To reopen ticket #%(number)s, reply to one of its messages "
+                "(possible for %(count)d days after closing).",
+                reopen_window().days,
+            )
+            % {"number": closed.number, "count": reopen_window().days}
         )
     if incoming.is_admin:
-        lines.append("To answer a ticket, reply to its notification or press its Reply button.")
+        lines.append(
+            gettext("To answer a ticket, reply to its notification or press its Reply button.")
+        )
     return Answer("\n".join(lines))
 
 
@@ -283,21 +310,23 @@ def settle_stale_deliveries(ticket: Ticket) -> None:
 def delivery_report(ticket: Ticket, result: Delivery) -> str:
     """What the admin who answered is told."""
     if result.in_progress:
-        return f"The message to the user of ticket #{ticket.number} is being sent right now."
+        return gettext("The message to the user of ticket #%(number)s is being sent right now.") % {
+            "number": ticket.number
+        }
     if result.uncertain:
-        return (
-            f"Delivery to the user of ticket #{ticket.number} is uncertain: {result.error}. "
-            "It may have arrived, so it is not sent again automatically: check with the user, "
-            "and use Retry delivery on the ticket in the admin site if it did not arrive."
-        )
+        return gettext(
+            "Delivery to the user of ticket #%(number)s is uncertain: %(error)s. "
+            "It may have arrived, so it is not sent again automatically: check with the "
+            "user, and use Retry delivery on the ticket in the admin site if it did not "
+            "arrive."
+        ) % {"number": ticket.number, "error": result.error}
     if result.delivered is False and result.retrying:
-        return (
-            f"Not delivered to the user of ticket #{ticket.number} yet: {result.error}. "
+        return gettext(
+            "Not delivered to the user of ticket #%(number)s yet: %(error)s. "
             "It is retried automatically."
-        )
+        ) % {"number": ticket.number, "error": result.error}
     if result.delivered is False:
-        return (
-            f"Not delivered to the user of ticket #{ticket.number}: {result.error}. "
-            "It is saved in the ticket."
-        )
-    return f"Sent to the user of ticket #{ticket.number}."
+        return gettext(
+            "Not delivered to the user of ticket #%(number)s: %(error)s. It is saved in the ticket."
+        ) % {"number": ticket.number, "error": result.error}
+    return gettext("Sent to the user of ticket #%(number)s.") % {"number": ticket.number}

@@ -13,6 +13,9 @@ import logging
 from collections.abc import Callable
 from functools import wraps
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from support import conversation, delivery
 from support.conversation import OPEN_WORKFLOW, REPLY_WORKFLOW, Pressed, Say
 from support.flows import Incoming
@@ -45,7 +48,7 @@ def _needs_sender(handler: Callable[[Context], None]) -> Callable[[Context], Non
 @_needs_sender
 def support_command(ctx: Context) -> None:
     if not ctx.in_private:
-        ctx.reply("To contact support, send /support to me in a private chat.")
+        ctx.reply(_("To contact support, send /support to me in a private chat."))
         return
     _say(ctx, conversation.support_command(_incoming(ctx), _args(ctx), WorkflowStore(ctx.store)))
 
@@ -100,7 +103,7 @@ def view_button(ctx: Context) -> None:
 
 
 def invalid_button(ctx: Context) -> None:
-    ctx.answer_callback("This button is not valid.", alert=True)
+    ctx.answer_callback(_("This button is not valid."), alert=True)
 
 
 # --- reading the update, rendering the answer --------------------------------------------------
@@ -175,11 +178,14 @@ ROUTES: list[Route] = [
     Route.on_command(
         "support",
         support_command,
-        help="contact support (/support <your question>)",
+        help=gettext_lazy("contact support (/support <your question>)"),
         expensive=True,
     ),
     Route.on_command(
-        "close", close_command, help="close your support ticket", chat_types=("private",)
+        "close",
+        close_command,
+        help=gettext_lazy("close your support ticket"),
+        chat_types=("private",),
     ),
     Route.on_workflow(OPEN_WORKFLOW, open_step),
     Route.on_workflow(REPLY_WORKFLOW, reply_step, role=Role.ADMIN),
@@ -191,4 +197,6 @@ ROUTES: list[Route] = [
     Route.on_callback("sup:", invalid_button),
     Route.on_update("message", private_message, chat_types=("private",)),
 ]
-PANEL_ENTRIES: list[PanelEntry] = [PanelEntry("Support tickets", "sup:list:1", order=10)]
+PANEL_ENTRIES: list[PanelEntry] = [
+    PanelEntry(gettext_lazy("Support tickets"), "sup:list:1", order=10)
+]

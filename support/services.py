@@ -17,6 +17,7 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from support.errors import TicketClosedError, TicketNotFoundError, TicketOpenError
 from support.models import Ticket, TicketBotMessage, TicketCounter, TicketMessage
@@ -129,7 +130,7 @@ def _user_message_create(
         if not (reopen and reopenable(ticket)):
             raise TicketClosedError(
                 f"ticket {ticket.pk} is closed",
-                user_message=f"Ticket #{ticket.number} is closed.",
+                user_message=gettext("Ticket #%(number)s is closed.") % {"number": ticket.number},
             )
         _reopen(ticket)
         event = TicketMessage.Event.REOPENED_BY_USER
@@ -155,7 +156,8 @@ def _reply_create(
     if not ticket.is_open:
         raise TicketClosedError(
             f"ticket {ticket.pk} is closed",
-            user_message=f"Ticket #{ticket.number} is closed; reopen it before answering.",
+            user_message=gettext("Ticket #%(number)s is closed; reopen it before answering.")
+            % {"number": ticket.number},
         )
     changed = []
     if ticket.first_response_at is None:
@@ -186,7 +188,8 @@ def _close(*, ticket_id: int, by_user: bool, author: Author, origin: Origin) -> 
     if not ticket.is_open:
         raise TicketClosedError(
             f"ticket {ticket.pk} is closed already",
-            user_message=f"Ticket #{ticket.number} is already closed.",
+            user_message=gettext("Ticket #%(number)s is already closed.")
+            % {"number": ticket.number},
         )
     ticket.status = Ticket.Status.CLOSED
     ticket.closed_at = timezone.now()
@@ -209,7 +212,8 @@ def _reopen_by_admin(*, ticket_id: int, author: Author, origin: Origin) -> Ticke
     ticket = _locked(ticket_id)
     if ticket.is_open:
         raise TicketOpenError(
-            f"ticket {ticket.pk} is open", user_message=f"Ticket #{ticket.number} is already open."
+            f"ticket {ticket.pk} is open",
+            user_message=gettext("Ticket #%(number)s is already open.") % {"number": ticket.number},
         )
     _reopen(ticket)
     return _event_create(

@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from django.utils.translation import gettext as _
+
 from support.conf import MAX_TEXT_LENGTH
 from telegram_bot.errors import ValidationError
 from telegram_bot.updates import Message
-
-KINDS_ACCEPTED = "text, a photo, a document, a voice message or a video note"
 
 
 @dataclass(frozen=True)
@@ -38,14 +38,18 @@ def check_text(text: str) -> Content:
     """Text typed by a user or an operator: not blank, at most 4,000 characters."""
     if not text.strip():
         raise ValidationError(
-            "empty ticket text", user_message="The message is empty. Please describe your request."
+            "empty ticket text",
+            user_message=_("The message is empty. Please describe your request."),
         )
     if len(text) > MAX_TEXT_LENGTH:
         raise ValidationError(
             f"text of {len(text)} characters",
             user_message=(
-                f"The message is too long ({len(text)} characters; at most {MAX_TEXT_LENGTH}). "
-                "Please shorten it or split it."
+                _(
+                    "The message is too long (%(length)d characters; at most %(limit)d). "
+                    "Please shorten it or split it."
+                )
+                % {"length": len(text), "limit": MAX_TEXT_LENGTH}
             ),
         )
     return Content(kind="text", text=text.strip())
@@ -79,13 +83,16 @@ def check_message_content(message: Message) -> Content:
             )
     raise ValidationError(
         "unsupported message type",
-        user_message=f"Support accepts {KINDS_ACCEPTED}. Please send one of those.",
+        user_message=_(
+            "Support accepts text, a photo, a document, a voice message or a video note. "
+            "Please send one of those."
+        ),
     )
 
 
 def _file_id(file_id: str) -> str:
     if not file_id or len(file_id) > 255:
-        raise ValidationError("file id too long", user_message="This file cannot be used.")
+        raise ValidationError("file id too long", user_message=_("This file cannot be used."))
     return file_id
 
 
@@ -115,13 +122,13 @@ def check_callback(data: str) -> Callback:
     match = _CALLBACK.match(data)
     if match is None:
         raise ValidationError(
-            f"bad callback {data[:64]!r}", user_message="This button is not valid."
+            f"bad callback {data[:64]!r}", user_message=_("This button is not valid.")
         )
     action, first, page = match["action"], int(match["first"]), match["page"]
     needs_page = _PAGE_ACTIONS[action]
     if (needs_page is True and page is None) or (needs_page is False and page is not None):
         raise ValidationError(
-            f"bad callback {data[:64]!r}", user_message="This button is not valid."
+            f"bad callback {data[:64]!r}", user_message=_("This button is not valid.")
         )
     if action == "list":
         return Callback(action=action, page=first)

@@ -16,6 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
 from support import assignees, flows, selectors
@@ -35,7 +36,7 @@ def ticket_detail(
     entries = selectors.conversation(ticket)
     context = {
         **admin_context,
-        "title": f"Ticket #{ticket.number}",
+        "title": gettext("Ticket #%(number)s") % {"number": ticket.number},
         "ticket": ticket,
         "assignee": _assignee(ticket),
         "entries": entries,
@@ -61,7 +62,7 @@ def ticket_reply_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
         ticket,
         "ticket.reply",
         reply,
-        f"Reply sent to the user of ticket #{ticket.number}.",
+        gettext("Reply sent to the user of ticket #%(number)s.") % {"number": ticket.number},
     )
 
 
@@ -75,7 +76,7 @@ def ticket_resolve_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
         ticket,
         "ticket.resolve",
         resolve,
-        f"Ticket #{ticket.number} resolved; the user was told.",
+        gettext("Ticket #%(number)s resolved; the user was told.") % {"number": ticket.number},
     )
 
 
@@ -89,7 +90,7 @@ def ticket_reopen_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
         ticket,
         "ticket.reopen",
         reopen,
-        f"Ticket #{ticket.number} reopened; the user was told.",
+        gettext("Ticket #%(number)s reopened; the user was told.") % {"number": ticket.number},
     )
 
 
@@ -121,12 +122,12 @@ def entry_retry_view(request: HttpRequest, ticket: Ticket, entry_id: int) -> Htt
     if entry is None:
         raise Http404("no such entry")
     if entry.user_notified_at is not None:
-        messages.info(request, "This message was delivered already.")
+        messages.info(request, gettext("This message was delivered already."))
         return _back(ticket)
     with admin_site_step(request, ticket, "ticket.retry_delivery") as step:
         result = flows.retry_delivery(entry)
         note_delivery(step, result)
-    _report(request, result, "Delivered to the user.")
+    _report(request, result, gettext("Delivered to the user."))
     return _back(ticket)
 
 
@@ -163,22 +164,30 @@ def require_change(request: HttpRequest, allowed: bool) -> None:
 def _report(request: HttpRequest, result: Delivery, success: str) -> None:
     if result.in_progress:
         messages.info(
-            request, "This message is being sent to the user right now; reload in a minute."
+            request,
+            gettext("This message is being sent to the user right now; reload in a minute."),
         )
     elif result.uncertain:
         messages.warning(
             request,
-            f"Delivery uncertain: {result.error}. It may have reached the user, so it is not "
-            "sent again automatically: check with the user, and press Retry delivery if it did "
-            "not arrive.",
+            gettext(
+                "Delivery uncertain: %(error)s. It may have reached the user, so it is not "
+                "sent again automatically: check with the user, and press Retry delivery if it "
+                "did not arrive."
+            )
+            % {"error": result.error},
         )
     elif result.delivered is False and result.retrying:
         messages.warning(
-            request, f"Not delivered to the user yet: {result.error}. It is retried automatically."
+            request,
+            gettext("Not delivered to the user yet: %(error)s. It is retried automatically.")
+            % {"error": result.error},
         )
     elif result.delivered is False:
         messages.error(
-            request, f"Not delivered to the user: {result.error}. It is saved in the ticket."
+            request,
+            gettext("Not delivered to the user: %(error)s. It is saved in the ticket.")
+            % {"error": result.error},
         )
     else:
         messages.success(request, success)

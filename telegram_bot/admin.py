@@ -11,6 +11,8 @@ from axes.models import AccessAttempt
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from django_q import admin as django_q_admin
 from django_q.models import Failure, Success
 
@@ -39,7 +41,7 @@ register_view(
     "dead-letters/",
     dead_letter_list,
     name="dead-letters",
-    title="Dead letters",
+    title=gettext_lazy("Dead letters"),
     permissions=_DEAD_LETTERS,
 )
 register_view(
@@ -88,8 +90,10 @@ class BotAdminAdmin(admin.ModelAdmin):
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> Any:
         extra = {
-            "subtitle": "The owner and ADMIN_TELEGRAM_IDS are admins too (from the "
-            f"environment): {sorted(admins.configured_admin_ids()) or 'none'}"
+            "subtitle": _(
+                "The owner and ADMIN_TELEGRAM_IDS are admins too (from the environment): %(ids)s"
+            )
+            % {"ids": sorted(admins.configured_admin_ids()) or _("none")}
         }
         return super().changelist_view(request, {**(extra_context or {}), **extra})
 
@@ -217,22 +221,32 @@ class JobAdmin(admin.ModelAdmin):
         is not enough to act on them."""
         return request.user.has_perm(f"{self.opts.app_label}.operate_job")
 
-    @admin.action(description="Run again now", permissions=["operate"])
+    @admin.action(description=gettext_lazy("Run again now"), permissions=["operate"])
     @audited_action("job.retry")
     def retry_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         done = sum(job_retry_now(job_id=pk) for pk in queryset.values_list("pk", flat=True))
-        messages.info(request, f"{done} job(s) queued to run now.")
+        messages.info(
+            request,
+            ngettext("%(count)d job queued to run now.", "%(count)d jobs queued to run now.", done)
+            % {"count": done},
+        )
 
-    @admin.action(description="Cancel (jobs that have not started)", permissions=["operate"])
+    @admin.action(
+        description=gettext_lazy("Cancel (jobs that have not started)"), permissions=["operate"]
+    )
     @audited_action("job.cancel")
     def cancel(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
         done = sum(job_cancel(job_id=pk) for pk in queryset.values_list("pk", flat=True))
-        messages.info(request, f"{done} job(s) cancelled.")
+        messages.info(
+            request,
+            ngettext("%(count)d job cancelled.", "%(count)d jobs cancelled.", done)
+            % {"count": done},
+        )
 
 
 # django-q2's task lists offer "Resubmit selected tasks to queue" to anyone who may view them.
 # Running a task again is an operation: it needs the change permission of the list.
-@admin.action(description="Resubmit selected tasks to queue", permissions=["change"])
+@admin.action(description=gettext_lazy("Resubmit selected tasks to queue"), permissions=["change"])
 @audited_action("task.resubmit")
 def resubmit_tasks(model_admin: Any, request: HttpRequest, queryset: QuerySet[Any]) -> None:
     django_q_admin.resubmit_task(model_admin, request, queryset)
@@ -257,7 +271,7 @@ for _model, _model_admin in ((Success, SuccessAdmin), (Failure, FailureAdmin)):
 class AccessAttemptAdmin(axes_admin.AccessAttemptAdmin):
     actions = ["cleanup_expired_attempts"]
 
-    @admin.action(description="Clean up expired attempts", permissions=["delete"])
+    @admin.action(description=gettext_lazy("Clean up expired attempts"), permissions=["delete"])
     @audited_action("login_attempts.cleanup")
     def cleanup_expired_attempts(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         # axes 8.3.1 reads the request's attempt time, which only its login path sets: without

@@ -12,6 +12,7 @@ import enum
 
 from django.conf import settings
 from django.db import transaction
+from django.utils.translation import gettext_lazy
 
 from telegram_bot.errors import AuthorizationError, ValidationError
 from telegram_bot.models import BotAdmin
@@ -64,7 +65,7 @@ def admin_add(*, telegram_id: int, added_by: int | None, display_name: str = "")
     if isinstance(telegram_id, bool) or not isinstance(telegram_id, int) or telegram_id <= 0:
         raise ValidationError(
             f"a Telegram user id is a positive integer, got {telegram_id!r}",
-            user_message="A Telegram user id is a positive number.",
+            user_message=gettext_lazy("A Telegram user id is a positive number."),
         )
     admin, created = BotAdmin.objects.get_or_create(
         telegram_id=telegram_id,
@@ -81,21 +82,23 @@ def admin_remove(*, telegram_id: int, removed_by: int | None = None) -> None:
     """Remove a run-time admin. Refuses the owner, environment admins and the last admin."""
     if telegram_id == settings.OWNER_TELEGRAM_ID:
         raise AuthorizationError(
-            "the owner cannot be removed", user_message="The owner cannot be removed."
+            "the owner cannot be removed", user_message=gettext_lazy("The owner cannot be removed.")
         )
     if telegram_id in settings.ADMIN_TELEGRAM_IDS:
         raise AuthorizationError(
             "admin comes from ADMIN_TELEGRAM_IDS",
-            user_message="This admin is set in ADMIN_TELEGRAM_IDS; change it there.",
+            user_message=gettext_lazy("This admin is set in ADMIN_TELEGRAM_IDS; change it there."),
         )
     # Lock every row so that two concurrent removals cannot both see "one more admin left".
     rows = list(BotAdmin.objects.select_for_update().order_by("telegram_id"))
     if not any(row.telegram_id == telegram_id for row in rows):
-        raise ValidationError(f"{telegram_id} is not an admin", user_message="Not an admin.")
+        raise ValidationError(
+            f"{telegram_id} is not an admin", user_message=gettext_lazy("Not an admin.")
+        )
     remaining = (configured_admin_ids() | {row.telegram_id for row in rows}) - {telegram_id}
     if not remaining:
         raise AuthorizationError(
             "removing the last admin would lock everyone out",
-            user_message="The last admin cannot be removed.",
+            user_message=gettext_lazy("The last admin cannot be removed."),
         )
     BotAdmin.objects.filter(telegram_id=telegram_id).delete()

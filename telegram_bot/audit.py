@@ -26,9 +26,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
+from django.utils import translation
+from django.utils.translation import gettext
 
 from telegram_bot.errors import BotError, TelegramApiError
 from telegram_bot.jobs.services import job_enqueue
+from telegram_bot.languages import chat_language
 from telegram_bot.models import AuditEntry
 
 log = logging.getLogger(__name__)
@@ -217,12 +220,18 @@ def log_line(entry: AuditEntry) -> str:
     whom = (
         f" {entry.target_name or entry.target_id}" if entry.target_id or entry.target_name else ""
     )
-    where = f" in {entry.chat_id}" if entry.chat_id is not None else ""
+    where = gettext(" in %(chat)s") % {"chat": entry.chat_id} if entry.chat_id is not None else ""
     why = f": {entry.reason}" if entry.reason else ""
     detail = f" [{entry.detail}]" if entry.detail else ""
     outcome = "" if entry.outcome == Outcome.DONE else f" ({entry.outcome})"
     tag = entry.action.replace(".", "_")
-    return f"#{tag}{where}{whom} by {who}{why}{detail}{outcome}"[:4096]
+    line = gettext("#%(action)s%(where)s%(whom)s by %(who)s") % {
+        "action": tag,
+        "where": where,
+        "whom": whom,
+        "who": who,
+    }
+    return f"{line}{why}{detail}{outcome}"[:4096]
 
 
 def mirror(payload: dict[str, Any], client: Any) -> None:
@@ -232,4 +241,6 @@ def mirror(payload: dict[str, Any], client: Any) -> None:
     entry = AuditEntry.objects.filter(pk=payload["entry_id"]).first()
     if entry is None:
         return
-    client.send_message(chat_id=int(payload["log_chat_id"]), text=log_line(entry))
+    log_chat_id = int(payload["log_chat_id"])
+    with translation.override(chat_language(log_chat_id)):
+        client.send_message(chat_id=log_chat_id, text=log_line(entry))

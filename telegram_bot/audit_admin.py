@@ -14,6 +14,7 @@ from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from telegram_bot.audit import Actor, audit_step
 from telegram_bot.models import AuditEntry
@@ -89,7 +90,9 @@ class AuditEntryAdmin(admin.ModelAdmin):
     def has_export_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("telegram_bot.export_auditentry"))
 
-    @admin.action(description="Export selected entries as CSV", permissions=["export"])
+    @admin.action(
+        description=gettext_lazy("Export selected entries as CSV"), permissions=["export"]
+    )
     def export_csv(self, request: HttpRequest, queryset: QuerySet[AuditEntry]) -> HttpResponse:
         response = HttpResponse(content_type="text/csv; charset=utf-8")
         stamp = timezone.now().strftime("%Y%m%d-%H%M%S")

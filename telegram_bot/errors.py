@@ -7,6 +7,9 @@ to a Telegram user. The exception text itself is for operators and must never co
 
 from __future__ import annotations
 
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy
+
 _PERMANENT_STATUSES = frozenset({400, 401, 403, 404})
 
 
@@ -15,9 +18,10 @@ class BotError(Exception):
 
     retryable: bool = False
     code: str = "internal"
-    user_message: str = "Something went wrong. Please try again later."
+    # Lazy: read in the language of the update (or job) that shows it.
+    user_message: str | Promise = gettext_lazy("Something went wrong. Please try again later.")
 
-    def __init__(self, message: str = "", *, user_message: str | None = None) -> None:
+    def __init__(self, message: str = "", *, user_message: str | Promise | None = None) -> None:
         super().__init__(message or self.code)
         if user_message is not None:
             self.user_message = user_message
@@ -32,21 +36,21 @@ class AuthenticationError(BotError):
     """The caller could not prove who it is (for example a wrong webhook secret)."""
 
     code = "authentication"
-    user_message = "Authentication failed."
+    user_message = gettext_lazy("Authentication failed.")
 
 
 class AuthorizationError(BotError):
     """The caller is known but not allowed to do this."""
 
     code = "authorization"
-    user_message = "You are not allowed to do that."
+    user_message = gettext_lazy("You are not allowed to do that.")
 
 
 class ValidationError(BotError):
     """Input that is malformed or out of range; retrying it unchanged cannot help."""
 
     code = "validation"
-    user_message = "That input is not valid."
+    user_message = gettext_lazy("That input is not valid.")
 
 
 class RateLimitError(BotError):
@@ -54,10 +58,14 @@ class RateLimitError(BotError):
 
     retryable = True
     code = "rate_limited"
-    user_message = "Too many requests. Please wait a moment and try again."
+    user_message = gettext_lazy("Too many requests. Please wait a moment and try again.")
 
     def __init__(
-        self, message: str = "", *, retry_after: float = 1.0, user_message: str | None = None
+        self,
+        message: str = "",
+        *,
+        retry_after: float = 1.0,
+        user_message: str | Promise | None = None,
     ) -> None:
         super().__init__(message, user_message=user_message)
         self.retry_after = float(retry_after)
@@ -73,7 +81,7 @@ class TelegramApiError(BotError):
     """
 
     code = "telegram_api"
-    user_message = "Telegram could not complete the request. Please try again later."
+    user_message = gettext_lazy("Telegram could not complete the request. Please try again later.")
 
     def __init__(
         self,
@@ -168,7 +176,7 @@ class WorkflowError(BotError):
     """A conversation workflow is missing, expired or in the wrong step."""
 
     code = "workflow"
-    user_message = "This action has expired. Please start again."
+    user_message = gettext_lazy("This action has expired. Please start again.")
 
 
 class SchedulerError(BotError):

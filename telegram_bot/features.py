@@ -28,6 +28,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from django.apps import AppConfig, apps
+from django.utils.functional import Promise
 from django.utils.module_loading import import_string
 
 from telegram_bot.state.keys import declare_families
@@ -43,7 +44,7 @@ class FeatureConfig(AppConfig):
     overview_cards: ClassVar[str | None] = None
     privacy: ClassVar[str | None] = None
     key_families: ClassVar[Mapping[str, str]] = {}
-    start_line: ClassVar[str] = ""
+    start_line: ClassVar[str | Promise] = ""
 
     def ready(self) -> None:
         declare_families(self.label, self.key_families)
@@ -80,4 +81,4 @@ def api_modules() -> list[tuple[str, ModuleType]]:
 
 
 def start_lines() -> list[str]:
-    return [config.start_line for config in feature_configs() if config.start_line]
+    return [str(config.start_line) for config in feature_configs() if config.start_line]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
 from telegram_bot import admins
 from telegram_bot.admins import Role
 from telegram_bot.audit import update_step
@@ -21,9 +24,16 @@ _USER_ID = re.compile(r"[0-9]{1,18}")
 def start_text() -> str:
     """What the bot does, from the features the installed apps declare."""
     lines = start_lines()
-    does = ", ".join(lines[:-1]) + (f" and {lines[-1]}" if len(lines) > 1 else "".join(lines))
-    intro = f"Hello! I run this community: {does}." if lines else "Hello!"
-    return f"{intro}\nSend /help to see what you can do here."
+    if len(lines) > 1:
+        does = _("%(first)s and %(last)s") % {"first": ", ".join(lines[:-1]), "last": lines[-1]}
+    else:
+        does = "".join(lines)
+    intro = (
+        _("Hello! I run this community: %(features)s.") % {"features": does}
+        if lines
+        else _("Hello!")
+    )
+    return intro + "\n" + _("Send /help to see what you can do here.")
 
 
 def start(ctx: Context) -> None:
@@ -34,28 +44,28 @@ def help_command(ctx: Context) -> None:
     lines = [
         f"/{route.command} - {route.help}" for route in ctx.router.commands_for(ctx.sender.role)
     ]
-    ctx.reply("Commands you can use:\n" + "\n".join(lines))
+    ctx.reply(_("Commands you can use:") + "\n" + "\n".join(lines))
 
 
 def unknown_command(ctx: Context) -> None:
     # In groups other bots' commands are common: stay silent there.
     if ctx.in_private:
-        ctx.reply("I don't know that command. Send /help for the list.")
+        ctx.reply(_("I don't know that command. Send /help for the list."))
 
 
 # --- panel ----------------------------------------------------------------------------------
 def panel(ctx: Context) -> None:
-    ctx.reply("Admin panel", reply_markup=panel_keyboard(ctx))
+    ctx.reply(_("Admin panel"), reply_markup=panel_keyboard(ctx))
 
 
 def panel_home(ctx: Context) -> None:
     ctx.answer_callback()
-    ctx.edit_callback_message("Admin panel", reply_markup=panel_keyboard(ctx))
+    ctx.edit_callback_message(_("Admin panel"), reply_markup=panel_keyboard(ctx))
 
 
 def panel_keyboard(ctx: Context) -> dict[str, Any]:
     entries = ctx.router.panel_for(ctx.sender.role)
-    rows = [[{"text": entry.title, "callback_data": entry.callback_data}] for entry in entries]
+    rows = [[{"text": str(entry.title), "callback_data": entry.callback_data}] for entry in entries]
     return {"inline_keyboard": rows}
 
 
@@ -67,35 +77,40 @@ def panel_admins(ctx: Context) -> None:
 
 def admins_view(ctx: Context) -> tuple[str, dict[str, Any]]:
     configured = admins.configured_admin_ids()
-    lines, rows = ["Admins:"], []
+    lines, rows = [_("Admins:")], []
     for admin_id in admins.admin_ids():
         label = (
-            "owner"
+            _("owner")
             if admins.role_of(admin_id) == Role.OWNER
-            else ("environment" if admin_id in configured else "added")
+            else (_("environment") if admin_id in configured else _("added"))
         )
         lines.append(f"{admin_id} ({label})")
         if ctx.sender.is_owner and admin_id not in configured:
             rows.append(
-                [{"text": f"Remove {admin_id}", "callback_data": f"panel:adm_rm:{admin_id}"}]
+                [
+                    {
+                        "text": _("Remove %(id)s") % {"id": admin_id},
+                        "callback_data": f"panel:adm_rm:{admin_id}",
+                    }
+                ]
             )
-    lines.append("\nThe owner adds admins with /addadmin <user id>.")
-    rows.append([{"text": "Back", "callback_data": "panel:home"}])
+    lines.append("\n" + _("The owner adds admins with /addadmin <user id>."))
+    rows.append([{"text": _("Back"), "callback_data": "panel:home"}])
     return "\n".join(lines), {"inline_keyboard": rows}
 
 
 def panel_admin_remove(ctx: Context) -> None:
     raw_id = ctx.update.callback_data.removeprefix("panel:adm_rm:")
     if not _USER_ID.fullmatch(raw_id):
-        ctx.answer_callback("This button is not valid.", alert=True)
+        ctx.answer_callback(_("This button is not valid."), alert=True)
         return
     try:
         with update_step(ctx.update, "admin.remove", source="panel", target_id=int(raw_id)):
             admins.admin_remove(telegram_id=int(raw_id), removed_by=ctx.sender.user_id)
     except BotError as exc:
-        ctx.answer_callback(exc.user_message, alert=True)
+        ctx.answer_callback(str(exc.user_message), alert=True)
         return
-    ctx.answer_callback(f"Removed {raw_id}.")
+    ctx.answer_callback(_("Removed %(id)s.") % {"id": raw_id})
     text, markup = admins_view(ctx)
     ctx.edit_callback_message(text, reply_markup=markup)
 
@@ -103,39 +118,45 @@ def panel_admin_remove(ctx: Context) -> None:
 def add_admin(ctx: Context) -> None:
     args = ctx.command.args if ctx.command else ""
     if not _USER_ID.fullmatch(args) or int(args) <= 0:
-        ctx.reply("Usage: /addadmin <user id>, a positive number.")
+        ctx.reply(_("Usage: /addadmin <user id>, a positive number."))
         return
     with update_step(ctx.update, "admin.add", source="command", target_id=int(args)):
         admins.admin_add(telegram_id=int(args), added_by=ctx.sender.user_id)
-    ctx.reply(f"{args} is now an admin.")
+    ctx.reply(_("%(id)s is now an admin.") % {"id": args})
 
 
 def remove_admin(ctx: Context) -> None:
     args = ctx.command.args if ctx.command else ""
     if not _USER_ID.fullmatch(args):
-        ctx.reply("Usage: /removeadmin <user id>")
+        ctx.reply(_("Usage: /removeadmin <user id>"))
         return
     try:
         with update_step(ctx.update, "admin.remove", source="command", target_id=int(args)):
             admins.admin_remove(telegram_id=int(args), removed_by=ctx.sender.user_id)
     except BotError as exc:
-        ctx.reply(exc.user_message)
+        ctx.reply(str(exc.user_message))
         return
-    ctx.reply(f"{args} is no longer an admin.")
+    ctx.reply(_("%(id)s is no longer an admin.") % {"id": args})
 
 
 ROUTES = [
-    Route.on_command("start", start, help="introduction"),
-    Route.on_command("help", help_command, help="this list"),
-    Route.on_command("panel", panel, role=Role.ADMIN, help="admin panel", chat_types=("private",)),
+    Route.on_command("start", start, help=gettext_lazy("introduction")),
+    Route.on_command("help", help_command, help=gettext_lazy("this list")),
     Route.on_command(
-        "addadmin", add_admin, role=Role.OWNER, help="add an admin (owner)", chat_types=("private",)
+        "panel", panel, role=Role.ADMIN, help=gettext_lazy("admin panel"), chat_types=("private",)
+    ),
+    Route.on_command(
+        "addadmin",
+        add_admin,
+        role=Role.OWNER,
+        help=gettext_lazy("add an admin (owner)"),
+        chat_types=("private",),
     ),
     Route.on_command(
         "removeadmin",
         remove_admin,
         role=Role.OWNER,
-        help="remove an admin (owner)",
+        help=gettext_lazy("remove an admin (owner)"),
         chat_types=("private",),
     ),
     Route.on_callback("panel:home", panel_home, role=Role.ADMIN),
@@ -149,4 +170,4 @@ ROUTES = [
     Route.on_command(ANY_COMMAND, unknown_command),
 ]
 
-PANEL_ENTRIES = [PanelEntry("Admins", "panel:admins", order=900)]
+PANEL_ENTRIES = [PanelEntry(gettext_lazy("Admins"), "panel:admins", order=900)]

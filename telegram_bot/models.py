@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import zoneinfo
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.utils.translation import gettext_lazy
 
+from telegram_bot import languages
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.state.models import KVEntry
 
@@ -45,14 +48,15 @@ class BotAdmin(models.Model):
 def validate_time_zone(value: str) -> None:
     if value and value not in zoneinfo.available_timezones():
         raise ValidationError(
-            "%(value)s is not a time zone name (e.g. Europe/Moscow).", params={"value": value}
+            gettext_lazy("%(value)s is not a time zone name (e.g. Europe/Moscow)."),
+            params={"value": value},
         )
 
 
 def validate_language(value: str) -> None:
     if value and value not in {code for code, _name in settings.LANGUAGES}:
         raise ValidationError(
-            "%(value)s is not one of the site's languages.", params={"value": value}
+            gettext_lazy("%(value)s is not one of the site's languages."), params={"value": value}
         )
 
 
@@ -80,6 +84,15 @@ class ChatPreference(models.Model):
 
     def __str__(self) -> str:
         return str(self.chat_id)
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        super().save(*args, **kwargs)
+        languages.forget_chat(self.chat_id)
+
+    def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
+        result = super().delete(*args, **kwargs)
+        languages.forget_chat(self.chat_id)
+        return result
 
 
 def chat_zone(chat_id: int) -> zoneinfo.ZoneInfo:

@@ -13,6 +13,10 @@ Each notice is one ``send_once`` per admin (``telegram_bot.delivery``):
 A feature that links its notices (support maps them to tickets, join requests edit them later)
 passes ``on_sent``: a job queued with the admin's chat and message id when a retried notice
 finally arrives, so the late copy is linked like the others.
+
+A notice given as a function (``text=lambda: _("...")``) is written for each admin in that
+admin's language (``telegram_bot.languages``), not in the language of the update that caused
+it; its buttons too, when their labels are lazy translations.
 """
 
 from __future__ import annotations
@@ -20,9 +24,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from django.utils import translation
+
+from telegram_bot import languages
 from telegram_bot.admins import admin_ids
 from telegram_bot.bot import get_client
 from telegram_bot.client import TelegramClient, clip
@@ -32,6 +40,7 @@ from telegram_bot.jobs.registry import job_handlers
 from telegram_bot.jobs.services import job_enqueue, job_retry_later
 from telegram_bot.models import BlockedChat, DeliveryFailure
 from telegram_bot.redaction import redact
+from telegram_bot.state import get_store
 
 if TYPE_CHECKING:
     from telegram_bot.jobs.runner import JobRun
@@ -66,7 +75,7 @@ class NotifyReport:
 
 
 def notify_admins(
-    text: str,
+    text: str | Callable[[], str],
     *,
     purpose: str,
     reply_markup: dict[str, Any] | None = None,
@@ -76,7 +85,6 @@ def notify_admins(
     """Send ``text`` to every admin; return who got it, who did not (and whose notice a job
     retries), and who was skipped."""
     client = client or get_client()
-    text = clip(text)
     report = NotifyReport()
     recipients = admin_ids()
     blocked = set(
@@ -87,10 +95,17 @@ def notify_admins(
             report.skipped.append(admin_id)
             continue
         try:
-            _Notice(admin_id, text, purpose, reply_markup, on_sent).deliver(client, report)
+            with translation.override(_admin_language(admin_id)):
+                body = clip(text() if callable(text) else text)
+                markup = languages.plain(reply_markup)
+            _Notice(admin_id, body, purpose, markup, on_sent).deliver(client, report)
         except Exception:  # a bug, or the database gone, for one admin stops no other
             log.exception("notifying admin %s failed (%s)", admin_id, purpose)
     return report
+
+
+def _admin_language(admin_id: int) -> str:
+    return languages.recipient_language(get_store(), user_id=admin_id)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from telegram_bot import languages
 from telegram_bot.state import KVStore, open_store
 from tests.fakes.telegram import FakeTelegramServer
 
@@ -59,6 +60,15 @@ def _block_network() -> Iterator[None]:
     yield
     socket.socket.connect = _real_connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _real_connect_ex  # type: ignore[method-assign]
+
+
+# --- languages ----------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _forget_languages() -> Iterator[None]:
+    """The process caches of chat and user languages outlive a test's rows and keys."""
+    languages.forget_all()
+    yield
+    languages.forget_all()
 
 
 # --- KV backends --------------------------------------------------------------------------------

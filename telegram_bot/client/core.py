@@ -16,6 +16,7 @@ import httpx
 from telegram_bot.client.files import FileStream, check_file_path
 from telegram_bot.client.methods import TelegramMethods
 from telegram_bot.errors import FileTooLargeError, TelegramApiError, TelegramRateLimitError
+from telegram_bot.languages import plain
 from telegram_bot.metrics import observe_telegram_call
 from telegram_bot.redaction import redact
 
@@ -96,7 +97,7 @@ class TelegramClient(TelegramMethods):
         multipart/form-data, the others as a JSON body. `request_timeout` overrides the client's
         timeout for this call. Raises `TelegramApiError` (or `TelegramRateLimitError`).
         """
-        params = {key: value for key, value in params.items() if value is not None}
+        params = {key: plain(value) for key, value in params.items() if value is not None}
         failure: Exception | None = None
         try:
             response = self._http.post(

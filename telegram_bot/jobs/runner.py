@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.registry import job_handlers
@@ -259,7 +260,19 @@ def _lost(job: Job, owner: str) -> str:
 def _notify_failure(job: Job, error: str) -> None:
     if job.kind == ADMIN_NOTICE_JOB:
         return  # recorded as a delivery failure; a notice about a lost notice could loop
-    text = f"Job {job.kind} #{job.pk} failed after {job.attempts} attempt(s).\n{error[:500]}"
+
+    def text() -> str:
+        return (
+            ngettext(
+                "Job %(kind)s #%(id)s failed after %(count)d attempt.",
+                "Job %(kind)s #%(id)s failed after %(count)d attempts.",
+                job.attempts,
+            )
+            % {"kind": job.kind, "id": job.pk, "count": job.attempts}
+            + "\n"
+            + error[:500]
+        )
+
     try:
         notify_admins(text, purpose="job_failed")
     except Exception:  # notifying must not turn a recorded failure into a crash

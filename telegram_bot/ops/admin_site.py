@@ -19,6 +19,7 @@ from django.contrib.admin.apps import AdminConfig
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.urls import URLPattern, URLResolver, path, reverse
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy
 
 from telegram_bot.overview import overview_cards
@@ -29,7 +30,7 @@ class OperationsView:
     route: str
     view: Callable[..., HttpResponse]
     name: str
-    title: str
+    title: str | Promise
     permissions: tuple[str, ...]
 
     def allows(self, request: HttpRequest) -> bool:
@@ -44,7 +45,7 @@ def register_view(
     view: Callable[..., HttpResponse],
     *,
     name: str,
-    title: str,
+    title: str | Promise,
     permissions: tuple[str, ...],
 ) -> None:
     """Add a page at ``/admin/<route>`` for staff users holding any one of ``permissions``
@@ -73,8 +74,8 @@ def _permission_required(entry: OperationsView) -> Callable[..., HttpResponse]:
 
 
 class OperatorsAdminSite(admin.AdminSite):
-    site_header = "Community bot administration"
-    site_title = "Community bot"
+    site_header = gettext_lazy("Community bot administration")
+    site_title = gettext_lazy("Community bot")
     index_title = gettext_lazy("Overview")
 
     def get_urls(self) -> list[URLResolver | URLPattern]:

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from telegram_bot.audit import audit_step
@@ -47,9 +48,9 @@ def dead_letter_list(request: HttpRequest) -> HttpResponse:
     except (InvalidValueError, InvalidKeyError):
         # Not a cursor this page ever gave out (outside dlq:, malformed): refused, never
         # followed into another key family.
-        return HttpResponseBadRequest("That page link is not valid.", content_type="text/plain")
+        return HttpResponseBadRequest(_("That page link is not valid."), content_type="text/plain")
     except StateError:
-        messages.error(request, "That page link is not valid any more; showing the first page.")
+        messages.error(request, _("That page link is not valid any more; showing the first page."))
         letters, next_cursor = dead_letters().page(None, PAGE_SIZE)
     rows = [
         {
@@ -63,11 +64,11 @@ def dead_letter_list(request: HttpRequest) -> HttpResponse:
         for letter in letters
     ]
     context = {
-        "title": "Dead letters",
+        "title": _("Dead letters"),
         "rows": rows,
         "next_cursor": next_cursor,
         "has_permission": True,
-        "site_header": "Community bot administration",
+        "site_header": _("Community bot administration"),
     }
     return render(request, "admin/dead_letters.html", context)
 
@@ -77,24 +78,37 @@ def dead_letter_list(request: HttpRequest) -> HttpResponse:
 def dead_letter_replay(request: HttpRequest, update_id: int) -> HttpResponse:
     letter = dead_letters().get(update_id)
     if letter is None:
-        messages.error(request, f"Dead letter {update_id} is gone (replayed, dropped or expired).")
+        messages.error(
+            request,
+            _("Dead letter %(id)s is gone (replayed, dropped or expired).") % {"id": update_id},
+        )
         return _back()
     with _audited(request, "dead_letter.replay", update_id) as step:
         outcome = process_update(letter.update, replay=True)
         if outcome == Outcome.PROCESSED:
             dead_letters().drop(update_id)
-            messages.success(request, f"Update {update_id} replayed: {outcome.value}.")
+            messages.success(
+                request,
+                _("Update %(id)s replayed: %(outcome)s.")
+                % {"id": update_id, "outcome": outcome.value},
+            )
         elif outcome == Outcome.DEAD_LETTER:
             again = dead_letters().get(update_id)
-            error = again.error_class if again else "an error"
+            error = again.error_class if again else _("an error")
             step.failed(f"failed again with {error}")
-            messages.error(request, f"Update {update_id} failed again with {error}; it stays here.")
+            messages.error(
+                request,
+                _("Update %(id)s failed again with %(error)s; it stays here.")
+                % {"id": update_id, "error": error},
+            )
         else:
             # Ignored (chat no longer allowed, no route), refused, in progress, unavailable:
             # the update was not handled, so the letter stays for the operator to decide.
             step.refused(f"not handled ({outcome.value})")
             messages.error(
-                request, f"Update {update_id} was not handled ({outcome.value}); it stays here."
+                request,
+                _("Update %(id)s was not handled (%(outcome)s); it stays here.")
+                % {"id": update_id, "outcome": outcome.value},
             )
     return _back()
 
@@ -104,7 +118,7 @@ def dead_letter_replay(request: HttpRequest, update_id: int) -> HttpResponse:
 def dead_letter_drop(request: HttpRequest, update_id: int) -> HttpResponse:
     with _audited(request, "dead_letter.drop", update_id):
         dead_letters().drop(update_id)
-    messages.success(request, f"Dead letter {update_id} dropped.")
+    messages.success(request, _("Dead letter %(id)s dropped.") % {"id": update_id})
     return _back()
 
 

@@ -17,7 +17,9 @@ from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
+from django.utils import translation
 
+from telegram_bot import languages
 from telegram_bot.admins import Role
 from telegram_bot.bot import get_client
 from telegram_bot.errors import StateError, StateUnavailableError, TelegramApiError
@@ -75,7 +77,9 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
     if isinstance(claim, Outcome):
         return claim
     try:
-        outcome, marked = _handle(store, update, replay=replay, legacy_done=legacy_done)
+        # Every text of the update is in the sender's language (telegram_bot.languages).
+        with translation.override(languages.for_update(store, update)):
+            outcome, marked = _handle(store, update, replay=replay, legacy_done=legacy_done)
     except UNAVAILABLE_ERRORS as exc:
         log.warning(
             "update %s: state unavailable while handling: %s", update.update_id, redact(str(exc))

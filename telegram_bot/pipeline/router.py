@@ -20,6 +20,8 @@ from importlib import import_module
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from django.utils.functional import Promise
+
 from telegram_bot.admins import Role
 from telegram_bot.features import handler_modules
 from telegram_bot.updates import Update
@@ -42,7 +44,7 @@ class Route:
     chat_types: frozenset[str] | None = None
     role: Role = Role.USER
     expensive: bool = False
-    help: str = ""
+    help: str | Promise = ""
     workflow: str | None = None
 
     @classmethod
@@ -51,7 +53,7 @@ class Route:
         name: str,
         handler: Handler,
         *,
-        help: str = "",
+        help: str | Promise = "",
         role: Role = Role.USER,
         chat_types: tuple[str, ...] | None = None,
         expensive: bool = False,
@@ -139,7 +141,7 @@ class Observer:
 class PanelEntry:
     """A button of the /panel menu; ``callback_data`` must be routed by the same app."""
 
-    title: str
+    title: str | Promise
     callback_data: str
     order: int = 100
     role: Role = Role.ADMIN

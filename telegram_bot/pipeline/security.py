@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from django.conf import settings
+from django.utils.translation import gettext_lazy
 
 from telegram_bot.admins import Role, role_of
 from telegram_bot.bot import bot_username
@@ -65,9 +66,9 @@ class Refusal:
 
 
 REFUSAL_TEXTS = {
-    "rate": "Too many requests. Please wait a minute.",
-    "role": "This is for admins only.",
-    "expensive": "Please wait a minute before using this again.",
+    "rate": gettext_lazy("Too many requests. Please wait a minute."),
+    "role": gettext_lazy("This is for admins only."),
+    "expensive": gettext_lazy("Please wait a minute before using this again."),
 }
 
 
@@ -90,11 +91,11 @@ def check(
     if not addressed_to_us(update):
         return Refusal("addressee", sender)
     if not replay and over_rate_limit(store, update, sender):
-        return Refusal("rate", sender, REFUSAL_TEXTS["rate"])
+        return Refusal("rate", sender, str(REFUSAL_TEXTS["rate"]))
     if role > Role.USER and sender.role < role:
-        return Refusal("role", sender, REFUSAL_TEXTS["role"])
+        return Refusal("role", sender, str(REFUSAL_TEXTS["role"]))
     if expensive and not replay and over_expensive_limit(store, sender):
-        return Refusal("expensive", sender, REFUSAL_TEXTS["expensive"])
+        return Refusal("expensive", sender, str(REFUSAL_TEXTS["expensive"]))
     return sender
 
 

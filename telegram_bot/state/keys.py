@@ -19,6 +19,7 @@ FAMILIES: dict[str, str] = {
     "upd": "update ids being processed (claim) or done (kept 24 h)",
     "dlq": "dead letters: updates whose handler raised (retention, default 7 days)",
     "lock": "short locks and leases",
+    "lang": "a user's language (lang:<user id>), remembered for texts sent later, 180 days",
     "live": "process liveness: live:<process id>, refreshed by a heartbeat thread (10 s TTL)",
 }
 CORE_FAMILIES = frozenset(FAMILIES)

@@ -1,0 +1,146 @@
+"""Which language the bot answers in: the user's Telegram ``language_code`` when it is one of
+``LANGUAGES`` (``ru-RU`` counts as ``ru``), else the chat's preference (``ChatPreference``),
+else ``LANGUAGE_CODE``.
+
+The pipeline activates it around each update (``for_update``). A chat's preference is cached in
+the process for ``CHAT_CACHE_SECONDS`` so that group chatter costs no query per message (a
+change made in the admin site is seen at once by the process that saved it, by the others
+within the minute). Texts sent later (jobs) use ``recipient_language``: the language the user
+last wrote to the bot with (``lang:<user id>``, remembered from private chats, button presses
+and join requests, written when it changes and at most daily, kept ``REMEMBER_DAYS``), else
+the chat's, else the default.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+from django.conf import settings
+from django.utils import translation
+from django.utils.functional import Promise
+
+from telegram_bot.state import KVStore
+from telegram_bot.updates import Update
+
+CHAT_CACHE_SECONDS = 60.0
+CACHE_LIMIT = 10_000
+REMEMBER_DAYS = 180
+_chat_cache: dict[int, tuple[float, str]] = {}
+# What this process last stored under lang:<user id>, and when: it writes on a change, and
+# once a day to push the expiry on.
+_remembered: dict[int, tuple[float, str]] = {}
+
+
+def supported(code: str | None) -> str | None:
+    """The site language ``code`` names (``ru``, ``ru-RU``, ``RU_ru`` -> ``ru``), or None."""
+    if not code:
+        return None
+    return _supported(code, tuple(language for language, _name in settings.LANGUAGES))
+
+
+@functools.lru_cache(maxsize=256)
+def _supported(code: str, codes: tuple[str, ...]) -> str | None:
+    # Cached: every update asks, with a handful of distinct codes.
+    code = code.strip().lower().replace("_", "-")
+    if code in codes:
+        return code
+    base = code.split("-", 1)[0]
+    return base if base in codes else None
+
+
+def default_language() -> str:
+    return settings.LANGUAGE_CODE
+
+
+def operators_language() -> translation.override:
+    """For texts every admin shares (one stored copy, edited for all): ``LANGUAGE_CODE``."""
+    return translation.override(default_language())
+
+
+def chat_language(chat_id: int) -> str:
+    """The chat's language (its ChatPreference, else ``LANGUAGE_CODE``), cached a minute."""
+    now = time.monotonic()
+    cached = _chat_cache.get(chat_id)
+    if cached is not None and cached[0] > now:
+        language = cached[1]
+    else:
+        from telegram_bot.models import ChatPreference
+
+        language = (
+            ChatPreference.objects.filter(chat_id=chat_id)
+            .values_list("language", flat=True)
+            .first()
+        ) or ""
+        if len(_chat_cache) >= CACHE_LIMIT:
+            _chat_cache.clear()
+        _chat_cache[chat_id] = (now + CHAT_CACHE_SECONDS, language)
+    return supported(language) or default_language()
+
+
+def forget_chat(chat_id: int) -> None:
+    """Drop the cached preference (the chat's preference was saved or deleted)."""
+    _chat_cache.pop(chat_id, None)
+
+
+def for_update(store: KVStore, update: Update) -> str:
+    """The language to answer ``update`` in; remembers the user's for later sends (not for
+    group messages: a private chat, a button or a join request comes first anyway)."""
+    user = update.user
+    language = supported(user.language_code) if user is not None else None
+    if language is not None and user is not None:
+        if not (update.type == "message" and update.chat_type in ("group", "supergroup")):
+            remember(store, user.id, language)
+        return language
+    if update.chat_id is not None and update.chat_type != "private":
+        return chat_language(update.chat_id)
+    return default_language()
+
+
+def remember(store: KVStore, user_id: int, language: str) -> None:
+    now = time.monotonic()
+    written = _remembered.get(user_id)
+    if written is not None and written[1] == language and now - written[0] < 24 * 3600:
+        return
+    store.set(_key(user_id), language, REMEMBER_DAYS * 24 * 3600 * 1000)
+    if len(_remembered) >= CACHE_LIMIT:
+        _remembered.clear()
+    _remembered[user_id] = (now, language)
+
+
+def recipient_language(
+    store: KVStore, *, user_id: int | None = None, chat_id: int | None = None
+) -> str:
+    """The language for a text sent later to ``user_id`` (the one they last wrote with) or to
+    ``chat_id`` (its preference); else ``LANGUAGE_CODE``."""
+    if user_id is not None:
+        stored = store.get(_key(user_id))
+        known = supported(stored) if isinstance(stored, str) else None
+        if known is not None:
+            return known
+    if chat_id is not None and chat_id != user_id:
+        return chat_language(chat_id)
+    return default_language()
+
+
+def plain(value: Any) -> Any:
+    """``value`` with lazy translations (a button label declared at import time) turned into
+    the text they are in the active language (dicts and lists walked)."""
+    if isinstance(value, Promise):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
+
+
+def forget_all() -> None:
+    """Empty the process caches (tests: rows and keys vanish with each test)."""
+    _chat_cache.clear()
+    _remembered.clear()
+
+
+def _key(user_id: int) -> str:
+    return f"lang:{user_id}"

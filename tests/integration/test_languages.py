@@ -1,0 +1,202 @@
+# ruff: noqa: RUF001 - Russian texts have Cyrillic letters that look like Latin ones
+"""The bot answers in the user's language (Telegram's ``language_code``), else the chat's
+(``ChatPreference``), else ``LANGUAGE_CODE``; texts sent later reach the recipient in theirs;
+the admin site follows the browser. End to end through the webhook and the fake Bot API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from support.models import Ticket
+from telegram_bot import languages
+from telegram_bot.models import ChatPreference
+from telegram_bot.pipeline.process import process_update
+from telegram_bot.state import get_store
+from tests.builders import make_message_update
+from tests.community.members_helpers import GROUP as MEMBERS_GROUP
+from tests.community.members_helpers import join_update, make_policy, processed, sent_to
+from tests.conftest import OWNER_ID
+from tests.fakes.telegram import FakeTelegramServer
+from tests.moderation.helpers import GROUP, answers, command, describe_group, member_message
+from tests.support.helpers import USER, last_message_id, message, reply_to, texts
+
+pytestmark = pytest.mark.django_db
+
+
+def speaking(update: dict[str, Any], code: str | None) -> dict[str, Any]:
+    """``update`` with its sender's ``language_code`` set to ``code`` (removed for None)."""
+    for part in ("message", "callback_query", "chat_member", "chat_join_request"):
+        if part in update:
+            users = [update[part]["from"]]
+            if part == "chat_member":
+                users.append(update[part]["new_chat_member"]["user"])
+            for user in users:
+                user.pop("language_code", None)
+                if code is not None:
+                    user["language_code"] = code
+    return update
+
+
+@pytest.mark.parametrize(
+    ("code", "greeting"),
+    [
+        ("ru", "Здравствуйте! Я помогаю этому сообществу"),
+        ("ru-RU", "Здравствуйте! Я помогаю этому сообществу"),
+        ("en", "Hello! I run this community"),
+        ("en-GB", "Hello! I run this community"),
+        ("uk", "Hello! I run this community"),  # not a site language: the default
+        (None, "Hello! I run this community"),
+    ],
+)
+def test_start_answers_in_the_users_language(
+    bot: FakeTelegramServer, post_update: Any, code: str | None, greeting: str
+) -> None:
+    post_update(speaking(message("/start"), code))
+    [text] = texts(bot, USER)
+    assert text.startswith(greeting)
+
+
+def test_the_default_language_is_the_setting(
+    bot: FakeTelegramServer, post_update: Any, settings: Any
+) -> None:
+    settings.LANGUAGE_CODE = "ru"
+    post_update(speaking(message("/start"), "uk"))
+    assert texts(bot, USER)[0].startswith("Здравствуйте!")
+
+
+def test_a_support_reply_reaches_the_user_in_the_users_language(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """The admin writes in English; the Russian user reads the ticket mark in Russian, the
+    admin reads the report in English."""
+    post_update(speaking(message("/support заказ не пришёл"), "ru"))
+    assert texts(bot, USER)[-1].startswith("Обращение #1 открыто. Поддержка ответит здесь.")
+    notice = last_message_id(bot, OWNER_ID, "#1")
+    assert texts(bot, OWNER_ID)[-1].startswith("New ticket #1 from")  # the admin: default
+    post_update(speaking(reply_to(notice, "It ships tomorrow.", user_id=OWNER_ID), "en"))
+    assert texts(bot, USER)[-1] == "Поддержка · обращение #1\n\nIt ships tomorrow."
+    assert texts(bot, OWNER_ID)[-1] == "Sent to the user of ticket #1."
+
+
+def test_an_admin_reads_notices_in_their_own_language(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """The owner wrote to the bot in Russian once: the notice of an English user's ticket,
+    sent while handling that user's update, is in Russian for the owner."""
+    post_update(speaking(message("/start", user_id=OWNER_ID), "ru"))
+    post_update(speaking(message("/support where is my order"), "en"))
+    assert texts(bot, USER)[-1].startswith("Ticket #1 opened.")
+    notice = texts(bot, OWNER_ID)[-1]
+    assert notice.startswith("Новое обращение #1 от")
+    [markup] = [
+        call.params["reply_markup"]
+        for call in bot.calls_to("sendMessage")
+        if call.params["chat_id"] == OWNER_ID and "reply_markup" in call.params
+    ]
+    labels = [button["text"] for row in markup["inline_keyboard"] for button in row]
+    assert labels == ["Ответить", "Решено"]
+
+
+def test_a_reply_from_the_admin_site_is_in_the_users_language(
+    bot: FakeTelegramServer, post_update: Any, admin_client: Client
+) -> None:
+    post_update(speaking(message("/support посылка потерялась"), "ru"))
+    ticket = Ticket.objects.get()
+    page = admin_client.get(f"/admin/support/ticket/{ticket.pk}/change/").content.decode()
+    token = page.split('id="reply-form"', 1)[1].split('name="form_token" value="', 1)[1][:36]
+    response = admin_client.post(
+        f"/admin/support/ticket/{ticket.pk}/reply/",
+        {"text": "Nous la cherchons.", "form_token": token},
+        follow=True,
+        HTTP_ACCEPT_LANGUAGE="en",
+    )
+    assert "Reply sent to the user of ticket #1." in response.content.decode()
+    assert texts(bot, USER)[-1] == "Поддержка · обращение #1\n\nNous la cherchons."
+
+
+def test_a_moderation_warning_in_russian_and_in_english(bot: FakeTelegramServer) -> None:
+    describe_group(bot)
+    process_update(speaking(command("/warn spam", reply_to=member_message()), "ru"))
+    process_update(speaking(command("/warn", reply_to=member_message()), "en"))
+    assert answers(bot) == [
+        "Mallory получает предупреждение (1/3): spam",
+        "Mallory is warned (2/3).",
+    ]
+
+
+def test_a_user_without_a_language_gets_the_chats(bot: FakeTelegramServer) -> None:
+    describe_group(bot)
+    ChatPreference.objects.create(chat_id=GROUP, language="ru")
+    process_update(speaking(command("/warn", reply_to=member_message()), None))
+    # A user's own language wins over the chat's.
+    process_update(speaking(command("/warn", reply_to=member_message()), "en"))
+    assert answers(bot) == ["Mallory получает предупреждение (1/3).", "Mallory is warned (2/3)."]
+
+
+def test_a_changed_chat_language_is_seen_at_once(bot: FakeTelegramServer) -> None:
+    describe_group(bot)
+    preference = ChatPreference.objects.create(chat_id=GROUP, language="ru")
+    process_update(speaking(command("/warns", reply_to=member_message()), None))
+    preference.language = ""
+    preference.save()
+    process_update(speaking(command("/warns", reply_to=member_message()), None))
+    assert answers(bot) == ["У Mallory нет предупреждений.", "Mallory has no warnings."]
+
+
+def test_group_messages_do_not_look_the_chat_language_up_each_time(
+    bot: FakeTelegramServer,
+) -> None:
+    ChatPreference.objects.create(chat_id=GROUP, language="ru")
+    with CaptureQueriesContext(connection) as queries:
+        for number in range(5):
+            update = make_message_update(f"hello {number}", chat_id=GROUP, user_id=7000 + number)
+            process_update(speaking(update, None))
+    lookups = [q for q in queries.captured_queries if "chatpreference" in q["sql"].lower()]
+    assert len(lookups) == 1
+
+
+def test_the_captcha_is_in_the_new_members_language(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    make_policy(captcha_enabled=True, captcha_seconds=120)
+    assert processed(post_update, speaking(join_update(3001), "ru")) == "processed"
+    assert processed(post_update, speaking(join_update(3002, first_name="Bob"), "en")) == (
+        "processed"
+    )
+    russian, english = sent_to(bot, MEMBERS_GROUP)
+    assert "добро пожаловать! Чтобы писать здесь, нажмите" in russian
+    assert "в течение 120 секунд" in russian
+    assert "welcome! To write here, press" in english and "within 120 seconds" in english
+
+
+def test_the_admin_site_follows_the_browser(admin_client: Client) -> None:
+    russian = admin_client.get("/admin/dead-letters/", HTTP_ACCEPT_LANGUAGE="ru").content
+    english = admin_client.get("/admin/dead-letters/", HTTP_ACCEPT_LANGUAGE="en").content
+    assert "Необработанных обновлений нет." in russian.decode()
+    assert "Администрирование бота сообщества" in russian.decode()
+    assert "No dead letters." in english.decode()
+    assert "Community bot administration" in english.decode()
+
+
+@pytest.mark.parametrize(
+    ("code", "language"),
+    [("ru", "ru"), ("RU", "ru"), ("ru-RU", "ru"), ("ru_RU", "ru"), ("en-US", "en"), ("uk", None)],
+)
+def test_supported(code: str, language: str | None) -> None:
+    assert languages.supported(code) == language
+
+
+def test_texts_sent_later_use_the_language_the_user_last_wrote_with(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    store = get_store()
+    assert languages.recipient_language(store, user_id=USER) == "en"
+    post_update(speaking(message("/help"), "ru"))
+    assert languages.recipient_language(store, user_id=USER) == "ru"
+    post_update(speaking(message("/help"), "en-US"))
+    assert languages.recipient_language(store, user_id=USER) == "en"

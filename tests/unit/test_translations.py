@@ -1,0 +1,99 @@
+"""The catalogues: every message has its Russian translation, the compiled catalogue is the
+current one, and no text the bot sends is left out of gettext."""
+
+from __future__ import annotations
+
+import ast
+import gettext
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+
+ROOT = Path(settings.BASE_DIR)
+PO = ROOT / "locale" / "ru" / "LC_MESSAGES" / "django.po"
+MO = PO.with_suffix(".mo")
+PLACEHOLDER = re.compile(r"%\((\w+)\)[sdr]|\{\w*\}")
+
+
+@dataclass
+class Entry:
+    msgid: str = ""
+    plural: str | None = None
+    context: str | None = None
+    strings: dict[int, str] = field(default_factory=dict)
+    fuzzy: bool = False
+
+
+def read_po(path: Path) -> list[Entry]:
+    """The entries of a .po file (the header, msgid "", left out)."""
+    entries: list[Entry] = []
+    entry, target = Entry(), None
+    for line in [*path.read_text(encoding="utf-8").splitlines(), ""]:
+        if not line.strip():
+            if target is not None and entry.msgid:
+                entries.append(entry)
+            entry, target = Entry(), None
+        elif line.startswith("#,"):
+            entry.fuzzy = "fuzzy" in line
+        elif line.startswith("#"):
+            continue
+        elif line.startswith('"'):
+            _append(entry, target, ast.literal_eval(line))
+        else:
+            keyword, _, text = line.partition(" ")
+            target = keyword
+            if keyword.startswith("msgstr"):
+                index = int(keyword[7:-1]) if "[" in keyword else 0
+                target = f"msgstr:{index}"
+                entry.strings[index] = ""
+            _append(entry, target, ast.literal_eval(text))
+    return entries
+
+
+def _append(entry: Entry, target: str | None, text: str) -> None:
+    if target == "msgid":
+        entry.msgid += text
+    elif target == "msgid_plural":
+        entry.plural = (entry.plural or "") + text
+    elif target == "msgctxt":
+        entry.context = (entry.context or "") + text
+    elif target is not None and target.startswith("msgstr:"):
+        index = int(target[7:])
+        entry.strings[index] += text
+
+
+def test_every_message_has_a_russian_translation() -> None:
+    entries = read_po(PO)
+    assert len(entries) > 100
+    untranslated = [e.msgid for e in entries if e.fuzzy or not all(e.strings.values())]
+    assert untranslated == [], f"{len(untranslated)} messages without Russian: {untranslated[:20]}"
+    plural = [e.msgid for e in entries if e.plural is not None and len(e.strings) < 3]
+    assert plural == [], f"plural messages without the Russian forms: {plural}"
+
+
+def test_translations_keep_the_placeholders() -> None:
+    wrong = []
+    for entry in read_po(PO):
+        wanted = set(PLACEHOLDER.findall(entry.msgid + (entry.plural or "")))
+        for text in entry.strings.values():
+            # A plural form may leave the count out ("one ticket" is "один тикет").
+            if not set(PLACEHOLDER.findall(text)) <= wanted or (
+                entry.plural is None and set(PLACEHOLDER.findall(text)) != wanted
+            ):
+                wrong.append((entry.msgid, text))
+    assert wrong == []
+
+
+def test_the_compiled_catalogue_is_the_current_one() -> None:
+    """``manage.py compilemessages`` ran after the last change of the .po file."""
+    with MO.open("rb") as handle:
+        compiled = gettext.GNUTranslations(handle)
+    for entry in read_po(PO):
+        key = entry.msgid if entry.context is None else f"{entry.context}\x04{entry.msgid}"
+        if entry.plural is None:
+            assert compiled.gettext(key) == entry.strings[0], entry.msgid
+        else:
+            for index, text in entry.strings.items():
+                assert compiled._catalog[(key, index)] == text, entry.msgid  # type: ignore[attr-defined]
