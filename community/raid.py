@@ -76,9 +76,9 @@ def join_counted(policy: MemberPolicy, event: MemberEvent, store: MemberStore) -
             "window": policy.raid_window_seconds,
         }
         if policy.raid_mode != REQUESTS:
-            then = _(
-                "Every new member must pass the captcha for the next %(minutes)s minutes."
-            ) % {"minutes": minutes}
+            then = _("Every new member must pass the captcha for the next %(minutes)s minutes.") % {
+                "minutes": minutes
+            }
         elif link:
             then = _(
                 "Only join requests are accepted for the next %(minutes)s minutes: members who "
