@@ -16,3 +16,11 @@ class CommunityConfig(features.FeatureConfig):
         "join counters and strict mode, the last welcome",
         "cap": "captcha challenges by token (who, the right button, the outcome), 2 days",
     }
+
+    def ready(self) -> None:
+        super().ready()
+        from community.insights import growth
+        from telegram_bot import insights
+
+        # The statistics dashboard shows growth next to activity without importing this app.
+        insights.offer("community.growth", growth)

@@ -294,7 +294,9 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
-TIME_ZONE = "UTC"
+# The default time zone of a chat (its days and hours in the statistics); a chat may have its
+# own (ChatPreference).
+TIME_ZONE = env.time_zone("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 

@@ -17,7 +17,7 @@ from stats.models import (
     StatsSettings,
     ViolationRule,
 )
-from stats.views import stats_dashboard, stats_export_csv
+from stats.views import stats_dashboard, stats_export_csv, stats_export_daily_csv
 from telegram_bot.ops.admin_site import register_view
 
 register_view(
@@ -29,6 +29,13 @@ register_view(
 )
 register_view(
     "stats/export.csv", stats_export_csv, name="stats-export", title="", permissions=(PERMISSION,)
+)
+register_view(
+    "stats/daily.csv",
+    stats_export_daily_csv,
+    name="stats-export-daily",
+    title="",
+    permissions=(PERMISSION,),
 )
 
 

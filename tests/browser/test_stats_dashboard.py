@@ -96,7 +96,7 @@ def test_the_dashboard_shows_the_counted_numbers(
 
     href = page.get_attribute("#csv-export", "href")
     exported = page.request.get(f"{live_server.url}{href}")
-    table = list(csv.DictReader(io.StringIO(exported.text())))
+    table = list(csv.DictReader(io.StringIO(exported.body().decode("utf-8-sig"))))
     assert {int(r["user_id"]): (int(r["messages"]), int(r["words"])) for r in table} == {
         user_id: (counts["messages"], counts["words"]) for user_id, counts in members.items()
     }
