@@ -595,17 +595,19 @@ def member_names(
 
 def known_chats(store: KVStore) -> list[tuple[int, str]]:
     """Chats with statistics (or allowed in settings), with their titles where known, the
-    most active first (messages over the last 30 stored days)."""
-    ids = set(DailyUserStat.objects.values_list("chat_id", flat=True).distinct())
+    most active first (messages over the last 7 stored days). Bounded: the coverage table has
+    a few rows a day per chat, and the week's rows are a week's."""
+    ids = set(DailyCoverage.objects.values_list("chat_id", flat=True).distinct())
     ids |= set(StatsChat.objects.values_list("chat_id", flat=True))
     ids |= {chat_id for chat_id in settings.ALLOWED_CHAT_IDS if chat_id < 0}
     titles = dict(StatsChat.objects.values_list("chat_id", "title"))
     recent = dict(
-        DailyUserStat.objects.filter(day__gte=utc_today() - timedelta(days=29))
+        DailyUserStat.objects.filter(day__gte=utc_today() - timedelta(days=6))
         .values("chat_id")
         .annotate(n=Sum("message_count"))
         .values_list("chat_id", "n")
     )
+    ids |= set(recent)
     chats = []
     for chat_id in sorted(ids, key=lambda c: (-(recent.get(c) or 0), c)):
         title = titles.get(chat_id) or ""
