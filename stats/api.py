@@ -207,7 +207,7 @@ def daily(request: object, query: Query[RangeQuery]) -> list[DayOut]:
 
 @router.get("/members", response=list[MemberOut], summary="Members over the range, one page")
 def members(request: object, query: Query[MembersQuery]) -> list[MemberOut]:
-    built = _report(query)
+    built = _report(query, series=False)
     page = built.member_page(query.limit, offset=query.offset, order=query.order)
     return [member_out(m) for m in member_names(built.chat_id, page.members, get_store())]
 
@@ -306,10 +306,14 @@ def coverage_out(day: DayView) -> CoverageOut:
     )
 
 
-def _report(query: RangeQuery) -> Report:
+def _report(query: RangeQuery, *, series: bool = True) -> Report:
     try:
         return stats_report(
-            chat_id=query.chat_id, start=query.start, end=query.end, store=get_store()
+            chat_id=query.chat_id,
+            start=query.start,
+            end=query.end,
+            store=get_store(),
+            series=series,
         )
     except ValueError as exc:
         raise HttpError(422, str(exc)) from None

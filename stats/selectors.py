@@ -337,9 +337,11 @@ def stats_report(
     store: KVStore,
     today: date | None = None,
     zone: tzinfo | None = None,
+    series: bool = True,
 ) -> Report:
     """Every day of ``start``..``end`` (at most today) for one chat, in the chat's zone
-    (module docstring). ``today`` is the chat's today (default: now in its zone)."""
+    (module docstring). ``today`` is the chat's today (default: now in its zone). Without
+    ``series`` the days are not summed (``days`` is empty): enough for a members page."""
     check_chat_id(chat_id)
     zone = zone or chat_zone(chat_id)
     today = today or chat_today(zone)
@@ -354,8 +356,8 @@ def stats_report(
     parts = aggregates.range_parts(splits, start, end)
     splits = {day: split for day, split in splits.items() if day in parts.parts}
     coverage = _coverage(chat_id, parts)
-    sums = aggregates.stored_days(chat_id, splits)
-    straddling = aggregates.straddlers(chat_id, splits)
+    sums = aggregates.stored_days(chat_id, splits) if series else {}
+    straddling = aggregates.straddlers(chat_id, splits) if series else {}
     oldest_kv = kv_oldest_day(stored_today)
     repairs: dict[tuple[date, int], tuple[dict[str, int], dict[str, int]]] = {}
     stored = {
@@ -372,6 +374,8 @@ def stats_report(
         for day in sorted(splits)
     }
     days, week = _local_days(start, end, splits, stored, sums, straddling, hours_of)
+    if not series:
+        days = []
     return Report(chat_id, start, end, today, zone, days, week, parts, repairs)
 
 
@@ -601,13 +605,12 @@ def known_chats(store: KVStore) -> list[tuple[int, str]]:
     ids |= set(StatsChat.objects.values_list("chat_id", flat=True))
     ids |= {chat_id for chat_id in settings.ALLOWED_CHAT_IDS if chat_id < 0}
     titles = dict(StatsChat.objects.values_list("chat_id", "title"))
-    recent = dict(
-        DailyUserStat.objects.filter(day__gte=utc_today() - timedelta(days=6))
+    recent = dict(  # per chat an index range (chat_id, day), not the whole table
+        DailyUserStat.objects.filter(chat_id__in=ids, day__gte=utc_today() - timedelta(days=6))
         .values("chat_id")
         .annotate(n=Sum("message_count"))
         .values_list("chat_id", "n")
     )
-    ids |= set(recent)
     chats = []
     for chat_id in sorted(ids, key=lambda c: (-(recent.get(c) or 0), c)):
         title = titles.get(chat_id) or ""

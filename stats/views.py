@@ -113,7 +113,7 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
 @require_GET
 def stats_export_csv(request: HttpRequest) -> HttpResponse:
     """The members table of the dashboard's chat and range, as CSV."""
-    checked = _export_request(request)
+    checked = _export_request(request, series=False)
     if isinstance(checked, HttpResponse):
         return checked
     chat_id, report = checked
@@ -152,7 +152,9 @@ def stats_export_daily_csv(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def _export_request(request: HttpRequest) -> tuple[int, Report] | HttpResponse:
+def _export_request(
+    request: HttpRequest, *, series: bool = True
+) -> tuple[int, Report] | HttpResponse:
     try:
         chat_id = _chat_id(request.GET.get("chat_id"))
         if chat_id is None:
@@ -163,7 +165,13 @@ def _export_request(request: HttpRequest) -> tuple[int, Report] | HttpResponse:
     except ValueError as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
     report = stats_report(
-        chat_id=chat_id, start=start, end=end, store=get_store(), today=today, zone=zone
+        chat_id=chat_id,
+        start=start,
+        end=end,
+        store=get_store(),
+        today=today,
+        zone=zone,
+        series=series,
     )
     return chat_id, report
 
