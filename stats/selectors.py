@@ -11,7 +11,8 @@ columns). The KV store is asked with gets only, never a scan (a SCAN MATCH on Re
 whole keyspace, whatever the prefix), and only about the stored days whose counters may still
 exist (``kv_oldest_day``); no stored day after today (UTC) is read:
 
-- per such day, the failed-writes index ``stats:failed:{chat}:{day}`` (``stats.poison``); when it
+- per such day, the failed-writes index ``stats:failed:{chat}:{day}`` (``stats.poison``; all of
+  them in one ``get_many``); when it
   names users, the poison marks of its categories and the counters of exactly the columns the
   failed live writes missed, which replace the database's values of those rows (the KV
   counters hold every fact: they are committed before the database write);
@@ -48,7 +49,7 @@ from stats import aggregates, keys
 from stats.aggregates import RangeParts, Split, StoredDay
 from stats.config import counter_ttl_ms
 from stats.models import CATEGORIES, ChatUserProfile, DailyCoverage, DailyUserStat, StatsChat
-from stats.poison import failed_read, poison_read
+from stats.poison import failed_decode, poison_read
 from telegram_bot import insights
 from telegram_bot.models import chat_zone
 from telegram_bot.state import KVStore
@@ -359,6 +360,10 @@ def stats_report(
     sums = aggregates.stored_days(chat_id, splits) if series else {}
     straddling = aggregates.straddlers(chat_id, splits) if series else {}
     oldest_kv = kv_oldest_day(stored_today)
+    # The failed-writes index of every day the counters may still hold, in one round trip.
+    kv_days = [day for day in sorted(splits) if day >= oldest_kv]
+    indexes = store.get_many([keys.failed_key(chat_id, day) for day in kv_days])
+    failed = dict(zip(kv_days, indexes, strict=True))
     repairs: dict[tuple[date, int], tuple[dict[str, int], dict[str, int]]] = {}
     stored = {
         day: _stored_view(
@@ -369,10 +374,25 @@ def stats_report(
             sums=sums.setdefault(day, StoredDay(hours=[0] * 24)),
             split=splits[day],
             store=store if day >= oldest_kv else None,
+            failed=failed_decode(failed.get(day)),
             repairs=repairs,
         )
         for day in sorted(splits)
     }
+    # The KV daily totals of the days not verified, in one round trip (a stored day's total
+    # does not split: only for chats whose days are UTC days).
+    totals = [
+        day
+        for day, view in stored.items()
+        if view.source != "database"
+        and day >= oldest_kv
+        and splits[day].cut >= 24
+        and (sums[day].active or coverage.get(day) or day == stored_today)
+    ]
+    for day, total in zip(
+        totals, store.get_many([keys.activity_key(chat_id, d) for d in totals]), strict=True
+    ):
+        stored[day].live_total = total if isinstance(total, int) else None
     days, week = _local_days(start, end, splits, stored, sums, straddling, hours_of)
     if not series:
         days = []
@@ -461,6 +481,7 @@ def _stored_view(
     sums: StoredDay,
     split: Split,
     store: KVStore | None,
+    failed: dict[int, set[str]],
     repairs: dict[tuple[date, int], tuple[dict[str, int], dict[str, int]]],
 ) -> DayView:
     """One stored (UTC) day's quality, its sums repaired from the KV counters where a live
@@ -469,7 +490,6 @@ def _stored_view(
     status = messages_row.status if messages_row else "none"
     reason = messages_row.reason if messages_row else ""
     poisoned = {category for category, row in rows.items() if row.poisoned}
-    failed = failed_read(store, chat_id, day) if store is not None else {}
     failed_categories = {keys.COLUMN_CATEGORY[c] for columns in failed.values() for c in columns}
     if store is not None:
         for category in sorted(failed_categories - poisoned):  # KV-only marks (database down)
@@ -491,9 +511,6 @@ def _stored_view(
     lost: set[str] = set()
     if store is not None:
         lost = _repair(store, chat_id, day, failed, sums, split, repairs)
-        if sums.active or rows or day == today:
-            total = store.get(keys.activity_key(chat_id, day))
-            view.live_total = total if isinstance(total, int) and split.cut >= 24 else None
     view.repaired = sorted(failed_categories - lost)
     unrepaired = (poisoned - failed_categories) | lost
     if unrepaired or (day < today and reason):
