@@ -162,16 +162,20 @@ def stored_days(chat_id: int, splits: dict[date, Split]) -> dict[date, StoredDay
     if not splits:
         return {}
     branches, params = [], []
+    active = "SUM(CASE WHEN message_count > 0 THEN 1 ELSE 0 END)"
+    hours = ", ".join(f"SUM({column})" for column in HOUR_COLUMNS)
     for first, last, cut in _segments(splits):
-        tail = _tail_messages_sql(cut)
-        head_messages = f"(message_count - {tail})"
-        hours = ", ".join(f"SUM({column})" for column in HOUR_COLUMNS)
+        if cut >= 24:  # the whole day is one local day: no parts to sum
+            parts = f"0, SUM(word_count), {active}, 0"
+        else:
+            tail = _tail_messages_sql(cut)
+            parts = (
+                f"SUM({tail}), SUM({_head_sql('word_count', cut)}), "
+                f"SUM(CASE WHEN message_count - {tail} > 0 THEN 1 ELSE 0 END), "
+                f"SUM(CASE WHEN {tail} > 0 THEN 1 ELSE 0 END)"
+            )
         branches.append(
-            f"SELECT day, SUM(message_count), SUM(word_count), "  # noqa: S608 - constant columns, integer cuts, placeholders
-            f"SUM(CASE WHEN message_count > 0 THEN 1 ELSE 0 END), "
-            f"SUM({tail}), SUM({_head_sql('word_count', cut)}), "
-            f"SUM(CASE WHEN {head_messages} > 0 THEN 1 ELSE 0 END), "
-            f"SUM(CASE WHEN {tail} > 0 THEN 1 ELSE 0 END), {hours} "
+            f"SELECT day, SUM(message_count), SUM(word_count), {active}, {parts}, {hours} "  # noqa: S608 - constant columns, integer cuts, placeholders
             f"FROM {TABLE} WHERE chat_id = %s AND day >= %s AND day <= %s GROUP BY day"
         )
         params += [chat_id, first, last]
