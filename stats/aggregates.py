@@ -204,13 +204,18 @@ def straddlers(chat_id: int, splits: dict[date, Split]) -> dict[date, int]:
     sql = (
         f"SELECT a.day, COUNT(*) FROM {TABLE} a JOIN {TABLE} b ON b.chat_id = a.chat_id "  # noqa: S608 - constant columns, integer cuts, placeholders
         f"AND b.user_id = a.user_id AND b.day = a.day + 1 "
-        f"WHERE a.chat_id = %s AND a.day >= %s AND a.day <= %s AND {tail} > 0 AND {head} > 0 "
+        f"WHERE a.chat_id = %s AND a.day >= %s AND a.day <= %s AND {tail} > 0 "
+        f"AND b.chat_id = %s AND b.day >= %s AND b.day <= %s AND {head} > 0 "
         f"GROUP BY a.day"
     )
     if connection.vendor == "sqlite":
         sql = sql.replace("b.day = a.day + 1", "b.day = date(a.day, '+1 day')")
+    first, last = min(pairs), max(pairs)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [chat_id, min(pairs), max(pairs)])
+        cursor.execute(
+            sql,
+            [chat_id, first, last, chat_id, first + timedelta(days=1), last + timedelta(days=1)],
+        )
         return {_as_date(day): int(count) for day, count in cursor.fetchall()}
 
 
