@@ -302,11 +302,11 @@ def member_rows(
     limit: int | None = None,
     offset: int = 0,
     users: Iterable[int] | None = None,
-) -> tuple[list[MemberRow], int, int]:
+) -> tuple[list[MemberRow], int]:
     """Members of the range with messages, ranked by ``order`` (then messages, then user id):
-    (one page, how many members in all, their messages in all). One query."""
+    (one page, how many members in all). One query (two for a page past the last member)."""
     if parts.first is None or parts.last is None:
-        return [], 0, 0
+        return [], 0
     expressions, params = _member_expressions(parts)
     selected = ", ".join(f"{e} AS {c}" for e, c in zip(expressions, VALUE_COLUMNS, strict=True))
     sums = ", ".join(f"SUM({column})" for column in VALUE_COLUMNS)
@@ -321,13 +321,13 @@ def member_rows(
     if users is not None:
         ids = sorted(set(users))
         if not ids:
-            return [], 0, 0
+            return [], 0
         where += f" AND user_id IN ({', '.join(['%s'] * len(ids))})"
         where_params += ids
     ranking = ORDERS[order]
     ranked = "MAX(day)" if ranking == "last_day" else f"SUM({ranking})"
     sql = (
-        f"SELECT user_id, {sums}, MAX(day), COUNT(*) OVER (), SUM(SUM(message_count)) OVER () "  # noqa: S608 - constant columns, integer cuts, placeholders
+        f"SELECT user_id, {sums}, MAX(day), COUNT(*) OVER () "  # noqa: S608 - constant columns, integer cuts, placeholders
         f"FROM (SELECT user_id, day, {selected} FROM {TABLE} WHERE {where}) r "
         f"GROUP BY user_id HAVING SUM(message_count) > 0 "
         f"ORDER BY {ranked} DESC, SUM(message_count) DESC, user_id"
@@ -348,11 +348,11 @@ def member_rows(
         for row in fetched
     ]
     if fetched:
-        return rows, int(fetched[0][12]), int(fetched[0][13] or 0)
+        return rows, int(fetched[0][12])
     if limit is None or offset == 0:
-        return rows, 0, 0
-    _, total, messages = member_rows(chat_id, parts, limit=1, users=users)
-    return rows, total, messages
+        return rows, 0
+    _, total = member_rows(chat_id, parts, limit=1, users=users)
+    return rows, total
 
 
 def period_totals(chat_id: int, parts: RangeParts) -> tuple[int, int, int]:

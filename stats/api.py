@@ -191,7 +191,7 @@ def report(request: object, query: Query[MembersQuery]) -> ReportOut:
         members=[member_out(m) for m in member_names(built.chat_id, page.members, get_store())],
         members_total=page.total,
         totals=period_out(
-            Period(built.start, built.end, page.messages, built.words, page.total), growth
+            Period(built.start, built.end, built.messages, built.words, page.total), growth
         ),
         previous=period_out(previous, growth_days(built, previous)) if previous else None,
         growth=growth_out(growth),

@@ -137,7 +137,6 @@ class DayView:
 class MemberPage:
     members: list[MemberTotals]
     total: int  # members with messages in the range
-    messages: int  # their messages in all
 
 
 @dataclass
@@ -178,12 +177,10 @@ class Report:
         the KV counters are added to their members' totals before ranking."""
         deltas = self._member_deltas()
         fetch = None if limit is None else offset + limit + len(deltas)
-        rows, total, messages = aggregates.member_rows(
-            self.chat_id, self.parts, order=order, limit=fetch
-        )
+        rows, total = aggregates.member_rows(self.chat_id, self.parts, order=order, limit=fetch)
         if deltas:
             missing = deltas.keys() - {row.user_id for row in rows}
-            extra, _, _ = aggregates.member_rows(self.chat_id, self.parts, users=missing)
+            extra, _ = aggregates.member_rows(self.chat_id, self.parts, users=missing)
             rows += extra
             known = {row.user_id for row in extra}
             for user_id in missing - known:
@@ -193,13 +190,12 @@ class Report:
             for row in rows:
                 for column, delta in deltas.get(row.user_id, {}).items():
                     row.values[column] = row.values.get(column, 0) + delta
-                messages += deltas.get(row.user_id, {}).get("message_count", 0)
             rows = [row for row in rows if row.values.get("message_count", 0) > 0]
             rows.sort(key=_ranking(order))
         members = [MemberTotals.of(row.user_id, row.values, row.last_day) for row in rows]
         if limit is not None:
             members = members[offset : offset + limit]
-        return MemberPage(members, total, messages)
+        return MemberPage(members, total)
 
     def _member_deltas(self) -> dict[int, dict[str, int]]:
         deltas: dict[int, dict[str, int]] = {}
