@@ -162,7 +162,7 @@ def stored_days(chat_id: int, splits: dict[date, Split]) -> dict[date, StoredDay
     if not splits:
         return {}
     branches, params = [], []
-    active = "SUM(CASE WHEN message_count > 0 THEN 1 ELSE 0 END)"
+    active = "COUNT(*) FILTER (WHERE message_count > 0)"
     hours = ", ".join(f"SUM({column})" for column in HOUR_COLUMNS)
     for first, last, cut in _segments(splits):
         if cut >= 24:  # the whole day is one local day: no parts to sum
@@ -171,8 +171,8 @@ def stored_days(chat_id: int, splits: dict[date, Split]) -> dict[date, StoredDay
             tail = _tail_messages_sql(cut)
             parts = (
                 f"SUM({tail}), SUM({_head_sql('word_count', cut)}), "
-                f"SUM(CASE WHEN message_count - {tail} > 0 THEN 1 ELSE 0 END), "
-                f"SUM(CASE WHEN {tail} > 0 THEN 1 ELSE 0 END)"
+                f"COUNT(*) FILTER (WHERE message_count - {tail} > 0), "
+                f"COUNT(*) FILTER (WHERE {tail} > 0)"
             )
         branches.append(
             f"SELECT day, SUM(message_count), SUM(word_count), {active}, {parts}, {hours} "  # noqa: S608 - constant columns, integer cuts, placeholders
@@ -361,7 +361,7 @@ def period_totals(chat_id: int, parts: RangeParts) -> tuple[int, int, int]:
         return 0, 0, 0
     expressions, params = _member_expressions(parts)
     sql = (
-        f"SELECT SUM(m), SUM(w), SUM(CASE WHEN m > 0 THEN 1 ELSE 0 END) FROM ("  # noqa: S608 - constant columns, integer cuts, placeholders
+        f"SELECT SUM(m), SUM(w), COUNT(*) FILTER (WHERE m > 0) FROM ("  # noqa: S608 - constant columns, integer cuts, placeholders
         f"SELECT user_id, SUM({expressions[0]}) AS m, SUM({expressions[1]}) AS w FROM {TABLE} "
         f"WHERE chat_id = %s AND day >= %s AND day <= %s GROUP BY user_id) s"
     )
