@@ -278,20 +278,30 @@ def range_parts(splits: dict[date, Split], start: date, end: date) -> RangeParts
     return RangeParts(parts)
 
 
-def _member_expressions(parts: RangeParts) -> tuple[list[str], list[object]]:
-    """Per value column, the row's share in the range (edges of a split range are parts)."""
-    edges = {day: part for day, part in parts.parts.items() if part[0] != "all"}
-    expressions, params = [], []
-    for column in VALUE_COLUMNS:
-        if not edges:
-            expressions.append(column)
-            continue
-        arms = []
-        for day, (part, cut) in sorted(edges.items()):
-            arms.append(f"WHEN day = %s THEN {_part_sql(column, cut, part)}")
-            params.append(day)
-        expressions.append(f"(CASE {' '.join(arms)} ELSE {column} END)")
-    return expressions, params
+def _member_source(
+    chat_id: int, parts: RangeParts, columns: Sequence[str], users: Sequence[int] | None
+) -> tuple[str, list[object]]:
+    """A subquery of (user_id, day, ``columns``) with each row's share in the range: whole
+    rows for the days inside it, a UNION ALL branch with the part expressions for each edge
+    day of a split range (so the expressions cost nothing on the other rows)."""
+    whole = sorted(day for day, (part, _cut) in parts.parts.items() if part == "all")
+    edges = sorted((day, part) for day, part in parts.parts.items() if part[0] != "all")
+    by_user = f" AND user_id IN ({', '.join(['%s'] * len(users))})" if users else ""
+    branches, params = [], []
+    if whole:
+        branches.append(
+            f"SELECT user_id, day, {', '.join(columns)} FROM {TABLE} "  # noqa: S608 - constant columns, placeholders
+            f"WHERE chat_id = %s AND day >= %s AND day <= %s{by_user}"
+        )
+        params += [chat_id, whole[0], whole[-1], *(users or [])]
+    for day, (part, cut) in edges:
+        shares = ", ".join(f"{_part_sql(c, cut, part)} AS {c}" for c in columns)
+        branches.append(
+            f"SELECT user_id, day, {shares} FROM {TABLE} "  # noqa: S608 - constant columns, integer cuts, placeholders
+            f"WHERE chat_id = %s AND day = %s{by_user}"
+        )
+        params += [chat_id, day, *(users or [])]
+    return " UNION ALL ".join(branches), params
 
 
 def member_rows(
@@ -305,39 +315,23 @@ def member_rows(
 ) -> tuple[list[MemberRow], int]:
     """Members of the range with messages, ranked by ``order`` (then messages, then user id):
     (one page, how many members in all). One query (two for a page past the last member)."""
-    if parts.first is None or parts.last is None:
+    ids = None if users is None else sorted(set(users))
+    if not parts.parts or ids == []:
         return [], 0
-    expressions, params = _member_expressions(parts)
-    selected = ", ".join(f"{e} AS {c}" for e, c in zip(expressions, VALUE_COLUMNS, strict=True))
+    source, params = _member_source(chat_id, parts, VALUE_COLUMNS, ids)
     sums = ", ".join(f"SUM({column})" for column in VALUE_COLUMNS)
-    where, where_params = (
-        "chat_id = %s AND day >= %s AND day <= %s",
-        [
-            chat_id,
-            parts.first,
-            parts.last,
-        ],
-    )
-    if users is not None:
-        ids = sorted(set(users))
-        if not ids:
-            return [], 0
-        where += f" AND user_id IN ({', '.join(['%s'] * len(ids))})"
-        where_params += ids
     ranking = ORDERS[order]
     ranked = "MAX(day)" if ranking == "last_day" else f"SUM({ranking})"
     sql = (
-        f"SELECT user_id, {sums}, MAX(day), COUNT(*) OVER () "  # noqa: S608 - constant columns, integer cuts, placeholders
-        f"FROM (SELECT user_id, day, {selected} FROM {TABLE} WHERE {where}) r "
+        f"SELECT user_id, {sums}, MAX(day), COUNT(*) OVER () FROM ({source}) r "  # noqa: S608 - constant columns, placeholders
         f"GROUP BY user_id HAVING SUM(message_count) > 0 "
         f"ORDER BY {ranked} DESC, SUM(message_count) DESC, user_id"
     )
-    query_params: list[object] = [*params, *where_params]
     if limit is not None:
         sql += " LIMIT %s OFFSET %s"
-        query_params += [limit, offset]
+        params += [limit, offset]
     with connection.cursor() as cursor:
-        cursor.execute(sql, query_params)
+        cursor.execute(sql, params)
         fetched = cursor.fetchall()
     rows = [
         MemberRow(
@@ -351,24 +345,22 @@ def member_rows(
         return rows, int(fetched[0][12])
     if limit is None or offset == 0:
         return rows, 0
-    _, total = member_rows(chat_id, parts, limit=1, users=users)
+    _, total = member_rows(chat_id, parts, limit=1, users=ids)
     return rows, total
 
 
 def period_totals(chat_id: int, parts: RangeParts) -> tuple[int, int, int]:
     """(messages, words, members with messages) of a range, from the database. One query."""
-    if parts.first is None or parts.last is None:
+    if not parts.parts:
         return 0, 0, 0
-    expressions, params = _member_expressions(parts)
+    source, params = _member_source(chat_id, parts, ("message_count", "word_count"), None)
     sql = (
-        f"SELECT SUM(m), SUM(w), COUNT(*) FILTER (WHERE m > 0) FROM ("  # noqa: S608 - constant columns, integer cuts, placeholders
-        f"SELECT user_id, SUM({expressions[0]}) AS m, SUM({expressions[1]}) AS w FROM {TABLE} "
-        f"WHERE chat_id = %s AND day >= %s AND day <= %s GROUP BY user_id) s"
+        "SELECT SUM(m), SUM(w), COUNT(*) FILTER (WHERE m > 0) FROM ("  # noqa: S608 - constant columns, placeholders
+        "SELECT user_id, SUM(message_count) AS m, SUM(word_count) AS w "
+        f"FROM ({source}) r GROUP BY user_id) s"
     )
-    # The two expressions take their own copies of the edge days.
-    edge_params = params[: len(params) // len(VALUE_COLUMNS)] if params else []
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*edge_params, *edge_params, chat_id, parts.first, parts.last])
+        cursor.execute(sql, params)
         messages, words, members = cursor.fetchone()
     return int(messages or 0), int(words or 0), int(members or 0)
 
