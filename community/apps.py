@@ -22,3 +22,11 @@ class CommunityConfig(features.FeatureConfig):
         "jr": "join requests: records by token (7 days while pending), the newest token of a "
         "requester, the token an update created",
     }
+
+    def ready(self) -> None:
+        super().ready()
+        from community.insights import growth
+        from telegram_bot import insights
+
+        # The statistics dashboard shows growth next to activity without importing this app.
+        insights.offer("community.growth", growth)

@@ -14,6 +14,7 @@ import contextlib
 import os
 import re
 import secrets
+import zoneinfo
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,6 +129,13 @@ class Env:
         value = self.text(name)
         if value and not WEBHOOK_SECRET_RE.match(value):
             raise ConfigError(name, "must be 1-256 characters of A-Z a-z 0-9 _ -")
+        return value
+
+    def time_zone(self, name: str, default: str) -> str:
+        """An IANA time zone name (``Europe/Moscow``), checked against the zone database."""
+        value = self.text(name, default)
+        if value not in zoneinfo.available_timezones():
+            raise ConfigError(name, f"not a time zone name (e.g. Europe/Moscow): {value!r}")
         return value
 
     def url(self, name: str, default: str, schemes: tuple[str, ...]) -> str:

@@ -315,7 +315,9 @@ if LANGUAGE_CODE not in {code for code, _name in LANGUAGES}:
         "LANGUAGE_CODE",
         f"must be one of {', '.join(code for code, _ in LANGUAGES)}, got {LANGUAGE_CODE!r}",
     )
-TIME_ZONE = "UTC"
+# The default time zone of a chat (its days and hours in the statistics); a chat may have its
+# own (ChatPreference).
+TIME_ZONE = env.time_zone("TIME_ZONE", "UTC")
 USE_I18N = True
 USE_TZ = True
 

@@ -20,7 +20,7 @@ from stats.models import (
     StatsSettings,
     ViolationRule,
 )
-from stats.views import stats_dashboard, stats_export_csv
+from stats.views import stats_dashboard, stats_export_csv, stats_export_daily_csv
 from telegram_bot.audit_admin import AuditedModelAdmin
 from telegram_bot.ops.admin_site import register_view
 
@@ -35,6 +35,13 @@ register_view(
 )
 register_view(
     "stats/export.csv", stats_export_csv, name="stats-export", title="", permissions=(PERMISSION,)
+)
+register_view(
+    "stats/daily.csv",
+    stats_export_daily_csv,
+    name="stats-export-daily",
+    title="",
+    permissions=(PERMISSION,),
 )
 
 

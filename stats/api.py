@@ -1,17 +1,18 @@
 """JSON endpoints of the stats app under /api/v1/stats/ (staff with ``PERMISSION``, see
 config/api.py).
 
-Every endpoint takes a chat and an inclusive UTC date range and reads through
-``stats.selectors.stats_report``: every day from the database (closed days verified complete
-as they are; today and days not verified as the live writer keeps them, repaired from the KV
-counters where a live write failed); each day says which (``source``). A range that ends after
-today ends today; a range before 2000-01-01, starting after today, backwards or longer than 366
-days is refused with 422.
+Every endpoint takes a chat and an inclusive range of the chat's days (its time zone,
+``time_zone`` in the report) and reads through ``stats.selectors.stats_report``: the database
+aggregates (closed days verified complete as they are; today and days not verified as the
+live writer keeps them, repaired from the KV counters where a live write failed); each day
+says which (``source``). A range that ends after today ends today; a range before 2000-01-01,
+starting after today, backwards or longer than 366 days is refused with 422.
 """
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
+from typing import Literal
 
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
@@ -20,10 +21,14 @@ from stats.selectors import (
     CHAT_ID_MAX,
     CHAT_ID_MIN,
     DayView,
+    GrowthDay,
     MemberTotals,
+    Period,
     Report,
+    growth_days,
     known_chats,
     member_names,
+    previous_period,
     stats_report,
 )
 from telegram_bot.state import get_store
@@ -38,12 +43,20 @@ class RangeQuery(Schema):
     chat_id: int = Field(
         description="Telegram chat id (negative for groups)", ge=CHAT_ID_MIN, le=CHAT_ID_MAX
     )
-    start: date = Field(description="first day, UTC, inclusive (2000-01-01 to today)")
-    end: date = Field(description="last day, UTC, inclusive (a later day reads as today)")
+    start: date = Field(
+        description="first day in the chat's time zone, inclusive (2000-01-01 to today)"
+    )
+    end: date = Field(
+        description="last day in the chat's time zone, inclusive (a later day reads as today)"
+    )
 
 
 class MembersQuery(RangeQuery):
     limit: int = Field(50, ge=1, le=1000, description="how many members, most messages first")
+    offset: int = Field(0, ge=0, le=10_000_000, description="members to skip (pagination)")
+    order: Literal["messages", "words", "voice", "last_seen"] = Field(
+        "messages", description="what ranks the members (ties: messages, then user id)"
+    )
 
 
 class ChatOut(Schema):
@@ -84,16 +97,43 @@ class MemberOut(Schema):
     violations_low: int
     violations_medium: int
     violations_high: int
+    last_seen: datetime | None = Field(description="the member's last counted message, UTC")
+    last_day: date | None = Field(description="the last stored (UTC) day with messages")
 
 
 class HourRowOut(Schema):
     day: date
-    hours: list[int] = Field(description="messages per UTC hour 0-23")
+    hours: list[int] = Field(description="messages per hour 0-23 of the chat's time zone")
 
 
 class HoursOut(Schema):
     days: list[HourRowOut]
-    totals: list[int] = Field(description="messages per UTC hour over the range")
+    totals: list[int] = Field(description="messages per hour of the chat's zone, whole range")
+    week: list[list[int]] = Field(
+        description="messages per weekday (Monday first) and hour of the chat's zone, 7 x 24"
+    )
+
+
+class PeriodOut(Schema):
+    start: date
+    end: date
+    messages: int
+    words: int
+    active_members: int = Field(description="members with messages in the period")
+    joins: int | None = Field(description="null when no growth figures are available")
+    leaves: int | None
+
+
+class GrowthDayOut(Schema):
+    day: date
+    joins: int
+    leaves: int
+    members: int | None = Field(description="the chat's member count that day, when fetched")
+
+
+class GrowthOut(Schema):
+    available: bool = Field(description="false when no installed app offers growth figures")
+    days: list[GrowthDayOut]
 
 
 class CoverageOut(Schema):
@@ -109,9 +149,16 @@ class ReportOut(Schema):
     chat_id: int
     start: date
     end: date
-    today: date
+    today: date = Field(description="today in the chat's time zone")
+    time_zone: str = Field(description="the chat's time zone: every day and hour is in it")
     days: list[DayOut]
     members: list[MemberOut]
+    members_total: int = Field(description="members with messages in the range")
+    totals: PeriodOut
+    previous: PeriodOut | None = Field(
+        description="the period of the same length just before (null before 2000-01-01)"
+    )
+    growth: GrowthOut
     hours: HoursOut
     coverage: list[CoverageOut]
 
@@ -131,13 +178,23 @@ def chats(request: object) -> list[ChatOut]:
 )
 def report(request: object, query: Query[MembersQuery]) -> ReportOut:
     built = _report(query)
+    page = built.member_page(query.limit, offset=query.offset, order=query.order)
+    growth = growth_days(built)
+    previous = previous_period(built)
     return ReportOut(
         chat_id=built.chat_id,
         start=built.start,
         end=built.end,
         today=built.today,
+        time_zone=built.zone_name,
         days=[day_out(day) for day in built.days],
-        members=_members(built, query.limit),
+        members=[member_out(m) for m in member_names(built.chat_id, page.members, get_store())],
+        members_total=page.total,
+        totals=period_out(
+            Period(built.start, built.end, built.messages, built.words, page.total), growth
+        ),
+        previous=period_out(previous, growth_days(built, previous)) if previous else None,
+        growth=growth_out(growth),
         hours=hours_out(built),
         coverage=[coverage_out(day) for day in built.days],
     )
@@ -148,14 +205,26 @@ def daily(request: object, query: Query[RangeQuery]) -> list[DayOut]:
     return [day_out(day) for day in _report(query).days]
 
 
-@router.get("/members", response=list[MemberOut], summary="Top members over the range")
+@router.get("/members", response=list[MemberOut], summary="Members over the range, one page")
 def members(request: object, query: Query[MembersQuery]) -> list[MemberOut]:
-    return _members(_report(query), query.limit)
+    built = _report(query, series=False)
+    page = built.member_page(query.limit, offset=query.offset, order=query.order)
+    return [member_out(m) for m in member_names(built.chat_id, page.members, get_store())]
 
 
-@router.get("/hours", response=HoursOut, summary="Hour-of-day heat map (UTC)")
+@router.get("/hours", response=HoursOut, summary="Hour-of-day and hour-of-week heat maps")
 def hours(request: object, query: Query[RangeQuery]) -> HoursOut:
     return hours_out(_report(query))
+
+
+@router.get(
+    "/growth",
+    response=GrowthOut,
+    summary="Joins, leaves and member counts per day",
+    url_name="stats-growth",
+)
+def growth(request: object, query: Query[RangeQuery]) -> GrowthOut:
+    return growth_out(growth_days(_report(query)))
 
 
 @router.get("/coverage", response=list[CoverageOut], summary="Coverage status per day")
@@ -168,7 +237,7 @@ def day_out(day: DayView) -> DayOut:
         day=day.day,
         messages=day.messages,
         words=day.words,
-        members=len(day.members),
+        members=day.members,
         source=day.source,
         source_label=day.source_label,
         status=day.status,
@@ -195,13 +264,35 @@ def member_out(member: MemberTotals) -> MemberOut:
         violations_low=member.violations_low,
         violations_medium=member.violations_medium,
         violations_high=member.violations_high,
+        last_seen=member.last_seen,
+        last_day=member.last_day,
     )
 
 
 def hours_out(built: Report) -> HoursOut:
     rows = [HourRowOut(day=day.day, hours=day.hours) for day in built.days]
     totals = [sum(row.hours[hour] for row in rows) for hour in range(24)]
-    return HoursOut(days=rows, totals=totals)
+    return HoursOut(days=rows, totals=totals, week=built.week_hours)
+
+
+def period_out(period: Period, growth: list[GrowthDay] | None) -> PeriodOut:
+    return PeriodOut(
+        start=period.start,
+        end=period.end,
+        messages=period.messages,
+        words=period.words,
+        active_members=period.members,
+        joins=None if growth is None else sum(day.joins for day in growth),
+        leaves=None if growth is None else sum(day.leaves for day in growth),
+    )
+
+
+def growth_out(growth: list[GrowthDay] | None) -> GrowthOut:
+    days = [
+        GrowthDayOut(day=d.day, joins=d.joins, leaves=d.leaves, members=d.members)
+        for d in growth or []
+    ]
+    return GrowthOut(available=growth is not None, days=days)
 
 
 def coverage_out(day: DayView) -> CoverageOut:
@@ -215,15 +306,14 @@ def coverage_out(day: DayView) -> CoverageOut:
     )
 
 
-def _report(query: RangeQuery) -> Report:
+def _report(query: RangeQuery, *, series: bool = True) -> Report:
     try:
         return stats_report(
-            chat_id=query.chat_id, start=query.start, end=query.end, store=get_store()
+            chat_id=query.chat_id,
+            start=query.start,
+            end=query.end,
+            store=get_store(),
+            series=series,
         )
     except ValueError as exc:
         raise HttpError(422, str(exc)) from None
-
-
-def _members(built: Report, limit: int) -> list[MemberOut]:
-    ranked = member_names(built.chat_id, built.members(limit), get_store())
-    return [member_out(member) for member in ranked]

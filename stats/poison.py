@@ -102,6 +102,11 @@ def failed_read(store: KVStore, chat_id: int, day: date) -> dict[int, set[str]]:
     return _failed_users(store.get(keys.failed_key(chat_id, day)))
 
 
+def failed_decode(value: Any) -> dict[int, set[str]]:
+    """The failed-writes index's value (as read with ``get_many``) per user."""
+    return _failed_users(value)
+
+
 def _failed_users(value: Any) -> dict[int, set[str]]:
     users = value.get("users") if isinstance(value, dict) else None
     if not isinstance(users, dict):

@@ -1,20 +1,28 @@
-"""Reads of the stats app: the per-day report behind the dashboard, the API and /stats.
+"""Reads of the stats app: the report behind the dashboard, the API and /stats.
 
-Every day of a range comes from ``stats_daily_user`` (one query): the live writer keeps it
-additively for today and closed days, the backfill rebuilds closed days from the KV counters.
-The KV store is asked with gets only, never a scan (a SCAN MATCH on Redis walks the whole
-keyspace, whatever the prefix), and only about the days whose counters may still exist
-(``kv_oldest_day``: the counters' lifetime); a range never goes past today:
+The database aggregates (``stats.aggregates``): one query sums each stored day of the range,
+one ranks the members of a page; Python never sees a row per (day, member), so a year of a
+chat with 2,000 members a day costs a few queries, not 730,000 rows.
 
-- per such day, the failed-writes index ``stats:failed:{chat}:{day}`` (``stats.poison``); when it
+Days are the chat's days (``chat_zone``: its ``ChatPreference``, else ``TIME_ZONE``); stored
+days are UTC days with UTC hour columns, and a local day is the right hours of at most two of
+them (``stats.aggregates``: exact for messages and hours, shared by messages for the other
+columns). The KV store is asked with gets only, never a scan (a SCAN MATCH on Redis walks the
+whole keyspace, whatever the prefix), and only about the stored days whose counters may still
+exist (``kv_oldest_day``); no stored day after today (UTC) is read:
+
+- per such day, the failed-writes index ``stats:failed:{chat}:{day}`` (``stats.poison``; all of
+  them in one ``get_many``); when it
   names users, the poison marks of its categories and the counters of exactly the columns the
-  failed live writes missed, which replace the database's values (the KV counters hold every
-  fact: they are committed before the database write);
+  failed live writes missed, which replace the database's values of those rows (the KV
+  counters hold every fact: they are committed before the database write);
 - per day not verified that has data (and today), the chat's daily total ``activity:...``,
-  served as ``live_total`` next to the total read;
-- the names of ranked members without a hydrated profile (``member_names``).
+  served as ``live_total`` next to the total read (for a chat in UTC: a local day of another
+  zone is two stored days, and the total of a stored day does not split);
+- the names and last messages of the members of a page (``member_names``, one ``get_many``).
 
-Where each day's numbers come from (``DayView.source``):
+Where each stored day's numbers come from (``DayView.source``; a local day takes the least
+trusted of its stored days):
 - ``database``: a closed day (before today, UTC) whose every category (so every column shown)
   finalize or the reconciliation verified complete against its KV total, none poisoned.
 - ``live``: a day not verified (today, or a closed day the backfill has not verified): the
@@ -30,14 +38,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from django.conf import settings
+from django.db.models import Sum
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
-from stats import keys
+from stats import aggregates, keys
+from stats.aggregates import RangeParts, Split, StoredDay
 from stats.config import counter_ttl_ms
 from stats.models import CATEGORIES, ChatUserProfile, DailyCoverage, DailyUserStat, StatsChat
-from stats.poison import failed_read, poison_read
+from stats.poison import failed_decode, poison_read
+from telegram_bot import insights
+from telegram_bot.models import chat_zone
 from telegram_bot.state import KVStore
 
 FIRST_DAY = date(2000, 1, 1)
@@ -45,11 +59,14 @@ MAX_RANGE_DAYS = 366
 # Chat ids are stored in BIGINT columns.
 CHAT_ID_MIN, CHAT_ID_MAX = -(2**63), 2**63 - 1
 SOURCE_LABELS = {
-    "database": "database (verified complete)",
-    "live": "live counts (not verified yet)",
-    "database_unverified": "database (not verified, incomplete)",
-    "none": "no data",
+    "database": gettext_lazy("database (verified complete)"),
+    "live": gettext_lazy("live counts (not verified yet)"),
+    "database_unverified": gettext_lazy("database (not verified, incomplete)"),
+    "none": gettext_lazy("no data"),
 }
+# The least trusted first: a local day made of two stored days takes the first that applies.
+SOURCE_ORDER = ("database_unverified", "live", "database", "none")
+STATUS_ORDER = ("none", "pending", "live", "complete")
 COLUMNS = tuple(keys.COLUMN_CATEGORY)
 
 
@@ -66,39 +83,27 @@ class MemberTotals:
     violations_low: int = 0
     violations_medium: int = 0
     violations_high: int = 0
-    hours: list[int] = field(default_factory=lambda: [0] * 24)
     name: str = ""
     username: str = ""
+    last_day: date | None = None  # the last stored (UTC) day with messages in the range
+    last_seen: datetime | None = None  # the member's last counted message (KV), when known
 
-    def add(self, values: Mapping[str, int]) -> None:
-        self.messages += values.get("message_count", 0)
-        self.words += values.get("word_count", 0)
-        self.voice_count += values.get("voice_count", 0)
-        self.voice_seconds += values.get("voice_seconds", 0)
-        self.video_notes += values.get("video_note_count", 0)
-        self.video_note_seconds += values.get("video_note_seconds", 0)
-        self.profanity += values.get("profanity_count", 0)
-        self.violations_low += values.get("violations_low", 0)
-        self.violations_medium += values.get("violations_medium", 0)
-        self.violations_high += values.get("violations_high", 0)
-        for hour in range(24):
-            self.hours[hour] += values.get(f"hour_{hour:02d}", 0)
-
-    def merge(self, other: MemberTotals) -> None:
-        for name in (
-            "messages",
-            "words",
-            "voice_count",
-            "voice_seconds",
-            "video_notes",
-            "video_note_seconds",
-            "profanity",
-            "violations_low",
-            "violations_medium",
-            "violations_high",
-        ):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.hours = [a + b for a, b in zip(self.hours, other.hours, strict=True)]
+    @classmethod
+    def of(cls, user_id: int, values: Mapping[str, int], last_day: date | None) -> MemberTotals:
+        return cls(
+            user_id,
+            messages=values.get("message_count", 0),
+            words=values.get("word_count", 0),
+            voice_count=values.get("voice_count", 0),
+            voice_seconds=values.get("voice_seconds", 0),
+            video_notes=values.get("video_note_count", 0),
+            video_note_seconds=values.get("video_note_seconds", 0),
+            profanity=values.get("profanity_count", 0),
+            violations_low=values.get("violations_low", 0),
+            violations_medium=values.get("violations_medium", 0),
+            violations_high=values.get("violations_high", 0),
+            last_day=last_day,
+        )
 
     @property
     def voice_minutes(self) -> float:
@@ -113,31 +118,25 @@ class DayView:
     reason: str
     poisoned: list[str]
     categories: dict[str, str]
-    members: dict[int, MemberTotals]
+    messages: int = 0
+    words: int = 0
+    members: int = 0  # members who wrote that day
+    hours: list[int] = field(default_factory=lambda: [0] * 24)  # local hours
     repaired: list[str] = field(default_factory=list)  # categories read from the KV counters
     live_total: int | None = None  # the KV daily total, read for days not verified
 
     @property
     def source_label(self) -> str:
-        label = SOURCE_LABELS[self.source]
+        label = str(SOURCE_LABELS[self.source])
         if self.repaired:
             label += f", KV counters for failed writes ({', '.join(self.repaired)})"
         return label
 
-    @property
-    def messages(self) -> int:
-        return sum(member.messages for member in self.members.values())
 
-    @property
-    def words(self) -> int:
-        return sum(member.words for member in self.members.values())
-
-    @property
-    def hours(self) -> list[int]:
-        totals = [0] * 24
-        for member in self.members.values():
-            totals = [a + b for a, b in zip(totals, member.hours, strict=True)]
-        return totals
+@dataclass
+class MemberPage:
+    members: list[MemberTotals]
+    total: int  # members with messages in the range
 
 
 @dataclass
@@ -145,17 +144,144 @@ class Report:
     chat_id: int
     start: date
     end: date
-    today: date
+    today: date  # the chat's today
+    zone: tzinfo
     days: list[DayView]
+    week_hours: list[list[int]]  # [weekday Monday=0][local hour]
+    parts: RangeParts
+    # Rows a failed live write left short, (stored day, user) -> (database row, repaired row).
+    repairs: dict[tuple[date, int], tuple[dict[str, int], dict[str, int]]]
 
-    def members(self, limit: int | None = None) -> list[MemberTotals]:
-        """Members over the whole range, most messages first."""
-        totals: dict[int, MemberTotals] = {}
-        for day in self.days:
-            for user_id, member in day.members.items():
-                totals.setdefault(user_id, MemberTotals(user_id)).merge(member)
-        ranked = sorted(totals.values(), key=lambda m: (-m.messages, -m.words, m.user_id))
-        return ranked[:limit] if limit else ranked
+    @property
+    def zone_name(self) -> str:
+        return str(getattr(self.zone, "key", self.zone))
+
+    @property
+    def messages(self) -> int:
+        return sum(day.messages for day in self.days)
+
+    @property
+    def words(self) -> int:
+        return sum(day.words for day in self.days)
+
+    def members(
+        self, limit: int | None = None, *, offset: int = 0, order: str = "messages"
+    ) -> list[MemberTotals]:
+        """Members over the whole range, most messages first (or by ``order``)."""
+        return self.member_page(limit, offset=offset, order=order).members
+
+    def member_page(
+        self, limit: int | None = None, *, offset: int = 0, order: str = "messages"
+    ) -> MemberPage:
+        """One page of the members with messages, ranked in the database; rows repaired from
+        the KV counters are added to their members' totals before ranking."""
+        deltas = self._member_deltas()
+        fetch = None if limit is None else offset + limit + len(deltas)
+        rows, total = aggregates.member_rows(self.chat_id, self.parts, order=order, limit=fetch)
+        if deltas:
+            missing = deltas.keys() - {row.user_id for row in rows}
+            extra, _ = aggregates.member_rows(self.chat_id, self.parts, users=missing)
+            rows += extra
+            known = {row.user_id for row in extra}
+            for user_id in missing - known:
+                rows.append(aggregates.MemberRow(user_id, {}, None))
+                if deltas[user_id].get("message_count", 0) > 0:
+                    total += 1
+            for row in rows:
+                for column, delta in deltas.get(row.user_id, {}).items():
+                    row.values[column] = row.values.get(column, 0) + delta
+            rows = [row for row in rows if row.values.get("message_count", 0) > 0]
+            rows.sort(key=_ranking(order))
+        members = [MemberTotals.of(row.user_id, row.values, row.last_day) for row in rows]
+        if limit is not None:
+            members = members[offset : offset + limit]
+        return MemberPage(members, total)
+
+    def _member_deltas(self) -> dict[int, dict[str, int]]:
+        deltas: dict[int, dict[str, int]] = {}
+        for (day, user_id), (stored, repaired) in self.repairs.items():
+            part = self.parts.parts.get(day)
+            if part is None:
+                continue
+            which, cut = part
+            user = deltas.setdefault(user_id, {})
+            for column in aggregates.VALUE_COLUMNS:
+                delta = _share(repaired, column, which, cut) - _share(stored, column, which, cut)
+                if delta:
+                    user[column] = user.get(column, 0) + delta
+        return {user_id: delta for user_id, delta in deltas.items() if delta}
+
+
+@dataclass(frozen=True)
+class Period:
+    start: date
+    end: date
+    messages: int
+    words: int
+    members: int  # members with messages
+
+
+@dataclass(frozen=True)
+class GrowthDay:
+    day: date
+    joins: int
+    leaves: int
+    members: int | None
+
+
+def previous_period(report: Report) -> Period | None:
+    """The period of the same length just before the report's, from the database (one query;
+    KV repairs, which concern the last days only, are not applied), or None before
+    ``FIRST_DAY``."""
+    length = report.end - report.start + timedelta(days=1)
+    start, end = report.start - length, report.start - timedelta(days=1)
+    if start < FIRST_DAY:
+        return None
+    splits = {
+        day: aggregates.split_of(aggregates.day_hours(day, report.zone))
+        for day in aggregates.days_between(start - timedelta(days=1), end + timedelta(days=1))
+    }
+    parts = aggregates.range_parts(splits, start, end)
+    messages, words, members = aggregates.period_totals(report.chat_id, parts)
+    return Period(start, end, messages, words, members)
+
+
+def growth_days(report: Report, period: Period | None = None) -> list[GrowthDay] | None:
+    """Joins, leaves and member counts per day of the report (or ``period``) in the chat's
+    zone, from the app that offers ``community.growth``; None when none does."""
+    provider = insights.provider("community.growth")
+    if provider is None:
+        return None
+    start, end = (period.start, period.end) if period else (report.start, report.end)
+    return [
+        GrowthDay(
+            day=row["date"],
+            joins=int(row["joins"]),
+            leaves=int(row["leaves"]),
+            members=None if row.get("members") is None else int(row["members"]),
+        )
+        for row in provider(report.chat_id, start, end, zone=report.zone)
+    ]
+
+
+def _share(row: dict[str, int], column: str, which: str, cut: int) -> int:
+    if which == "all":
+        return row.get(column, 0)
+    head = aggregates.row_head(row, column, cut)
+    return head if which == "head" else row.get(column, 0) - head
+
+
+def _ranking(order: str) -> object:
+    column = aggregates.ORDERS[order]
+
+    def key(row: aggregates.MemberRow) -> tuple[object, ...]:
+        if column == "last_day":
+            first: object = -(row.last_day.toordinal() if row.last_day else 0)
+        else:
+            first = -row.values.get(column, 0)
+        return (first, -row.values.get("message_count", 0), row.user_id)
+
+    return key
 
 
 def utc_today() -> date:
@@ -172,19 +298,20 @@ def check_range(start: date, end: date, today: date | None = None) -> tuple[date
     today = today or utc_today()
     if min(start, end) < FIRST_DAY or start > today:
         raise ValueError(
-            f"days must be between {FIRST_DAY.isoformat()} and today ({today.isoformat()}, UTC)"
+            _("days must be between %(first)s and today (%(today)s)")
+            % {"first": FIRST_DAY.isoformat(), "today": today.isoformat()}
         )
     end = min(end, today)
     if end < start:
-        raise ValueError("the range ends before it starts")
+        raise ValueError(_("the range ends before it starts"))
     if (end - start).days >= MAX_RANGE_DAYS:
-        raise ValueError(f"a range covers at most {MAX_RANGE_DAYS} days")
+        raise ValueError(_("a range covers at most %(days)s days") % {"days": MAX_RANGE_DAYS})
     return start, end
 
 
 def check_chat_id(chat_id: int) -> int:
     if not CHAT_ID_MIN <= chat_id <= CHAT_ID_MAX:
-        raise ValueError("not a chat id")
+        raise ValueError(_("not a chat id"))
     return chat_id
 
 
@@ -195,46 +322,170 @@ def kv_oldest_day(today: date) -> date:
     return max(FIRST_DAY, today - timedelta(days=min(lifetime_days, (today - FIRST_DAY).days)))
 
 
+def chat_today(zone: tzinfo) -> date:
+    return datetime.now(zone).date()
+
+
 def stats_report(
-    *, chat_id: int, start: date, end: date, store: KVStore, today: date | None = None
+    *,
+    chat_id: int,
+    start: date,
+    end: date,
+    store: KVStore,
+    today: date | None = None,
+    zone: tzinfo | None = None,
+    series: bool = True,
 ) -> Report:
-    """Every day of ``start``..``end`` (at most today) for one chat (module docstring)."""
-    today = today or utc_today()
+    """Every day of ``start``..``end`` (at most today) for one chat, in the chat's zone
+    (module docstring). ``today`` is the chat's today (default: now in its zone). Without
+    ``series`` the days are not summed (``days`` is empty): enough for a members page."""
     check_chat_id(chat_id)
+    zone = zone or chat_zone(chat_id)
+    today = today or chat_today(zone)
     start, end = check_range(start, end, today)
-    days = [start + timedelta(days=n) for n in range((end - start).days + 1)]
-    coverage = _coverage(chat_id, start, end)
-    stored = _stored_rows(chat_id, start, end)
-    oldest_kv = kv_oldest_day(today)
-    views = [
-        _day_view(
+    stored_today = min(utc_today(), today + timedelta(days=1))
+    hours_of = {
+        day: aggregates.day_hours(day, zone)
+        for day in aggregates.days_between(start - timedelta(days=1), end + timedelta(days=1))
+        if day <= stored_today
+    }
+    splits = {day: aggregates.split_of(hours) for day, hours in hours_of.items()}
+    parts = aggregates.range_parts(splits, start, end)
+    splits = {day: split for day, split in splits.items() if day in parts.parts}
+    coverage = _coverage(chat_id, parts)
+    sums = aggregates.stored_days(chat_id, splits) if series else {}
+    straddling = aggregates.straddlers(chat_id, splits) if series else {}
+    oldest_kv = kv_oldest_day(stored_today)
+    # The failed-writes index of every day the counters may still hold, in one round trip.
+    kv_days = [day for day in sorted(splits) if day >= oldest_kv]
+    indexes = store.get_many([keys.failed_key(chat_id, day) for day in kv_days])
+    failed = dict(zip(kv_days, indexes, strict=True))
+    repairs: dict[tuple[date, int], tuple[dict[str, int], dict[str, int]]] = {}
+    stored = {
+        day: _stored_view(
             chat_id,
             day,
-            today=today,
+            today=stored_today,
             rows=coverage.get(day, {}),
-            values=stored.get(day, {}),
+            sums=sums.setdefault(day, StoredDay(hours=[0] * 24)),
+            split=splits[day],
             store=store if day >= oldest_kv else None,
+            failed=failed_decode(failed.get(day)),
+            repairs=repairs,
         )
-        for day in days
+        for day in sorted(splits)
+    }
+    # The KV daily totals of the days not verified, in one round trip (a stored day's total
+    # does not split: only for chats whose days are UTC days).
+    totals = [
+        day
+        for day, view in stored.items()
+        if view.source != "database"
+        and day >= oldest_kv
+        and splits[day].cut >= 24
+        and (sums[day].active or coverage.get(day) or day == stored_today)
     ]
-    return Report(chat_id, start, end, today, views)
+    for day, total in zip(
+        totals, store.get_many([keys.activity_key(chat_id, d) for d in totals]), strict=True
+    ):
+        stored[day].live_total = total if isinstance(total, int) else None
+    days, week = _local_days(start, end, splits, stored, sums, straddling, hours_of)
+    if not series:
+        days = []
+    return Report(chat_id, start, end, today, zone, days, week, parts, repairs)
 
 
-def _day_view(
+def _local_days(
+    start: date,
+    end: date,
+    splits: dict[date, Split],
+    stored: dict[date, DayView],
+    sums: dict[date, StoredDay],
+    straddling: dict[date, int],
+    hours_of: dict[date, list[tuple[date, int]]],
+) -> tuple[list[DayView], list[list[int]]]:
+    """The chat's days from the stored days' parts, and the hour-of-week heat map."""
+    heads = {split.local: day for day, split in splits.items()}
+    tails = {
+        split.local + timedelta(days=1): day for day, split in splits.items() if split.cut < 24
+    }
+    week = [[0] * 24 for _ in range(7)]
+    views = []
+    for local in aggregates.days_between(start, end):
+        pieces = [(day, "head") for day in [heads.get(local)] if day is not None]
+        pieces += [(day, "tail") for day in [tails.get(local)] if day is not None]
+        view = _merged([stored[day] for day, _part in pieces], local)
+        for day, part in pieces:
+            messages, words, members = sums[day].part(part)
+            view.messages += messages
+            view.words += words
+            view.members += members
+            if part == "tail" and heads.get(local) is not None:
+                view.members -= straddling.get(day, 0)
+            for hour, (hour_day, local_hour) in enumerate(hours_of[day]):
+                if hour_day == local:
+                    count = (sums[day].hours or [0] * 24)[hour]
+                    view.hours[local_hour] += count
+                    week[local.weekday()][local_hour] += count
+        views.append(view)
+    return views, week
+
+
+def _merged(parts: list[DayView], local: date) -> DayView:
+    """A local day's quality: the least trusted of its stored days."""
+    if len(parts) == 1:
+        only = parts[0]
+        return DayView(
+            day=local,
+            source=only.source,
+            status=only.status,
+            reason=only.reason,
+            poisoned=only.poisoned,
+            categories=only.categories,
+            repaired=only.repaired,
+            live_total=only.live_total,
+        )
+    source = next(
+        (s for s in SOURCE_ORDER if any(p.source == s for p in parts)),
+        "none",
+    )
+    with_data = [p for p in parts if p.source != "none"] or parts
+    categories: dict[str, str] = {}
+    for part in with_data:
+        for category, status in part.categories.items():
+            known = categories.get(category)
+            if known is None or STATUS_ORDER.index(status) < STATUS_ORDER.index(known):
+                categories[category] = status
+    status = min((p.status for p in with_data), key=STATUS_ORDER.index) if with_data else "none"
+    return DayView(
+        day=local,
+        source=source,
+        status=status,
+        reason=", ".join(sorted({p.reason for p in parts if p.reason})),
+        poisoned=sorted({c for p in parts for c in p.poisoned}),
+        categories=categories,
+        repaired=sorted({c for p in parts for c in p.repaired}),
+    )
+
+
+def _stored_view(
     chat_id: int,
     day: date,
     *,
     today: date,
     rows: Mapping[str, DailyCoverage],
-    values: dict[int, dict[str, int]],
+    sums: StoredDay,
+    split: Split,
     store: KVStore | None,
+    failed: dict[int, set[str]],
+    repairs: dict[tuple[date, int], tuple[dict[str, int], dict[str, int]]],
 ) -> DayView:
-    """One day: from the database, repaired from the KV counters where a live write failed."""
+    """One stored (UTC) day's quality, its sums repaired from the KV counters where a live
+    write failed."""
     messages_row = rows.get("messages")
     status = messages_row.status if messages_row else "none"
     reason = messages_row.reason if messages_row else ""
     poisoned = {category for category, row in rows.items() if row.poisoned}
-    failed = failed_read(store, chat_id, day) if store is not None else {}
     failed_categories = {keys.COLUMN_CATEGORY[c] for columns in failed.values() for c in columns}
     if store is not None:
         for category in sorted(failed_categories - poisoned):  # KV-only marks (database down)
@@ -247,25 +498,20 @@ def _day_view(
         reason=reason,
         poisoned=sorted(poisoned),
         categories={category: row.status for category, row in sorted(rows.items())},
-        members={},
     )
     # Verified only when every category the day shows was verified (a missing row was not).
     verified = all(c in rows and rows[c].status == "complete" for c in CATEGORIES)
     if day < today and verified and not poisoned:
-        view.source, view.members = "database", _members(values)
+        view.source = "database"
         return view
     lost: set[str] = set()
     if store is not None:
-        lost = _repair(store, chat_id, day, values, failed)
-        if values or rows or day == today:
-            total = store.get(keys.activity_key(chat_id, day))
-            view.live_total = total if isinstance(total, int) else None
-    view.members = _members(values)
+        lost = _repair(store, chat_id, day, failed, sums, split, repairs)
     view.repaired = sorted(failed_categories - lost)
     unrepaired = (poisoned - failed_categories) | lost
     if unrepaired or (day < today and reason):
         view.source = "database_unverified"
-    elif view.members:
+    elif sums.active:
         view.source = "live"
     return view
 
@@ -274,12 +520,18 @@ def _repair(
     store: KVStore,
     chat_id: int,
     day: date,
-    values: dict[int, dict[str, int]],
     failed: Mapping[int, set[str]],
+    sums: StoredDay,
+    split: Split,
+    repairs: dict[tuple[date, int], tuple[dict[str, int], dict[str, int]]],
 ) -> set[str]:
-    """Replace the columns failed writes missed with their KV counters; return the categories
-    that could not be repaired (the member's counters expired)."""
+    """Replace the columns failed writes missed with their KV counters (in ``sums`` and, for
+    the members' totals, in ``repairs``); return the categories that could not be repaired
+    (the member's counters expired)."""
     lost: set[str] = set()
+    if not failed:
+        return lost
+    stored = _rows(chat_id, day, failed)
     for user_id, columns in sorted(failed.items()):
         # Every counted message adds to the member's messages counter, so it is the member's
         # oldest key of the day: while it exists, so do the others.
@@ -287,7 +539,8 @@ def _repair(
         if not isinstance(messages, int):
             lost.update(keys.COLUMN_CATEGORY[column] for column in columns)
             continue
-        row = values.setdefault(user_id, {})
+        before = stored.get(user_id, {})
+        after = dict(before)
         for column in sorted(columns):
             value = (
                 messages
@@ -295,40 +548,62 @@ def _repair(
                 else store.get(keys.column_key(column, chat_id, day, user_id))
             )
             if isinstance(value, int):
-                row[column] = value
+                after[column] = value
             else:
                 lost.add(keys.COLUMN_CATEGORY[column])
+        if after != before:
+            repairs[(day, user_id)] = (before, after)
+            _add_row(sums, before, split.cut, -1)
+            _add_row(sums, after, split.cut, 1)
     return lost
 
 
-def _members(values: Mapping[int, Mapping[str, int]]) -> dict[int, MemberTotals]:
-    members = {}
-    for user_id, row in sorted(values.items()):
-        if not any(row.values()):
-            continue
-        members[user_id] = MemberTotals(user_id)
-        members[user_id].add(row)
-    return members
+def _add_row(sums: StoredDay, row: dict[str, int], cut: int, sign: int) -> None:
+    """Add (``sign`` 1) or take away (-1) one member's row from a stored day's sums."""
+    messages = row.get("message_count", 0)
+    tail = aggregates.row_tail_messages(row, cut)
+    sums.messages += sign * messages
+    sums.words += sign * row.get("word_count", 0)
+    sums.active += sign * (messages > 0)
+    sums.tail_messages += sign * tail
+    sums.head_words += sign * aggregates.row_head(row, "word_count", cut)
+    sums.head_active += sign * (messages - tail > 0)
+    sums.tail_active += sign * (tail > 0)
+    hours = sums.hours if sums.hours is not None else [0] * 24
+    for hour, column in enumerate(aggregates.HOUR_COLUMNS):
+        hours[hour] += sign * row.get(column, 0)
+    sums.hours = hours
+
+
+def _rows(chat_id: int, day: date, users: Iterable[int]) -> dict[int, dict[str, int]]:
+    rows = DailyUserStat.objects.filter(chat_id=chat_id, day=day, user_id__in=list(users))
+    return {row.pop("user_id"): row for row in rows.values("user_id", *COLUMNS)}
 
 
 def member_names(
     chat_id: int, members: Iterable[MemberTotals], store: KVStore
 ) -> list[MemberTotals]:
-    """Fill in display names: the hydrated profile, else the KV ``last_message`` entry."""
+    """Fill in display names (the hydrated profile, else the KV ``last_message`` entry) and
+    the time of each member's last counted message (``last_message``, one ``get_many``)."""
     members = list(members)
+    if not members:
+        return members
     profiles = {
         profile.user_id: profile
         for profile in ChatUserProfile.objects.filter(
             chat_id=chat_id, user_id__in=[member.user_id for member in members]
         )
     }
-    for member in members:
+    lasts = store.get_many([keys.last_message_key(chat_id, m.user_id) for m in members])
+    for member, last in zip(members, lasts, strict=True):
+        last = last if isinstance(last, dict) else {}
+        at = last.get("at")
+        if isinstance(at, int) and not isinstance(at, bool) and 0 < at < 2**33:
+            member.last_seen = datetime.fromtimestamp(at, UTC)
         profile = profiles.get(member.user_id)
         if profile is not None and profile.display_name:
             member.name, member.username = profile.display_name, profile.username
-            continue
-        last = store.get(keys.last_message_key(chat_id, member.user_id))
-        if isinstance(last, dict) and last.get("name"):
+        elif last.get("name"):
             member.name, member.username = str(last["name"]), str(last.get("username") or "")
         else:
             member.name = member.name or f"user {member.user_id}"
@@ -336,13 +611,21 @@ def member_names(
 
 
 def known_chats(store: KVStore) -> list[tuple[int, str]]:
-    """Chats with statistics (or allowed in settings), with their titles where known."""
-    ids = set(DailyUserStat.objects.values_list("chat_id", flat=True).distinct())
+    """Chats with statistics (or allowed in settings), with their titles where known, the
+    most active first (messages over the last 7 stored days). Bounded: the coverage table has
+    a few rows a day per chat, and the week's rows are a week's."""
+    ids = set(DailyCoverage.objects.values_list("chat_id", flat=True).distinct())
     ids |= set(StatsChat.objects.values_list("chat_id", flat=True))
     ids |= {chat_id for chat_id in settings.ALLOWED_CHAT_IDS if chat_id < 0}
     titles = dict(StatsChat.objects.values_list("chat_id", "title"))
+    recent = dict(  # per chat an index range (chat_id, day), not the whole table
+        DailyUserStat.objects.filter(chat_id__in=ids, day__gte=utc_today() - timedelta(days=6))
+        .values("chat_id")
+        .annotate(n=Sum("message_count"))
+        .values_list("chat_id", "n")
+    )
     chats = []
-    for chat_id in sorted(ids):
+    for chat_id in sorted(ids, key=lambda c: (-(recent.get(c) or 0), c)):
         title = titles.get(chat_id) or ""
         if not title:
             meta = store.get(keys.chat_key(chat_id))
@@ -351,18 +634,12 @@ def known_chats(store: KVStore) -> list[tuple[int, str]]:
     return chats
 
 
-def _coverage(chat_id: int, start: date, end: date) -> dict[date, dict[str, DailyCoverage]]:
+def _coverage(chat_id: int, parts: RangeParts) -> dict[date, dict[str, DailyCoverage]]:
     rows: dict[date, dict[str, DailyCoverage]] = {}
-    for row in DailyCoverage.objects.filter(chat_id=chat_id, day__gte=start, day__lte=end):
+    if parts.first is None:
+        return rows
+    for row in DailyCoverage.objects.filter(
+        chat_id=chat_id, day__gte=parts.first, day__lte=parts.last
+    ):
         rows.setdefault(row.day, {})[row.category] = row
     return rows
-
-
-def _stored_rows(chat_id: int, start: date, end: date) -> dict[date, dict[int, dict[str, int]]]:
-    """``stats_daily_user`` of the range: {day: {user: {column: value}}}, one query."""
-    days: dict[date, dict[int, dict[str, int]]] = {}
-    rows = DailyUserStat.objects.filter(chat_id=chat_id, day__gte=start, day__lte=end)
-    for row in rows.values("day", "user_id", *COLUMNS):
-        day, user_id = row.pop("day"), row.pop("user_id")
-        days.setdefault(day, {})[user_id] = row
-    return days

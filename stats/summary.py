@@ -8,19 +8,27 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
-from stats.selectors import MemberTotals, Report, member_names, stats_report, utc_today
+from stats.selectors import MemberTotals, chat_today, member_names, stats_report
+from telegram_bot.models import chat_zone
 from telegram_bot.state import KVStore
 
 
 def group_summary_text(*, chat_id: int, store: KVStore, today: date | None = None) -> str:
-    """Top members today and since Monday (UTC weeks), from the same sources as the dashboard."""
-    today = today or utc_today()
+    """Top members today and since Monday (the chat's days, ``chat_zone``), from the same
+    sources as the dashboard."""
+    zone = chat_zone(chat_id)
+    today = today or chat_today(zone)
     week_start = today - timedelta(days=today.weekday())
-    week = stats_report(chat_id=chat_id, start=week_start, end=today, store=store, today=today)
+    week = stats_report(
+        chat_id=chat_id, start=week_start, end=today, store=store, today=today, zone=zone
+    )
+    day = stats_report(chat_id=chat_id, start=today, end=today, store=store, today=today, zone=zone)
     top = settings.STATS_COMMAND_TOP
-    today_only = Report(chat_id, today, today, today, week.days[-1:])
-    lines = [_("Most active today (%(day)s UTC):") % {"day": today.isoformat()}]
-    lines += _ranking(chat_id, today_only.members(top), store)
+    lines = [
+        _("Most active today (%(day)s %(zone)s):")
+        % {"day": today.isoformat(), "zone": week.zone_name}
+    ]
+    lines += _ranking(chat_id, day.members(top), store)
     lines += ["", _("This week (since Monday %(day)s):") % {"day": week_start.isoformat()}]
     lines += _ranking(chat_id, week.members(top), store)
     return "\n".join(lines)

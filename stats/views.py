@@ -1,7 +1,9 @@
 """The statistics dashboard in the admin site, and the CSV export of its members table.
 
 The page itself only carries the form (chat, date range); the browser draws the charts and
-tables from ``/api/v1/stats/report`` (``static/stats/dashboard.js``, Chart.js vendored).
+tables from ``/api/v1/stats/report`` (``static/stats/dashboard.js``, Chart.js vendored). Days
+are the chat's (``chat_zone``); the default chat is the most active one. CSV files start with
+a UTF-8 byte order mark and escape cells a spreadsheet would run as formulas.
 
 The query string is checked before anything is read (``request_range``): a range that is not
 a pair of dates between 2000-01-01 and today, backwards or longer than 366 days, or a chat id
@@ -12,24 +14,29 @@ that is not one, answers 400 with the reason (the page shows it above the form, 
 from __future__ import annotations
 
 import csv
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from stats.selectors import (
     FIRST_DAY,
+    Report,
+    chat_today,
     check_chat_id,
     check_range,
     known_chats,
     member_names,
     stats_report,
-    utc_today,
 )
+from telegram_bot.models import chat_zone
 from telegram_bot.state import get_store
 
 DEFAULT_DAYS = 7
@@ -47,6 +54,18 @@ CSV_COLUMNS = (
     "violations_low",
     "violations_medium",
     "violations_high",
+    "last_seen",
+)
+DAILY_CSV_COLUMNS = (
+    "day",
+    "messages",
+    "words",
+    "active_members",
+    "source",
+    "status",
+    "reason",
+    "poisoned",
+    "time_zone",
 )
 
 
@@ -54,21 +73,26 @@ CSV_COLUMNS = (
 def stats_dashboard(request: HttpRequest) -> HttpResponse:
     store = get_store()
     chats = known_chats(store)
-    today = utc_today()
     errors = []
     try:
         chat_id = _chat_id(request.GET.get("chat_id"))
     except ValueError as exc:
         errors.append(str(exc))
         chat_id = None
+    chat_id = chat_id or (chats[0][0] if chats else None)  # the most active chat
+    zone = chat_zone(chat_id) if chat_id is not None else ZoneInfo(settings.TIME_ZONE)
+    today = chat_today(zone)
     try:
         start, end = request_range(request, today)
     except ValueError as exc:
-        errors.append(f"{exc}: showing the last {DEFAULT_DAYS} days instead")
+        errors.append(
+            _("%(error)s: showing the last %(days)s days instead")
+            % {"error": exc, "days": DEFAULT_DAYS}
+        )
         start, end = today - timedelta(days=DEFAULT_DAYS - 1), today
     for error in errors:
         messages.error(request, error)
-    chat_id = chat_id or (chats[0][0] if chats else None)
+    query = urlencode({"chat_id": "" if chat_id is None else chat_id, "start": start, "end": end})
     context = {
         "title": _("Statistics"),
         "chats": chats,
@@ -76,10 +100,12 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
         "start": start,
         "end": end,
         "today": today,
+        "time_zone": str(getattr(zone, "key", zone)),
         "report_url": reverse("api-v1:stats-report"),
-        "csv_url": reverse("admin:stats-export"),
+        "csv_url": f"{reverse('admin:stats-export')}?{query}",
+        "daily_csv_url": f"{reverse('admin:stats-export-daily')}?{query}",
         "has_permission": True,
-        "site_header": "Community bot administration",
+        "site_header": _("Community bot administration"),
     }
     return render(request, "stats/dashboard.html", context, status=400 if errors else 200)
 
@@ -87,23 +113,74 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
 @require_GET
 def stats_export_csv(request: HttpRequest) -> HttpResponse:
     """The members table of the dashboard's chat and range, as CSV."""
-    today = utc_today()
+    checked = _export_request(request, series=False)
+    if isinstance(checked, HttpResponse):
+        return checked
+    chat_id, report = checked
+    response = _csv_response(f"stats_{chat_id}_{report.start}_{report.end}.csv")
+    writer = csv.writer(response)
+    writer.writerow(CSV_COLUMNS)
+    for member in member_names(chat_id, report.members(), get_store()):
+        writer.writerow([_cell(getattr(member, column)) for column in CSV_COLUMNS])
+    return response
+
+
+@require_GET
+def stats_export_daily_csv(request: HttpRequest) -> HttpResponse:
+    """The daily series of the dashboard's chat and range (days of the chat's zone), as CSV."""
+    checked = _export_request(request)
+    if isinstance(checked, HttpResponse):
+        return checked
+    chat_id, report = checked
+    response = _csv_response(f"stats_daily_{chat_id}_{report.start}_{report.end}.csv")
+    writer = csv.writer(response)
+    writer.writerow(DAILY_CSV_COLUMNS)
+    for day in report.days:
+        writer.writerow(
+            [
+                day.day.isoformat(),
+                day.messages,
+                day.words,
+                day.members,
+                day.source,
+                day.status,
+                _cell(day.reason),
+                " ".join(day.poisoned),
+                report.zone_name,
+            ]
+        )
+    return response
+
+
+def _export_request(
+    request: HttpRequest, *, series: bool = True
+) -> tuple[int, Report] | HttpResponse:
     try:
         chat_id = _chat_id(request.GET.get("chat_id"))
         if chat_id is None:
-            raise ValueError("chat_id is required")
+            raise ValueError(_("chat_id is required"))
+        zone = chat_zone(chat_id)
+        today = chat_today(zone)
         start, end = request_range(request, today)
     except ValueError as exc:
         return HttpResponseBadRequest(str(exc), content_type="text/plain; charset=utf-8")
-    store = get_store()
-    report = stats_report(chat_id=chat_id, start=start, end=end, store=store, today=today)
+    report = stats_report(
+        chat_id=chat_id,
+        start=start,
+        end=end,
+        store=get_store(),
+        today=today,
+        zone=zone,
+        series=series,
+    )
+    return chat_id, report
+
+
+def _csv_response(filename: str) -> HttpResponse:
     response = HttpResponse(content_type="text/csv; charset=utf-8")
-    filename = f"stats_{chat_id}_{start.isoformat()}_{end.isoformat()}.csv"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    writer = csv.writer(response)
-    writer.writerow(CSV_COLUMNS)
-    for member in member_names(chat_id, report.members(), store):
-        writer.writerow([_cell(getattr(member, column)) for column in CSV_COLUMNS])
+    # A byte order mark: spreadsheet programs read the file as UTF-8 (Cyrillic names) only then.
+    response.write("\ufeff")
     return response
 
 
@@ -123,6 +200,8 @@ def _cell(value: object) -> object:
     # Spreadsheets run cells starting with these as formulas: names come from Telegram users.
     if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
         return "'" + value
+    if isinstance(value, datetime):
+        return value.isoformat()
     return value
 
 
@@ -132,7 +211,7 @@ def _day(name: str, value: str | None) -> date | None:
     try:
         return date.fromisoformat(value)
     except ValueError:
-        raise ValueError(f"{name}: not a date (YYYY-MM-DD)") from None
+        raise ValueError(_("%(name)s: not a date (YYYY-MM-DD)") % {"name": name}) from None
 
 
 def _chat_id(value: str | None) -> int | None:
@@ -141,4 +220,4 @@ def _chat_id(value: str | None) -> int | None:
     try:
         return check_chat_id(int(value))
     except ValueError:
-        raise ValueError("chat_id: not a chat id") from None
+        raise ValueError(_("chat_id: not a chat id")) from None

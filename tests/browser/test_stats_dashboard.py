@@ -54,6 +54,9 @@ def test_the_dashboard_shows_the_counted_numbers(
     truth = conversation.truth
 
     page = admin_page
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(f"{live_server.url}/admin/")
     page.click("text=Statistics")
     page.select_option("#stats-chat", str(CHAT))
@@ -62,6 +65,12 @@ def test_the_dashboard_shows_the_counted_numbers(
     page.click("#stats-form button[type=submit]")
     page.wait_for_selector("#stats-dashboard[data-loaded=true]")
 
+    assert "UTC" in page.inner_text("#stats-zone")
+    total = sum(c["messages"] for d in days for c in truth.day_of(CHAT, d).values())
+    messages_card = page.locator('[data-figure="messages"] .value').inner_text()
+    assert messages_card.replace(",", "").replace("\u202f", "") == str(total)
+    assert not page.is_visible("#days")  # data quality is folded away
+    page.click("#data-quality summary")
     assert "read from the database" in page.inner_text("#source-note")
     for day in days:
         row = page.locator(f'#days tr[data-day="{day.isoformat()}"]')
@@ -71,8 +80,12 @@ def test_the_dashboard_shows_the_counted_numbers(
             "live counts (not verified yet)" if day == today else "database (verified complete)"
         )
         assert row.locator("td.source").inner_text() == source
+    assert page.locator(f'#days tr[data-day="{days[0].isoformat()}"] td.status').inner_text() == (
+        "complete"
+    )
     chart = page.evaluate("window.statsDashboard.chart.data.datasets[0].data")
     assert chart == [sum(c["messages"] for c in truth.day_of(CHAT, d).values()) for d in days]
+    assert page.evaluate("window.statsDashboard.chart.options.scales.y.ticks.precision") == 0
 
     members = _members(truth, days)
     rows = page.locator("#top-members tbody tr")
@@ -83,23 +96,38 @@ def test_the_dashboard_shows_the_counted_numbers(
             "messages": str(counts["messages"]),
             "words": str(counts["words"]),
             "voice-minutes": f"{counts['voice_seconds'] / 60:.1f}",
-            "video-notes": str(counts["video_notes"]),
-            "profanity": str(counts["profanity"]),
         }
+        assert row.locator("td.last-seen").inner_text()
+    week = [[0] * 24 for _ in range(7)]
     for day in days:
-        cells = page.locator(f'#hour-heatmap tr[data-day="{day.isoformat()}"] td[data-hour]')
+        for counts in truth.day_of(CHAT, day).values():
+            for hour in range(24):
+                week[day.weekday()][hour] += counts[f"hour_{hour:02d}"]
+    for weekday in range(7):
+        cells = page.locator(f'#week-heatmap tr[data-weekday="{weekday}"] td[data-hour]')
         shown = [int(count) for count in cells.evaluate_all("cs => cs.map(c => c.dataset.count)")]
-        day_truth = truth.day_of(CHAT, day).values()
-        assert shown == [sum(c[f"hour_{h:02d}"] for c in day_truth) for h in range(24)]
-    coverage = page.locator(f'#coverage tr[data-day="{days[0].isoformat()}"] td.status')
-    assert coverage.inner_text() == "complete"
+        assert shown == week[weekday]
 
     href = page.get_attribute("#csv-export", "href")
     exported = page.request.get(f"{live_server.url}{href}")
-    table = list(csv.DictReader(io.StringIO(exported.text())))
+    table = list(csv.DictReader(io.StringIO(exported.body().decode("utf-8-sig"))))
     assert {int(r["user_id"]): (int(r["messages"]), int(r["words"])) for r in table} == {
         user_id: (counts["messages"], counts["words"]) for user_id, counts in members.items()
     }
+    daily = page.request.get(f"{live_server.url}{page.get_attribute('#csv-daily', 'href')}")
+    assert daily.body().startswith("\ufeffday,messages".encode())
+
+    url = page.url
+    page.set_viewport_size({"width": 1440, "height": 900})
+    for theme in ("light", "dark"):
+        page.set_viewport_size({"width": 390, "height": 844})
+        page.goto(url)
+        page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+        page.wait_for_selector("#stats-dashboard[data-loaded=true]")
+        page.click("#data-quality summary")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{theme}: the page is {width} px wide at 390 px"
+    assert errors == []
 
 
 def _members(truth: Any, days: list[date]) -> dict[int, Counter[str]]:
@@ -111,5 +139,5 @@ def _members(truth: Any, days: list[date]) -> dict[int, Counter[str]]:
 
 
 def _cells(row: Any) -> dict[str, str]:
-    names = ("messages", "words", "voice-minutes", "video-notes", "profanity")
+    names = ("messages", "words", "voice-minutes")
     return {name: row.locator(f"td.{name}").inner_text() for name in names}

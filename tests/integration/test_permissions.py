@@ -103,6 +103,7 @@ RULES: dict[str, Rule] = {
     "admin:privacy-export": perm(EXPORT_DATA),
     "admin:privacy-erase": perm(ERASE_DATA),
     "admin:stats-export": perm(STATS, query=STATS_QUERY),
+    "admin:stats-export-daily": perm(STATS, query=STATS_QUERY),
     "admin:content-post-photo": perm(("content.view_post",)),
     "admin:support_ticket_reply": perm(TICKETS, "POST", viewer_allowed=False),
     "admin:support_ticket_resolve": perm(TICKETS, "POST", viewer_allowed=False),
@@ -120,6 +121,7 @@ RULES: dict[str, Rule] = {
     "api-v1:members": perm(STATS, query=STATS_QUERY),
     "api-v1:hours": perm(STATS, query=STATS_QUERY),
     "api-v1:coverage": perm(STATS, query=STATS_QUERY),
+    "api-v1:stats-growth": perm(STATS, query=STATS_QUERY),
     "api-v1:community-growth": perm(GROWTH, query=STATS_QUERY),
     "api-v1:community-retention": perm(
         GROWTH, query="?chat_id=-1001234567890&week_start=2026-01-05"

@@ -31,7 +31,9 @@ def counted(bot: Any, post_update: Any) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("path", ["chats", "report", "daily", "members", "hours", "coverage"])
+@pytest.mark.parametrize(
+    "path", ["chats", "report", "daily", "members", "hours", "coverage", "growth"]
+)
 def test_it_serves_staff_only(client: Client, path: str) -> None:
     assert client.get(f"/api/v1/stats/{path}", RANGE).status_code == 401
 
@@ -41,7 +43,7 @@ def test_it_documents_every_endpoint_with_its_schema(admin_client: Client) -> No
     paths = {path: spec["get"] for path, spec in schema["paths"].items() if "/stats/" in path}
     assert set(paths) == {
         f"/api/v1/stats/{name}"
-        for name in ("chats", "report", "daily", "members", "hours", "coverage")
+        for name in ("chats", "report", "daily", "members", "hours", "coverage", "growth")
     }
     for operation in paths.values():
         assert operation["summary"] and operation["tags"] == ["stats"]
@@ -77,7 +79,8 @@ def test_it_exports_the_members_table_as_csv(counted: None, admin_client: Client
     response = admin_client.get("/admin/stats/export.csv", RANGE)
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/csv")
-    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    assert response.content.startswith("\ufeff".encode())  # spreadsheets read it as UTF-8
+    rows = list(csv.reader(io.StringIO(response.content.decode("utf-8-sig"))))
     assert rows[0][:5] == ["user_id", "name", "username", "messages", "words"]
     assert [row[:5] for row in rows[1:]] == [
         ["5", "'=cmd", "", "2", "4"],

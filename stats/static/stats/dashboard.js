@@ -1,22 +1,32 @@
-/* Statistics dashboard: draws the report of /api/v1/stats/report into the page.
- * Chart.js (vendored, MIT) draws the messages-per-day chart; the tables are plain DOM.
- * window.statsDashboard exposes the report and the chart (the browser tests read them). */
+/* Statistics dashboard: draws /api/v1/stats/report into the page, and pages the members with
+ * /api/v1/stats/members. Chart.js (vendored, MIT) draws the charts; the rest is plain DOM,
+ * written with textContent only. Texts come translated from the page's data-text-* attributes.
+ * window.statsDashboard exposes the report and the charts (the browser tests read them). */
 (function () {
   "use strict";
   const root = document.getElementById("stats-dashboard");
-  const status = document.getElementById("stats-status");
   if (!root) return;
-  const chatId = root.dataset.chatId;
+  const status = document.getElementById("stats-status");
+  const text = root.dataset;
+  const chatId = text.chatId;
+  const PAGE = 25;
+  const state = { offset: 0, order: "messages", total: 0 };
   if (!chatId) {
-    status.textContent = "No chat has statistics yet.";
+    status.textContent = text.textNoChat;
     return;
   }
-  const params = new URLSearchParams({ chat_id: chatId, start: root.dataset.start, end: root.dataset.end, limit: "100" });
+  const range = { chat_id: chatId, start: text.start, end: text.end };
+  const membersUrl = text.reportUrl.replace(/report$/, "members");
 
-  function cell(row, text, className) {
-    const td = document.createElement("td");
-    td.textContent = text;
-    if (className) td.className = className;
+  function el(tag, content, className) {
+    const node = document.createElement(tag);
+    if (content !== undefined && content !== null) node.textContent = String(content);
+    if (className) node.className = className;
+    return node;
+  }
+
+  function cell(row, content, className) {
+    const td = el("td", content, className);
     row.appendChild(td);
     return td;
   }
@@ -27,9 +37,162 @@
     return tbody;
   }
 
+  function number(value) {
+    return value === null || value === undefined ? "–" : Number(value).toLocaleString();
+  }
+
+  function getJson(url, params) {
+    return fetch(url + "?" + new URLSearchParams(params).toString(), { credentials: "same-origin" })
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      });
+  }
+
+  function card(label, value, previous, key) {
+    const box = el("div", null, "stats-card");
+    box.dataset.figure = key;
+    box.appendChild(el("div", label, "label"));
+    box.appendChild(el("div", number(value), "value"));
+    if (previous !== null && previous !== undefined && value !== null) {
+      const change = value - previous;
+      const percent = previous ? " (" + (change >= 0 ? "+" : "") + Math.round((100 * change) / previous) + "%)" : "";
+      const delta = el("div", (change >= 0 ? "+" : "") + number(change) + percent + " · " + text.textPrevious + " " + number(previous),
+        "delta " + (change > 0 ? "up" : change < 0 ? "down" : ""));
+      box.appendChild(delta);
+    }
+    return box;
+  }
+
+  function renderCards(report) {
+    const now = report.totals;
+    const before = report.previous || {};
+    const growth = report.growth.days.filter(function (d) { return d.members !== null; });
+    const cards = [
+      card(text.textMessages, now.messages, before.messages, "messages"),
+      card(text.textActive, now.active_members, before.active_members, "active"),
+    ];
+    if (report.growth.available) {
+      cards.push(card(text.textJoins, now.joins, before.joins, "joins"));
+      cards.push(card(text.textLeaves, now.leaves, before.leaves, "leaves"));
+      if (growth.length) cards.push(card(text.textMembers, growth[growth.length - 1].members, growth[0].members, "members"));
+    }
+    document.getElementById("stats-cards").replaceChildren(...cards);
+  }
+
+  function themeColour(name, fallback) {
+    const value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return value || fallback;
+  }
+
+  function chartOptions() {
+    const fg = themeColour("--body-quiet-color", "#666");
+    const grid = themeColour("--hairline-color", "#e5e5e5");
+    const axis = { ticks: { color: fg, precision: 0 }, grid: { color: grid }, beginAtZero: true };
+    return {
+      animation: false,
+      maintainAspectRatio: false,
+      plugins: { legend: { labels: { color: fg } } },
+      scales: { x: { ticks: { color: fg, maxRotation: 0, autoSkip: true }, grid: { color: grid } }, y: axis },
+    };
+  }
+
+  function renderActivity(report) {
+    return new window.Chart(document.getElementById("activity-chart"), {
+      data: {
+        labels: report.days.map(function (day) { return day.day; }),
+        datasets: [
+          { type: "bar", label: text.textMessages, data: report.days.map(function (d) { return d.messages; }), backgroundColor: "#79aec8" },
+          { type: "line", label: text.textActive, data: report.days.map(function (d) { return d.members; }), borderColor: "#e69500", backgroundColor: "#e69500", pointRadius: 0 },
+        ],
+      },
+      options: chartOptions(),
+    });
+  }
+
+  function renderGrowth(report) {
+    const missing = document.getElementById("growth-missing");
+    if (!report.growth.available) {
+      missing.textContent = text.textNoGrowth;
+      missing.hidden = false;
+      document.getElementById("growth-box").hidden = true;
+      return null;
+    }
+    const days = report.growth.days;
+    const options = chartOptions();
+    const datasets = [
+      { type: "bar", label: text.textJoins, data: days.map(function (d) { return d.joins; }), backgroundColor: "#2e7d32" },
+      { type: "bar", label: text.textLeaves, data: days.map(function (d) { return -d.leaves; }), backgroundColor: "#c62828" },
+    ];
+    if (days.some(function (d) { return d.members !== null; })) {  // counts fetched once a day
+      options.scales.members = { position: "right", ticks: { color: options.scales.y.ticks.color, precision: 0 }, grid: { display: false } };
+      datasets.push({ type: "line", label: text.textMembers, yAxisID: "members", data: days.map(function (d) { return d.members; }), borderColor: "#79aec8", spanGaps: true, pointRadius: 0 });
+    }
+    return new window.Chart(document.getElementById("growth-chart"), {
+      data: { labels: days.map(function (d) { return d.day; }), datasets: datasets },
+      options: options,
+    });
+  }
+
+  function renderMembers(members) {
+    const tbody = body("top-members");
+    members.forEach(function (member, index) {
+      const tr = document.createElement("tr");
+      tr.dataset.userId = member.user_id;
+      cell(tr, state.offset + index + 1, "num");
+      cell(tr, member.name + (member.username ? " (@" + member.username + ")" : ""), "name");
+      cell(tr, member.messages, "num messages");
+      cell(tr, member.words, "num words");
+      cell(tr, member.voice_minutes.toFixed(1), "num voice-minutes");
+      const seen = member.last_seen ? new Date(member.last_seen).toLocaleString() : (member.last_day || "");
+      cell(tr, seen, "last-seen");
+      tbody.appendChild(tr);
+    });
+    const last = state.offset + members.length;
+    document.getElementById("members-range").textContent = state.total
+      ? text.textPage.replace("%(first)s", state.offset + 1).replace("%(last)s", last).replace("%(total)s", state.total)
+      : "";
+    document.getElementById("members-prev").disabled = state.offset === 0;
+    document.getElementById("members-next").disabled = last >= state.total;
+  }
+
+  function loadMembers() {
+    const params = Object.assign({ limit: PAGE, offset: state.offset, order: state.order }, range);
+    return getJson(membersUrl, params).then(renderMembers).catch(function (error) {
+      status.textContent = text.textFailed + " " + error.message;
+    });
+  }
+
+  function renderHeatmap(report) {
+    const table = document.getElementById("week-heatmap");
+    const head = document.createElement("tr");
+    head.appendChild(el("th", ""));
+    for (let hour = 0; hour < 24; hour++) head.appendChild(el("th", String(hour).padStart(2, "0")));
+    table.tHead.replaceChildren(head);
+    const week = report.hours.week;
+    const max = Math.max(1, ...week.flat());
+    const names = text.weekdays.split(" ");
+    const tbody = body("week-heatmap");
+    week.forEach(function (hours, weekday) {
+      const tr = document.createElement("tr");
+      tr.dataset.weekday = weekday;
+      tr.appendChild(el("th", names[weekday] || weekday));
+      hours.forEach(function (count, hour) {
+        const td = cell(tr, count || "", "num");
+        td.dataset.hour = hour;
+        td.dataset.count = count;
+        td.title = (names[weekday] || weekday) + " " + String(hour).padStart(2, "0") + ":00 · " + count;
+        td.style.backgroundColor = "rgba(121, 174, 200, " + (count / max).toFixed(2) + ")";
+      });
+      tbody.appendChild(tr);
+    });
+  }
+
   function renderDays(report) {
     const tbody = body("days");
+    const sources = {};
     for (const day of report.days) {
+      sources[day.source_label] = (sources[day.source_label] || 0) + 1;
       const tr = document.createElement("tr");
       tr.dataset.day = day.day;
       tr.dataset.source = day.source;
@@ -39,103 +202,45 @@
       cell(tr, day.members, "num members");
       cell(tr, day.source_label, "source source-" + day.source);
       // Days not verified: the KV daily total next to the one read, when they differ.
-      const behind = day.live_total !== null && day.live_total !== day.messages
-        ? "; KV total " + day.live_total + " messages" : "";
+      const behind = day.live_total !== null && day.live_total !== day.messages ? "; KV " + day.live_total : "";
       cell(tr, day.status + (day.reason ? " (" + day.reason + ")" : "") + behind, "status");
       cell(tr, day.poisoned.join(", "), day.poisoned.length ? "poisoned" : "");
       tbody.appendChild(tr);
     }
+    document.getElementById("quality-summary").textContent = "(" + Object.entries(sources).map(function (entry) {
+      return entry[1] + " × " + entry[0];
+    }).join(", ") + ")";
   }
 
-  function renderMembers(report) {
-    const tbody = body("top-members");
-    report.members.forEach(function (member, index) {
-      const tr = document.createElement("tr");
-      tr.dataset.userId = member.user_id;
-      cell(tr, index + 1, "num");
-      cell(tr, member.name + (member.username ? " (@" + member.username + ")" : ""), "name");
-      cell(tr, member.messages, "num messages");
-      cell(tr, member.words, "num words");
-      cell(tr, member.voice_minutes.toFixed(1), "num voice-minutes");
-      cell(tr, member.video_notes, "num video-notes");
-      cell(tr, member.profanity, "num profanity");
-      cell(tr, [member.violations_low, member.violations_medium, member.violations_high].join(" / "), "num violations");
-      tbody.appendChild(tr);
-    });
-  }
+  document.getElementById("members-prev").addEventListener("click", function () {
+    state.offset = Math.max(0, state.offset - PAGE);
+    loadMembers();
+  });
+  document.getElementById("members-next").addEventListener("click", function () {
+    state.offset += PAGE;
+    loadMembers();
+  });
+  document.getElementById("members-order").addEventListener("change", function (event) {
+    state.order = event.target.value;
+    state.offset = 0;
+    loadMembers();
+  });
 
-  function renderHeatmap(report) {
-    const table = document.getElementById("hour-heatmap");
-    const head = document.createElement("tr");
-    cell(head, "Day");
-    for (let hour = 0; hour < 24; hour++) cell(head, String(hour).padStart(2, "0"));
-    table.tHead.replaceChildren(head);
-    const max = Math.max(1, ...report.hours.days.flatMap(function (row) { return row.hours; }));
-    const tbody = body("hour-heatmap");
-    for (const row of report.hours.days) {
-      const tr = document.createElement("tr");
-      tr.dataset.day = row.day;
-      cell(tr, row.day);
-      row.hours.forEach(function (count, hour) {
-        const td = cell(tr, count || "", "num");
-        td.dataset.hour = hour;
-        td.dataset.count = count;
-        td.style.backgroundColor = "rgba(31, 119, 180, " + (count / max).toFixed(2) + ")";
-      });
-      tbody.appendChild(tr);
-    }
-  }
-
-  function renderCoverage(report) {
-    const tbody = body("coverage");
-    for (const day of report.coverage) {
-      const tr = document.createElement("tr");
-      tr.dataset.day = day.day;
-      cell(tr, day.day);
-      cell(tr, day.source, "source source-" + day.source);
-      cell(tr, day.status, "status");
-      cell(tr, day.reason, "reason");
-      const parts = Object.entries(day.categories).map(function (entry) {
-        return entry[0] + ": " + entry[1] + (day.poisoned.includes(entry[0]) ? " (poisoned)" : "");
-      });
-      cell(tr, parts.join(", "), "categories");
-      tbody.appendChild(tr);
-    }
-  }
-
-  function renderChart(report) {
-    const colours = { database: "#1f7a1f", live: "#e69500", database_unverified: "#999", none: "#ccc" };
-    return new window.Chart(document.getElementById("messages-chart"), {
-      type: "bar",
-      data: {
-        labels: report.days.map(function (day) { return day.day; }),
-        datasets: [{
-          label: "messages",
-          data: report.days.map(function (day) { return day.messages; }),
-          backgroundColor: report.days.map(function (day) { return colours[day.source]; }),
-        }],
-      },
-      options: { animation: false, maintainAspectRatio: false, plugins: { legend: { display: false } } },
-    });
-  }
-
-  fetch(root.dataset.reportUrl + "?" + params.toString(), { credentials: "same-origin" })
-    .then(function (response) {
-      if (!response.ok) throw new Error("HTTP " + response.status);
-      return response.json();
-    })
+  getJson(text.reportUrl, Object.assign({ limit: PAGE }, range))
     .then(function (report) {
+      state.total = report.members_total;
+      renderCards(report);
       renderDays(report);
-      renderMembers(report);
+      renderMembers(report.members);
       renderHeatmap(report);
-      renderCoverage(report);
-      const chart = renderChart(report);
-      window.statsDashboard = { report: report, chart: chart };
-      status.textContent = "";
+      const activity = renderActivity(report);
+      const growth = renderGrowth(report);
+      window.statsDashboard = { report: report, chart: activity, growthChart: growth };
+      status.textContent = report.totals.messages === 0 ? text.textEmpty : "";
       root.dataset.loaded = "true";
     })
     .catch(function (error) {
-      status.textContent = "Could not load the statistics: " + error.message;
+      status.textContent = text.textFailed + " " + error.message;
       root.dataset.loaded = "error";
     });
 })();

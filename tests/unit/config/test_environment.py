@@ -245,3 +245,11 @@ def test_make_superuser_without_a_terminal(tmp_path: Path) -> None:
         "print(u.is_superuser, u.email)",
     )
     assert check.stdout.split() == ["True", "ops@example.org"], check.stderr
+
+
+def test_time_zone_is_an_iana_name_and_defaults_to_utc() -> None:
+    assert Env({}).time_zone("TIME_ZONE", "UTC") == "UTC"
+    assert Env({"TIME_ZONE": "Europe/Moscow"}).time_zone("TIME_ZONE", "UTC") == "Europe/Moscow"
+    for bad in ("Mars/Olympus", "+03:00", "europe/moscow"):
+        with pytest.raises(ConfigError, match="TIME_ZONE: not a time zone name"):
+            Env({"TIME_ZONE": bad}).time_zone("TIME_ZONE", "UTC")

@@ -1,0 +1,369 @@
+"""SQL aggregates over ``stats_daily_user`` for the read path: the database sums, Python gets
+a row per stored day or per member, never a row per (day, member).
+
+Stored days are UTC days with 24 UTC hour columns. A chat's day in its own zone is the hours
+of at most two stored days: ``Split(local, cut)`` says that the hours ``[0, cut)`` of a stored
+day belong to the local day ``local`` and the hours ``[cut, 24)`` to ``local + 1`` (``cut``
+24: the whole day is ``local``). Messages follow their hour columns exactly; a column without
+an hour split (words, voice, profanity, ...) is shared between the two parts in proportion to
+the member's messages in each (rounded down in the first part, the rest in the second, so
+every total is kept). Zones whose offset is not a whole number of hours put each UTC hour
+into the local hour it starts in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta, tzinfo
+
+from django.db import connection
+
+TABLE = "stats_daily_user"
+VALUE_COLUMNS = (
+    "message_count",
+    "word_count",
+    "voice_count",
+    "voice_seconds",
+    "video_note_count",
+    "video_note_seconds",
+    "profanity_count",
+    "violations_low",
+    "violations_medium",
+    "violations_high",
+)
+HOUR_COLUMNS = tuple(f"hour_{hour:02d}" for hour in range(24))
+ORDERS = {
+    "messages": "message_count",
+    "words": "word_count",
+    "voice": "voice_seconds",
+    "last_seen": "last_day",
+}
+
+
+@dataclass(frozen=True)
+class Split:
+    local: date  # the local day of the stored day's first hours
+    cut: int  # hours [0, cut) are ``local``, [cut, 24) are ``local + 1``
+
+
+def _offset(moment: datetime, zone: tzinfo) -> int:
+    """The zone's offset from UTC at ``moment``, in minutes."""
+    delta = moment.astimezone(zone).utcoffset()
+    return int(delta.total_seconds() // 60) if delta is not None else 0
+
+
+def day_hours(day: date, zone: tzinfo) -> list[tuple[date, int]]:
+    """For each UTC hour of the stored ``day``: the local day and local hour it starts in."""
+    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    first, last = _offset(midnight, zone), _offset(midnight + timedelta(hours=23), zone)
+    hours = []
+    for hour in range(24):
+        offset = first if first == last else _offset(midnight + timedelta(hours=hour), zone)
+        days, minute = divmod(hour * 60 + offset, 1440)
+        hours.append((day + timedelta(days=days), minute // 60))
+    return hours
+
+
+def split_of(hours: list[tuple[date, int]]) -> Split:
+    """The split of a stored day from its ``day_hours``."""
+    local = hours[0][0]
+    for hour in range(1, 24):
+        if hours[hour][0] != local:
+            return Split(local, hour)
+    return Split(local, 24)
+
+
+# --- the same shares in Python (for rows repaired from the KV counters) and in SQL -----------
+def row_tail_messages(row: dict[str, int], cut: int) -> int:
+    if cut >= 24:
+        return 0
+    return min(sum(row.get(c, 0) for c in HOUR_COLUMNS[cut:]), row.get("message_count", 0))
+
+
+def row_head(row: dict[str, int], column: str, cut: int) -> int:
+    value = row.get(column, 0)
+    if cut >= 24:
+        return value
+    messages = row.get("message_count", 0)
+    head_messages = messages - row_tail_messages(row, cut)
+    if column == "message_count":
+        return head_messages
+    return value * head_messages // messages if messages > 0 else value
+
+
+def _tail_messages_sql(cut: int) -> str:
+    if cut >= 24:
+        return "0"
+    hours = " + ".join(HOUR_COLUMNS[cut:])
+    return f"(CASE WHEN {hours} < message_count THEN {hours} ELSE message_count END)"
+
+
+def _head_sql(column: str, cut: int) -> str:
+    if cut >= 24:
+        return column
+    head_messages = f"(message_count - {_tail_messages_sql(cut)})"
+    if column == "message_count":
+        return head_messages
+    return (
+        f"(CASE WHEN message_count > 0 THEN {column} * {head_messages} / message_count "
+        f"ELSE {column} END)"
+    )
+
+
+def _part_sql(column: str, cut: int, part: str) -> str:
+    if part == "all":
+        return column
+    if part == "head":
+        return _head_sql(column, cut)
+    return f"({column} - {_head_sql(column, cut)})"
+
+
+def _as_date(value: object) -> date:
+    return value if isinstance(value, date) else date.fromisoformat(str(value))
+
+
+def _segments(splits: dict[date, Split]) -> list[tuple[date, date, int]]:
+    """Runs of consecutive stored days with the same cut (a zone changes it at most twice a
+    year)."""
+    runs: list[tuple[date, date, int]] = []
+    for day in sorted(splits):
+        cut = splits[day].cut
+        if runs and runs[-1][2] == cut and runs[-1][1] + timedelta(days=1) == day:
+            runs[-1] = (runs[-1][0], day, cut)
+        else:
+            runs.append((day, day, cut))
+    return runs
+
+
+@dataclass
+class StoredDay:
+    """Sums of one stored day, and the share of its last hours (``cut`` onwards)."""
+
+    messages: int = 0
+    words: int = 0
+    active: int = 0
+    tail_messages: int = 0
+    head_words: int = 0
+    head_active: int = 0
+    tail_active: int = 0
+    hours: list[int] | None = None
+
+    def part(self, which: str) -> tuple[int, int, int]:
+        """(messages, words, active members) of the head or tail part."""
+        if which == "head":
+            return self.messages - self.tail_messages, self.head_words, self.head_active
+        return self.tail_messages, self.words - self.head_words, self.tail_active
+
+
+def stored_days(chat_id: int, splits: dict[date, Split]) -> dict[date, StoredDay]:
+    """Per stored day: totals, active members, the parts of a split day, the 24 hour sums.
+    One query (a UNION ALL branch per run of days with the same cut)."""
+    if not splits:
+        return {}
+    branches, params = [], []
+    active = "COUNT(*) FILTER (WHERE message_count > 0)"
+    hours = ", ".join(f"SUM({column})" for column in HOUR_COLUMNS)
+    for first, last, cut in _segments(splits):
+        if cut >= 24:  # the whole day is one local day: no parts to sum
+            parts = f"0, SUM(word_count), {active}, 0"
+        else:
+            tail = _tail_messages_sql(cut)
+            parts = (
+                f"SUM({tail}), SUM({_head_sql('word_count', cut)}), "
+                f"COUNT(*) FILTER (WHERE message_count - {tail} > 0), "
+                f"COUNT(*) FILTER (WHERE {tail} > 0)"
+            )
+        branches.append(
+            f"SELECT day, SUM(message_count), SUM(word_count), {active}, {parts}, {hours} "  # noqa: S608 - constant columns, integer cuts, placeholders
+            f"FROM {TABLE} WHERE chat_id = %s AND day >= %s AND day <= %s GROUP BY day"
+        )
+        params += [chat_id, first, last]
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(branches), params)
+        rows = cursor.fetchall()
+    days = {}
+    for row in rows:
+        values = [int(v or 0) for v in row[1:]]
+        days[_as_date(row[0])] = StoredDay(*values[:7], hours=values[7:])
+    return days
+
+
+def straddlers(chat_id: int, splits: dict[date, Split]) -> dict[date, int]:
+    """Per stored day D: members active both in D's last part and in D+1's first part (the
+    same local day), so that a local day counts them once. One query; {} without splits."""
+    cuts = {day: split.cut for day, split in splits.items() if split.cut < 24}
+    pairs = [day for day in cuts if day + timedelta(days=1) in splits]
+    if not pairs:
+        return {}
+    tail = _case_by_day("a", {day: _tail_messages_sql(cuts[day]) for day in pairs})
+    following = {day + timedelta(days=1): splits[day + timedelta(days=1)].cut for day in pairs}
+    head = _case_by_day(
+        "b", {day: f"(message_count - {_tail_messages_sql(cut)})" for day, cut in following.items()}
+    )
+    sql = (
+        f"SELECT a.day, COUNT(*) FROM {TABLE} a JOIN {TABLE} b ON b.chat_id = a.chat_id "  # noqa: S608 - constant columns, integer cuts, placeholders
+        f"AND b.user_id = a.user_id AND b.day = a.day + 1 "
+        f"WHERE a.chat_id = %s AND a.day >= %s AND a.day <= %s AND {tail} > 0 "
+        f"AND b.chat_id = %s AND b.day >= %s AND b.day <= %s AND {head} > 0 "
+        f"GROUP BY a.day"
+    )
+    if connection.vendor == "sqlite":
+        sql = sql.replace("b.day = a.day + 1", "b.day = date(a.day, '+1 day')")
+    first, last = min(pairs), max(pairs)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            sql,
+            [chat_id, first, last, chat_id, first + timedelta(days=1), last + timedelta(days=1)],
+        )
+        return {_as_date(day): int(count) for day, count in cursor.fetchall()}
+
+
+def _case_by_day(alias: str, expressions: dict[date, str]) -> str:
+    """``expression`` of the row's day, for a handful of runs of days (inlined ISO dates)."""
+    runs: dict[str, list[date]] = {}
+    for day, expression in expressions.items():
+        runs.setdefault(expression, []).append(day)
+    qualified = {
+        expression: _qualify(expression, alias) for expression in runs
+    }  # columns of ``alias``
+    if len(runs) == 1:
+        return qualified[next(iter(runs))]
+    arms = []
+    for expression, days in runs.items():
+        low, high = min(days).isoformat(), max(days).isoformat()
+        arms.append(f"WHEN {alias}.day BETWEEN '{low}' AND '{high}' THEN {qualified[expression]}")
+    return f"(CASE {' '.join(arms)} ELSE 0 END)"
+
+
+def _qualify(expression: str, alias: str) -> str:
+    for column in (*HOUR_COLUMNS, "message_count"):
+        expression = expression.replace(column, f"{alias}.{column}")
+    return expression
+
+
+@dataclass
+class MemberRow:
+    user_id: int
+    values: dict[str, int]
+    last_day: date | None
+
+
+@dataclass(frozen=True)
+class RangeParts:
+    """Which part of each stored day a local range takes: ``all``, ``head`` or ``tail``."""
+
+    parts: dict[date, tuple[str, int]]  # stored day -> (part, cut)
+
+    @property
+    def first(self) -> date | None:
+        return min(self.parts) if self.parts else None
+
+    @property
+    def last(self) -> date | None:
+        return max(self.parts) if self.parts else None
+
+
+def range_parts(splits: dict[date, Split], start: date, end: date) -> RangeParts:
+    parts: dict[date, tuple[str, int]] = {}
+    for day, split in splits.items():
+        head_in = start <= split.local <= end
+        tail_in = split.cut < 24 and start <= split.local + timedelta(days=1) <= end
+        if head_in and (tail_in or split.cut >= 24):
+            parts[day] = ("all", split.cut)
+        elif head_in:
+            parts[day] = ("head", split.cut)
+        elif tail_in:
+            parts[day] = ("tail", split.cut)
+    return RangeParts(parts)
+
+
+def _member_source(
+    chat_id: int, parts: RangeParts, columns: Sequence[str], users: Sequence[int] | None
+) -> tuple[str, list[object]]:
+    """A subquery of (user_id, day, ``columns``) with each row's share in the range: whole
+    rows for the days inside it, a UNION ALL branch with the part expressions for each edge
+    day of a split range (so the expressions cost nothing on the other rows)."""
+    whole = sorted(day for day, (part, _cut) in parts.parts.items() if part == "all")
+    edges = sorted((day, part) for day, part in parts.parts.items() if part[0] != "all")
+    by_user = f" AND user_id IN ({', '.join(['%s'] * len(users))})" if users else ""
+    branches, params = [], []
+    if whole:
+        branches.append(
+            f"SELECT user_id, day, {', '.join(columns)} FROM {TABLE} "  # noqa: S608 - constant columns, placeholders
+            f"WHERE chat_id = %s AND day >= %s AND day <= %s{by_user}"
+        )
+        params += [chat_id, whole[0], whole[-1], *(users or [])]
+    for day, (part, cut) in edges:
+        shares = ", ".join(f"{_part_sql(c, cut, part)} AS {c}" for c in columns)
+        branches.append(
+            f"SELECT user_id, day, {shares} FROM {TABLE} "  # noqa: S608 - constant columns, integer cuts, placeholders
+            f"WHERE chat_id = %s AND day = %s{by_user}"
+        )
+        params += [chat_id, day, *(users or [])]
+    return " UNION ALL ".join(branches), params
+
+
+def member_rows(
+    chat_id: int,
+    parts: RangeParts,
+    *,
+    order: str = "messages",
+    limit: int | None = None,
+    offset: int = 0,
+    users: Iterable[int] | None = None,
+) -> tuple[list[MemberRow], int]:
+    """Members of the range with messages, ranked by ``order`` (then messages, then user id):
+    (one page, how many members in all). One query (two for a page past the last member)."""
+    ids = None if users is None else sorted(set(users))
+    if not parts.parts or ids == []:
+        return [], 0
+    source, params = _member_source(chat_id, parts, VALUE_COLUMNS, ids)
+    sums = ", ".join(f"SUM({column})" for column in VALUE_COLUMNS)
+    ranking = ORDERS[order]
+    ranked = "MAX(day)" if ranking == "last_day" else f"SUM({ranking})"
+    sql = (
+        f"SELECT user_id, {sums}, MAX(day), COUNT(*) OVER () FROM ({source}) r "  # noqa: S608 - constant columns, placeholders
+        f"GROUP BY user_id HAVING SUM(message_count) > 0 "
+        f"ORDER BY {ranked} DESC, SUM(message_count) DESC, user_id"
+    )
+    if limit is not None:
+        sql += " LIMIT %s OFFSET %s"
+        params += [limit, offset]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    rows = [
+        MemberRow(
+            int(row[0]),
+            {c: int(v or 0) for c, v in zip(VALUE_COLUMNS, row[1:11], strict=True)},
+            _as_date(row[11]) if row[11] is not None else None,
+        )
+        for row in fetched
+    ]
+    if fetched:
+        return rows, int(fetched[0][12])
+    if limit is None or offset == 0:
+        return rows, 0
+    _, total = member_rows(chat_id, parts, limit=1, users=ids)
+    return rows, total
+
+
+def period_totals(chat_id: int, parts: RangeParts) -> tuple[int, int, int]:
+    """(messages, words, members with messages) of a range, from the database. One query."""
+    if not parts.parts:
+        return 0, 0, 0
+    source, params = _member_source(chat_id, parts, ("message_count", "word_count"), None)
+    sql = (
+        "SELECT SUM(m), SUM(w), COUNT(*) FILTER (WHERE m > 0) FROM ("  # noqa: S608 - constant columns, placeholders
+        "SELECT user_id, SUM(message_count) AS m, SUM(word_count) AS w "
+        f"FROM ({source}) r GROUP BY user_id) s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        messages, words, members = cursor.fetchone()
+    return int(messages or 0), int(words or 0), int(members or 0)
+
+
+def days_between(start: date, end: date) -> Sequence[date]:
+    return [start + timedelta(days=n) for n in range((end - start).days + 1)]
