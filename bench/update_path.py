@@ -128,8 +128,21 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
         commit()
 
     def count_sql(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        commands["sql " + " ".join(sql.split()[:2])] += 1
+        words = [word for word in sql.split()[:3] if not word.startswith('"')]  # no savepoint ids
+        commands["sql " + " ".join(words)] += 1
         return execute(sql, params, many, context)
+
+    wait = None
+    if connection.vendor == "postgresql":  # one wait per round trip, BEGIN and COMMIT included
+        import psycopg
+
+        wait = psycopg.Connection.wait
+
+        def count_wait(self: Any, *args: Any, **kwargs: Any) -> Any:
+            commands["postgresql round trips (all)"] += 1
+            return wait(self, *args, **kwargs)
+
+        psycopg.Connection.wait = count_wait  # type: ignore[method-assign]
 
     n = args.messages
     bodies = [json.dumps(u) for u in make_updates(n, 90)]
@@ -139,6 +152,8 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
             rate(client, "/telegram/webhook", bodies, headers)
     finally:
         del connection.commit
+        if wait is not None:
+            psycopg.Connection.wait = wait  # type: ignore[method-assign]
         if redis_client is not None:
             del redis_client.execute_command
     lines = [f"round trips per message ({n} unique group messages):"]

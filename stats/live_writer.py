@@ -152,7 +152,8 @@ def _lock_and_add(merged: Sequence[RowDelta]) -> None:
 
 
 def _server_side_binding() -> bool:
-    return bool(connection.settings_dict.get("OPTIONS", {}).get("server_side_binding"))
+    """Django binds on the server (one statement per query) only for the option set to True."""
+    return connection.settings_dict.get("OPTIONS", {}).get("server_side_binding") is True
 
 
 def _poison_failed(store: KVStore, merged: Sequence[RowDelta], exc: Exception) -> None:
