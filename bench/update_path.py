@@ -9,7 +9,12 @@ ratio (product / bare), never the absolute rate. (Served throughput under load, 
 servers' own CPU, is the work of a load generator against gunicorn, not of this script.)
 Also printed: the cost of turning a body into an Update alone, against ``json.loads`` of it.
 
+``--profile DIR`` then sends more messages once with the round trips counted (KV commands on
+Redis, SQL statements and transactions) and once under cProfile (CPU time), and writes both
+to ``DIR/update_path-<git revision>-<kv>.txt``: what to attack next, per message.
+
     python bench/update_path.py [--messages 400] [--rounds 5] [--kv memory|db|redis]
+                                [--profile bench/profiles]
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--kv", choices=("memory", "db", "redis"), default="memory")
+    parser.add_argument("--profile", type=Path, help="write a profile of the path here")
     args = parser.parse_args()
 
     import django
@@ -85,6 +91,98 @@ def run(args: argparse.Namespace, store: Any) -> None:
           f"   moderation on/off ratio {product / unmoderated:.3f}")  # fmt: skip
     print(f"  parse one body into an Update          {parse_us:8.1f} us"
           f"   ratio {parse_us / loads_us:.2f} of json.loads ({loads_us:.1f} us)")  # fmt: skip
+    if args.profile is not None:
+        with override_store(store):
+            summary = profile(args, store, client, headers)
+        args.profile.mkdir(parents=True, exist_ok=True)
+        target = args.profile / f"update_path-{_revision()}-{args.kv}.txt"
+        ratio = f"ratio {product / bare:.3f} of the bare endpoint ({product:.0f} / {bare:.0f})"
+        target.write_text(f"{connection.vendor}, KV {args.kv}: {ratio}\n{summary}")
+        print(f"  profile written to {target}")
+
+
+def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str, str]) -> str:
+    """Round trips per message (counted), then where the CPU time goes (cProfile)."""
+    import cProfile
+    import io
+    import pstats
+    from collections import Counter
+
+    from django.db import connection
+
+    commands: Counter[str] = Counter()
+    counted = {"commits": 0}
+    redis_client = getattr(store, "client", None)
+    if redis_client is not None:  # every command but a pipeline's (the path has none)
+        send = redis_client.execute_command
+
+        def count_command(*command: Any, **options: Any) -> Any:
+            commands[f"redis {command[0]}"] += 1
+            return send(*command, **options)
+
+        redis_client.execute_command = count_command
+    commit = connection.commit
+
+    def count_commit() -> None:
+        counted["commits"] += 1
+        commit()
+
+    def count_sql(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        words = [word for word in sql.split()[:3] if not word.startswith('"')]  # no savepoint ids
+        commands["sql " + " ".join(words)] += 1
+        return execute(sql, params, many, context)
+
+    wait = None
+    if connection.vendor == "postgresql":  # one wait per round trip, BEGIN and COMMIT included
+        import psycopg
+
+        wait = psycopg.Connection.wait
+
+        def count_wait(self: Any, *args: Any, **kwargs: Any) -> Any:
+            commands["postgresql round trips (all)"] += 1
+            return wait(self, *args, **kwargs)
+
+        psycopg.Connection.wait = count_wait  # type: ignore[method-assign]
+
+    n = args.messages
+    bodies = [json.dumps(u) for u in make_updates(n, 90)]
+    connection.commit = count_commit
+    try:
+        with connection.execute_wrapper(count_sql):
+            rate(client, "/telegram/webhook", bodies, headers)
+    finally:
+        del connection.commit
+        if wait is not None:
+            psycopg.Connection.wait = wait  # type: ignore[method-assign]
+        if redis_client is not None:
+            del redis_client.execute_command
+    lines = [f"round trips per message ({n} unique group messages):"]
+    lines += [f"  {count / n:5.2f}  {name}" for name, count in sorted(commands.items())]
+    lines.append(f"  {counted['commits'] / n:5.2f}  database transactions committed")
+    profiler = cProfile.Profile(time.process_time)
+    bodies = [json.dumps(u) for u in make_updates(n, 91)]
+    profiler.enable()
+    rate(client, "/telegram/webhook", bodies, headers)
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(45)
+    stats.sort_stats("tottime").print_stats(25)
+    return (
+        "\n".join(lines) + "\n\ncProfile, CPU time (inflates many small calls):\n" + out.getvalue()
+    )
+
+
+def _revision() -> str:
+    import subprocess
+
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],  # noqa: S607 - git from PATH, as make does
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return head.stdout.strip() or "unknown"
 
 
 def quiet_moderation() -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from datetime import date
+from typing import Any
 
 from django.db import connection
 
@@ -37,24 +38,32 @@ def day_lock_key(chat_id: int, day: date) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def lock_days(pairs: Iterable[tuple[int, date]], *, shared: bool) -> int:
-    """Lock the days of ``pairs`` until the current transaction ends; return how many keys."""
+def lock_days(pairs: Iterable[tuple[int, date]], *, shared: bool) -> None:
+    """Lock the days of ``pairs`` until the current transaction ends."""
     if not connection.in_atomic_block:
         raise RuntimeError("lock_days needs a transaction (transaction.atomic)")
+    statement = lock_statement(pairs, shared=shared)
+    if statement is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(*statement)
+
+
+def lock_statement(
+    pairs: Iterable[tuple[int, date]], *, shared: bool
+) -> tuple[str, list[Any]] | None:
+    """The SQL and parameters that lock the days of ``pairs`` (None for no day), to run in a
+    transaction; the live writer sends it together with its add."""
     lock_keys = sorted({day_lock_key(chat_id, day) for chat_id, day in pairs})
     if not lock_keys:
-        return 0
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-            cursor.execute(
-                f"SELECT {function}(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(k, n) "  # noqa: S608 - a constant name
-                "ORDER BY n",
-                [lock_keys],
-            )
-        elif connection.vendor == "sqlite":
-            # Matches no row but is a write: SQLite takes its write lock for the transaction.
-            cursor.execute("UPDATE stats_backfill_state SET revision = revision WHERE 0")
-        else:
-            raise RuntimeError(f"no day lock for the {connection.vendor} database")
-    return len(lock_keys)
+        return None
+    if connection.vendor == "postgresql":
+        function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+        return (
+            f"SELECT {function}(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(k, n) "  # noqa: S608 - a constant name
+            "ORDER BY n",
+            [lock_keys],
+        )
+    if connection.vendor == "sqlite":
+        # Matches no row but is a write: SQLite takes its write lock for the transaction.
+        return "UPDATE stats_backfill_state SET revision = revision WHERE 0", []
+    raise RuntimeError(f"no day lock for the {connection.vendor} database")

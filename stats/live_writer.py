@@ -1,27 +1,27 @@
 """The live writer: the increments of counted messages, added to ``stats_daily_user``.
 
-Ordering (``count_once`` / ``commit_batch``, the update path's entry points): the day's lock
-(``stats.daylock``) is taken SHARED in a database transaction, then the KV commit runs (the
-counters with the update's done-marker), then the additive upsert, and the transaction
-commits, releasing the lock. The backfill and the reconciliation hold the same lock
+Ordering (``count_once``, the update path's entry point): in one database transaction the
+day's lock (``stats.daylock``) is taken SHARED and the additive upsert written (on PostgreSQL
+one round trip), then the KV commit runs (the counters with the update's done-marker), and the
+transaction commits only if that commit applied (a duplicate, or a commit that raises, rolls
+the add back), releasing the lock. The backfill and the reconciliation hold the same lock
 EXCLUSIVE while they read counters and write, so they never see a KV increment whose
-database add is still in flight; a process killed between the two writes leaves the
-increment in the KV store only (its transaction rolls back), where the backfill's rebuild or
-the reconciliation (late marker, ``stats.reconcile``) finds it. With the database KV store
-the commit joins this transaction: the two writes are then one.
+database add is still in flight; a process killed between the KV commit and the database
+commit leaves the increment in the KV store only (its transaction rolls back), where the
+backfill's rebuild or the reconciliation (late marker, ``stats.reconcile``) finds it. With
+the database KV store the commit joins this transaction: the two writes are then one.
 
-Batching: a batch is a list of ``RowDelta`` (the webhook writes one per counted message, right
-after the KV commit; a caller with several messages at hand passes them together). Rows are
-merged per (chat, day, user), sorted, and written with ONE additive upsert
+Rows are merged per (chat, day, user), sorted, and written with ONE additive upsert
 (``col = col + excluded.col``), followed, in the same transaction, by one upsert of the coverage
 rows (also sorted) that this process does not already know to be live. Every writer (this one
-and the backfill) takes rows in the same order, table by table, so concurrent batches cannot
+and the backfill) takes rows in the same order, table by table, so concurrent writers cannot
 deadlock.
 
-A failed write loses nothing: the KV counters already hold the fact (they were committed
-first). The columns it missed are recorded per (chat, day, user) in the KV index
-``stats:failed:{chat}:{day}`` (readers repair the day with gets of exactly those counters), and
-every (chat, day, category) of the batch is marked poisoned, in the KV store
+A failed write loses nothing: the KV counters hold the fact (a database that fails before
+the KV commit is left out: the commit runs without the lock). The columns it missed are
+recorded per (chat, day, user) in the KV index ``stats:failed:{chat}:{day}`` (readers repair
+the day with gets of exactly those counters), and every (chat, day, category) of the rows is
+marked poisoned, in the KV store
 (``stats:poison:...``, reachable when the database is not) and, if the database answers, on its
 coverage row. The dashboard does not present poisoned numbers as final; finalize clears the
 mark once a backfill phase that started after the failure has rebuilt the category.
@@ -41,7 +41,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from stats import keys
-from stats.daylock import lock_days
+from stats.daylock import lock_statement
 from stats.models import CATEGORIES
 from stats.poison import failed_record, poison_mark
 from telegram_bot.errors import StateError
@@ -67,72 +67,41 @@ class RowDelta:
 
 
 Commit = Callable[[], bool]
+Statement = tuple[str, list[Any]]
 
 
 def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> bool:
     """Run ``commit`` (the KV commit: True if it applied, False for a duplicate) and add
-    ``rows`` to the aggregates if it applied, under the days' shared lock. Returns whether
-    the commit applied. Raises only what ``commit`` raises (nothing was counted then); a
-    failed database add poisons the rows instead (``live_write``)."""
-    return commit_batch(store=store, items=[(commit, rows)])[0]
+    ``rows`` to the aggregates if it applied, under the days' shared lock (module docstring).
+    Returns whether the commit applied. Raises only what ``commit`` raises (nothing was
+    counted then); a failed database write poisons the rows instead (``live_write``).
 
-
-def commit_batch(
-    *, store: KVStore, items: Sequence[tuple[Commit, Sequence[RowDelta]]]
-) -> list[bool]:
-    """``count_once`` for several messages with one lock and one upsert (module docstring).
-
-    The commits run in order; if one raises, the rows of those applied before it are still
-    added, and the exception is raised after the transaction. Returns, per item, whether its
-    commit applied.
+    The add is written first, in the transaction that takes the lock (on PostgreSQL the lock
+    and the add are one round trip), and that transaction commits only once ``commit``
+    applied: a duplicate or a commit that raises rolls it back. So the database never holds
+    an add whose KV commit did not happen, as if the add came after the commit.
     """
-    pairs = sorted({(row.chat_id, row.day) for _commit, rows in items for row in rows})
-    applied: list[bool] = []
-    written: list[RowDelta] = []
-    error: Exception | None = None
-    stage = "lock"
-    add_failed: DatabaseError | None = None
+    merged = merge_rows(rows)
+    stage = "add"
     try:
         with transaction.atomic():
-            lock_days(pairs, shared=True)
+            _lock_and_add(merged)
             stage = "commit"
-            for commit, rows in items:
-                try:
-                    done = commit()
-                except Exception as exc:  # nothing of this item was counted
-                    error = exc
-                    break
-                applied.append(done)
-                if done:
-                    written.extend(rows)
-            merged = merge_rows(written)
-            if merged:
-                try:
-                    # A savepoint: with the database KV store the commit above is in this
-                    # transaction, and a failed add must not take it back.
-                    with transaction.atomic():
-                        _add(merged)
-                except DatabaseError as exc:
-                    add_failed = exc
+            applied = commit()  # raises: the add rolls back with the transaction
+            stage = "end"
+            if not applied:
+                transaction.set_rollback(True)  # a duplicate: it was counted before
     except DatabaseError as exc:
-        if stage == "lock":  # the database did not answer: count in the KV store, poison
-            log.warning("stats day lock not taken, counting without it: %s", exc)
-            applied, written, error = [], [], None
-            for commit, rows in items:
-                done = commit()
-                applied.append(done)
-                if done:
-                    written.extend(rows)
-        elif _kv_in_database(store):
-            raise  # the KV commits were in the transaction that failed: nothing was counted
-        add_failed = exc
-    merged = merge_rows(written)
-    if add_failed is not None and merged:
-        _poison_failed(store, merged, add_failed)
-    elif merged:
+        if stage == "commit" or (stage == "end" and _kv_in_database(store)):
+            raise  # the KV commit failed, or was in the transaction that failed: no count
+        if stage == "add":  # the database failed before the KV commit: count in the KV store
+            log.warning("stats day lock or add failed, counting without it: %s", exc)
+            applied = commit()
+        if applied and merged:
+            _poison_failed(store, merged, exc)
+        return applied
+    if applied and merged:
         _memo_remember(_touched(merged))
-    if error is not None:
-        raise error
     return applied
 
 
@@ -148,8 +117,7 @@ def live_write(*, store: KVStore, rows: Sequence[RowDelta]) -> bool:
         return True
     try:
         with transaction.atomic():
-            lock_days({(row.chat_id, row.day) for row in merged}, shared=True)
-            _add(merged)
+            _lock_and_add(merged)
     except DatabaseError as exc:
         _poison_failed(store, merged, exc)
         return False
@@ -163,9 +131,29 @@ def _touched(merged: Sequence[RowDelta]) -> list[tuple[int, date, str]]:
     )
 
 
-def _add(merged: Sequence[RowDelta]) -> None:
-    upsert_additive(merged)
-    _coverage_live(_touched(merged))
+def _lock_and_add(merged: Sequence[RowDelta]) -> None:
+    """The days' shared lock, then the add (aggregates, then coverage). On PostgreSQL the
+    statements go in one round trip: client-side binding (Django's default) sends them as one
+    simple-protocol query, which runs them in order."""
+    if not merged:
+        return
+    lock = lock_statement({(row.chat_id, row.day) for row in merged}, shared=True)
+    statements = [lock, _upsert_statement(merged), _coverage_live_statement(_touched(merged))]
+    present = [statement for statement in statements if statement is not None]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql" and not _server_side_binding():
+            cursor.execute(
+                "; ".join(sql for sql, _ in present),
+                [param for _, params in present for param in params],
+            )
+            return
+        for statement in present:
+            cursor.execute(*statement)
+
+
+def _server_side_binding() -> bool:
+    """Django binds on the server (one statement per query) only for the option set to True."""
+    return connection.settings_dict.get("OPTIONS", {}).get("server_side_binding") is True
 
 
 def _poison_failed(store: KVStore, merged: Sequence[RowDelta], exc: Exception) -> None:
@@ -195,7 +183,7 @@ def merge_rows(rows: Iterable[RowDelta]) -> list[RowDelta]:
     return [RowDelta(*key, deltas) for key, deltas in sorted(merged.items()) if deltas]
 
 
-def upsert_additive(rows: Sequence[RowDelta]) -> None:
+def _upsert_statement(rows: Sequence[RowDelta]) -> Statement:
     """``INSERT ... ON CONFLICT (chat_id, day, user_id) DO UPDATE SET c = c + excluded.c``."""
     columns = sorted({column for row in rows for column in row.deltas})
     now = timezone.now()
@@ -211,8 +199,7 @@ def upsert_additive(rows: Sequence[RowDelta]) -> None:
         f"VALUES {placeholders} ON CONFLICT (chat_id, day, user_id) DO UPDATE SET {updates}, "
         "updated_at = excluded.updated_at"
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+    return sql, params
 
 
 def poison(*, store: KVStore, triples: Sequence[tuple[int, date, str]]) -> None:
@@ -253,10 +240,11 @@ _COVERAGE_POISONED = (
 )
 
 
-def _coverage_live(touched: Sequence[tuple[int, date, str]]) -> None:
-    """Mark touched categories live (monotonic), and the day's other categories ``none``."""
+def _coverage_live_statement(touched: Sequence[tuple[int, date, str]]) -> Statement | None:
+    """Mark touched categories live (monotonic), and the day's other categories ``none``;
+    None when this process knows them live already."""
     if all(_memo_known(triple) for triple in touched):
-        return
+        return None
     touched_set = set(touched)
     days = sorted({(chat_id, day) for chat_id, day, _ in touched})
     now = timezone.now()
@@ -266,8 +254,7 @@ def _coverage_live(touched: Sequence[tuple[int, date, str]]) -> None:
             status = "live" if (chat_id, day, category) in touched_set else "none"
             params.extend([chat_id, day, category, status, "live", "", now])
     values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s)"] * (len(params) // 7))
-    with connection.cursor() as cursor:
-        cursor.execute(_COVERAGE_LIVE.format(values=values), params)
+    return _COVERAGE_LIVE.format(values=values), params
 
 
 def _coverage_poisoned(triples: Sequence[tuple[int, date, str]], at: int) -> None:

@@ -87,6 +87,7 @@ _TO_CYRILLIC = str.maketrans(
 )
 _SWAP_SYMBOLS = frozenset("@$!|€0134567890")
 _EDGE = re.compile(r"^[^\w@$€]+|[^\w@$€]+$")
+MEMO_MAX = 20_000
 _INNER_SEPARATORS = re.compile(r"[.\-_*'’`\"~]+")
 _CYRILLIC = re.compile(r"[а-я]")
 _LATIN = re.compile(r"[a-z]")
@@ -116,6 +117,9 @@ class WordMatcher:
         for line in patterns:
             self._add(line)
         self._allowed = {_fold(word) for word in _lines(allowed)}
+        # Chat repeats its words: each is read once per matcher (the counting config rebuilds
+        # the matcher every few seconds, and the memo is bounded).
+        self._seen: dict[str, bool] = {}
 
     def __bool__(self) -> bool:
         return bool(self._latin or self._cyrillic or self._latin_words or self._cyrillic_words)
@@ -125,6 +129,14 @@ class WordMatcher:
         return sum(1 for token in text.split() if self.matches(token))
 
     def matches(self, token: str) -> bool:
+        seen = self._seen.get(token)
+        if seen is None:
+            if len(self._seen) >= MEMO_MAX:
+                self._seen.clear()
+            seen = self._seen[token] = self._matches(token)
+        return seen
+
+    def _matches(self, token: str) -> bool:
         folded = _fold(token)
         if not folded or folded in self._allowed:
             return False

@@ -1,6 +1,6 @@
 """A web process for tests/stats/test_crash.py: posts updates to the webhook, one by one, and
 kills itself with SIGKILL right after the KV commit of one chosen update, before its
-database add (the live writer's upsert).
+database add commits (the live writer's transaction).
 
 Run as ``python -m tests.stats.crash_child`` with DJANGO_SETTINGS_MODULE and DATABASE_URL of
 the test database; ``STATS_CHILD_KV_URL`` / ``STATS_CHILD_KV_PREFIX`` name the shared KV store,
@@ -25,7 +25,7 @@ def main() -> None:
     django.setup()
     from django.test import Client
 
-    import stats.live_writer as live_writer
+    import stats.services as services
     from telegram_bot.state import open_store, override_store
 
     store = open_store(
@@ -33,14 +33,18 @@ def main() -> None:
     )
     kill_at = int(os.environ.get("STATS_CHILD_KILL_AT") or 0)
     current = {"update_id": 0}
-    real_upsert = live_writer.upsert_additive
+    real_count_once = services.count_once
 
-    def upsert_or_die(rows: Any) -> None:
-        if current["update_id"] == kill_at:
-            os.kill(os.getpid(), signal.SIGKILL)  # the KV commit is done, the add is not
-        real_upsert(rows)
+    def count_once_or_die(*, store: Any, commit: Any, rows: Any) -> bool:
+        def commit_then_die() -> bool:
+            applied = commit()
+            if current["update_id"] == kill_at:
+                os.kill(os.getpid(), signal.SIGKILL)  # the KV commit is done, the add is not
+            return bool(applied)
 
-    live_writer.upsert_additive = upsert_or_die
+        return real_count_once(store=store, commit=commit_then_die, rows=rows)
+
+    services.count_once = count_once_or_die
     updates = json.load(sys.stdin)
     client = Client()
     with override_store(store):

@@ -187,12 +187,12 @@ class FailingDatabase:
         self._down = False
 
     def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, ctx: Any):
-        if sql.startswith("INSERT INTO stats_daily_user") and self.rng.random() < 0.33:
+        if "INSERT INTO stats_daily_user" in sql and self.rng.random() < 0.33:
             self.failed_writes += 1
             self._down = self.rng.random() < 0.5
             self.outages += self._down
             raise OperationalError("server closed the connection unexpectedly")
-        if self._down and sql.startswith("INSERT INTO stats_daily_coverage"):
+        if self._down and "INSERT INTO stats_daily_coverage" in sql:
             self._down = False
             raise OperationalError("could not connect to server")
         return execute(sql, params, many, ctx)

@@ -242,8 +242,11 @@ def delta(day: date = D2, user_id: int = 1) -> RowDelta:
 
 
 def fail_on(prefix: str) -> Any:
+    """Fail the statements that contain ``prefix`` (on PostgreSQL the live writer sends its
+    lock and its add as one)."""
+
     def wrapper(execute: Any, sql: str, params: Any, many: bool, ctx: Any) -> Any:
-        if sql.lstrip().startswith(prefix):
+        if prefix in sql:
             raise OperationalError("the database went away")
         return execute(sql, params, many, ctx)
 
@@ -280,6 +283,34 @@ def test_a_failed_add_keeps_a_commit_made_in_the_same_database_transaction(db: N
     assert applied and store.get(keys.activity_key(CHAT, D2)) == 1
     assert store.get("upd:42") == {"s": "done"}
     assert DailyCoverage.objects.get(chat_id=CHAT, day=D2, category="messages").poisoned
+
+
+@pytest.mark.django_db
+def test_a_duplicate_commit_takes_back_the_add_written_before_it(memory: KVStore) -> None:
+    """The add is written before the KV commit, in the lock's transaction: a commit that says
+    "done before" rolls it back, so a re-delivery adds nothing to the database."""
+    assert count_once(store=memory, commit=lambda: True, rows=[delta()])
+    assert not count_once(store=memory, commit=lambda: False, rows=[delta()])
+    assert row(D2, 1).message_count == 1 and row(D2, 1).hour_13 == 1
+
+
+@pytest.mark.django_db
+def test_the_live_writer_costs_one_statement_per_message(memory: KVStore) -> None:
+    """The day's lock, the add and the coverage go to the database together (PostgreSQL: one
+    query; SQLite: the lock's no-op write is a statement of its own) and before the commit."""
+    order: list[str] = []
+
+    def record(execute: Any, sql: str, params: Any, many: bool, ctx: Any) -> Any:
+        if "SAVEPOINT" not in sql:  # the test's own transaction makes the writer's a savepoint
+            order.append(sql)
+        return execute(sql, params, many, ctx)
+
+    with connection.execute_wrapper(record):
+        count_once(store=memory, commit=lambda: order.append("kv commit") or True, rows=[delta()])
+    statements = 1 if connection.vendor == "postgresql" else 3
+    assert len(order) == statements + 1 and order[-1] == "kv commit"
+    joined = " ".join(order)
+    assert joined.index("INSERT INTO stats_daily_user") < joined.index("stats_daily_coverage")
 
 
 @pytest.mark.django_db
