@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fakes import telegram  # noqa: E402
+from tests.fakes import telegram
 
 # Headers and body are written separately: without TCP_NODELAY a keep-alive client waits
 # for its delayed ACK (about 40 ms a call) before the body arrives.

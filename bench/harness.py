@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -91,6 +92,9 @@ class Session:
     template: str | None = None
     shared: dict[str, object] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        shutil.rmtree(LOGS / "metrics", ignore_errors=True)  # the previous run's files
+
     # -- databases ------------------------------------------------------------------------
     def database(self, part: str) -> str:
         """A fresh, migrated database for ``part``: its URL."""
@@ -98,8 +102,10 @@ class Session:
         if self.template is None:
             self.template = f"{base}_template"
             self._recreate(self.template)
-            env = {**self.env(with_database(self.database_url, self.template)),
-                   "DJANGO_SETTINGS_MODULE": "bench.settings"}  # fmt: skip
+            env = {
+                **self.env(with_database(self.database_url, self.template)),
+                "DJANGO_SETTINGS_MODULE": "bench.settings",
+            }
             run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], env, "migrate")
         name = f"{base}_{part}"
         self._recreate(name, template=self.template)
@@ -117,7 +123,7 @@ class Session:
     # -- environment and processes --------------------------------------------------------
     def env(self, database_url: str, **extra: str) -> dict[str, str]:
         """The product's environment for a bench server on ``database_url``."""
-        metrics = LOGS / f"metrics-{database_name(database_url)}"
+        metrics = LOGS / "metrics" / (database_name(database_url) or "none")
         metrics.mkdir(parents=True, exist_ok=True)
         return {
             **{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "Q_"))},
@@ -133,8 +139,14 @@ class Session:
             **extra,
         }
 
-    def start(self, name: str, argv: list[str], env: dict[str, str], port: int,
-              ready_path: str | None = "/healthz") -> Server:  # fmt: skip
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str],
+        port: int,
+        ready_path: str | None = "/healthz",
+    ) -> Server:
         LOGS.mkdir(parents=True, exist_ok=True)
         log = (LOGS / f"{name}.log").open("wb")
         process = subprocess.Popen(
@@ -172,8 +184,10 @@ def wait_ready(server: Server, path: str | None, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
-            raise RuntimeError(f"{server.name} exited ({server.process.returncode}); see "
-                               f"{LOGS / (server.name + '.log')}")  # fmt: skip
+            raise RuntimeError(
+                f"{server.name} exited ({server.process.returncode}); see "
+                f"{LOGS / (server.name + '.log')}"
+            )
         with contextlib.suppress(OSError, httpx.HTTPError):
             if path is None:
                 socket.create_connection(("127.0.0.1", server.port), timeout=1).close()
@@ -268,10 +282,11 @@ class CpuWatch:
 
     def stop(self) -> dict[str, float]:
         wall = time.monotonic() - self.started
-        used = {name: (cpu_seconds(pids) - self.start[name]) / wall
-                for name, pids in self.groups.items()}  # fmt: skip
+        used = {
+            name: (cpu_seconds(pids) - self.start[name]) / wall
+            for name, pids in self.groups.items()
+        }
         busy, total = machine_busy()
         used["machine (all processes)"] = (busy - self.machine[0]) / wall
         used["machine capacity"] = (total - self.machine[1]) / wall
         return used
-

@@ -19,9 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LUA = Path(__file__).with_name("updates.lua")
-TEXTS = ["hello world", "coffee and the weather today", "small talk about the day",
-         "did anyone see the match yesterday", "ok", "see you all tomorrow morning then"]  # fmt: skip
+TEXTS = [
+    "hello world",
+    "coffee and the weather today",
+    "small talk about the day",
+    "did anyone see the match yesterday",
+    "ok",
+    "see you all tomorrow morning then",
+]
 BOT_ID = 123456789
+# A fixed-rate run stops sending once this many seconds of requests are waiting for answers:
+# the server is overloaded at that rate, and waiting for the whole queue to drain says no more.
+BACKLOG_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -44,6 +53,7 @@ class Outcome:
     p50_ms: float
     p99_ms: float
     tool: str
+    overloaded: bool = False  # a fixed-rate run stopped sending at BACKLOG_SECONDS behind
 
     @property
     def rate(self) -> float:
@@ -55,25 +65,47 @@ def body(load: Load, n: int) -> bytes:
     uid, now = load.first + n, int(time.time())
     if load.kind == "group":
         chat, user = -1001 - uid % 5, 1 + uid % load.users
-        update = {"update_id": uid, "message": {
-            "message_id": uid, "date": now,
-            "chat": {"id": chat, "type": "supergroup", "title": "Bench group"},
-            "from": {"id": user, "is_bot": False, "first_name": f"Member {user}"},
-            "text": TEXTS[uid % len(TEXTS)]}}  # fmt: skip
+        update = {
+            "update_id": uid,
+            "message": {
+                "message_id": uid,
+                "date": now,
+                "chat": {"id": chat, "type": "supergroup", "title": "Bench group"},
+                "from": {"id": user, "is_bot": False, "first_name": f"Member {user}"},
+                "text": TEXTS[uid % len(TEXTS)],
+            },
+        }
     elif load.kind == "start":
         user = 2_000_000_000 + uid % 100_000_000
-        update = {"update_id": uid, "message": {
-            "message_id": uid, "date": now, "chat": {"id": user, "type": "private",
-            "first_name": "User"}, "from": {"id": user, "is_bot": False, "first_name": "User"},
-            "text": "/start", "entities": [{"type": "bot_command", "offset": 0, "length": 6}]}}  # fmt: skip
+        update = {
+            "update_id": uid,
+            "message": {
+                "message_id": uid,
+                "date": now,
+                "chat": {"id": user, "type": "private", "first_name": "User"},
+                "from": {"id": user, "is_bot": False, "first_name": "User"},
+                "text": "/start",
+                "entities": [{"type": "bot_command", "offset": 0, "length": 6}],
+            },
+        }
     else:
         owner = {"id": load.owner, "is_bot": False, "first_name": "Owner"}
-        update = {"update_id": uid, "callback_query": {
-            "id": f"cb{uid}", "chat_instance": "1", "data": "panel:home", "from": owner,
-            "message": {"message_id": 1 + uid % load.users, "date": now,
-                        "chat": {"id": load.owner, "type": "private", "first_name": "Owner"},
-                        "from": {"id": BOT_ID, "is_bot": True, "first_name": "Bench bot"},
-                        "text": "Admin panel"}}}  # fmt: skip
+        update = {
+            "update_id": uid,
+            "callback_query": {
+                "id": f"cb{uid}",
+                "chat_instance": "1",
+                "data": "panel:home",
+                "from": owner,
+                "message": {
+                    "message_id": 1 + uid % load.users,
+                    "date": now,
+                    "chat": {"id": load.owner, "type": "private", "first_name": "Owner"},
+                    "from": {"id": BOT_ID, "is_bot": True, "first_name": "Bench bot"},
+                    "text": "Admin panel",
+                },
+            },
+        }
     return json.dumps(update).encode()
 
 
@@ -82,9 +114,22 @@ def saturate(url: str, load: Load, seconds: float, connections: int = 16) -> Out
     wrk = shutil.which("wrk")
     if wrk is None:
         return asyncio.run(_closed_loop(url, load, seconds, connections))
-    argv = [wrk, "-t2", f"-c{connections}", f"-d{max(1, round(seconds))}s", "--latency",
-            "-s", str(LUA), url, "--", load.kind, str(load.first), str(load.users),
-            str(load.owner), load.secret]  # fmt: skip
+    argv = [
+        wrk,
+        "-t2",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--latency",
+        "-s",
+        str(LUA),
+        url,
+        "--",
+        load.kind,
+        str(load.first),
+        str(load.users),
+        str(load.owner),
+        load.secret,
+    ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60, check=False)
     found = re.search(r"^BENCH (\{.*\})$", done.stdout, re.MULTILINE)
     if done.returncode != 0 or found is None:
@@ -105,6 +150,7 @@ async def _fixed_rate(url: str, load: Load, rate: float, seconds: float, limit: 
     errors = 0
     loop = asyncio.get_running_loop()
     start = loop.time() + 0.05
+    overloaded = False
 
     async def one(n: int, intended: float) -> None:
         nonlocal errors
@@ -117,6 +163,9 @@ async def _fixed_rate(url: str, load: Load, rate: float, seconds: float, limit: 
 
     tasks = []
     for n in range(total):
+        if n - len(latencies) > rate * BACKLOG_SECONDS:
+            overloaded = True
+            break
         intended = start + n / rate
         delay = intended - loop.time()
         if delay > 0:
@@ -125,7 +174,7 @@ async def _fixed_rate(url: str, load: Load, rate: float, seconds: float, limit: 
     await asyncio.gather(*tasks)
     elapsed = loop.time() - start
     await pool.close()
-    return _outcome(latencies, elapsed, errors, "fixed-rate")
+    return _outcome(latencies, elapsed, errors, "fixed-rate", overloaded)
 
 
 async def _closed_loop(url: str, load: Load, seconds: float, connections: int) -> Outcome:
@@ -154,13 +203,15 @@ async def _closed_loop(url: str, load: Load, seconds: float, connections: int) -
     return _outcome(latencies, elapsed, errors, "closed-loop")
 
 
-def _outcome(latencies: list[float], seconds: float, errors: int, tool: str) -> Outcome:
+def _outcome(
+    latencies: list[float], seconds: float, errors: int, tool: str, overloaded: bool = False
+) -> Outcome:
     ordered = sorted(latencies) or [0.0]
 
     def pick(q: float) -> float:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
-    return Outcome(len(latencies), seconds, errors, pick(0.50), pick(0.99), tool)
+    return Outcome(len(latencies), seconds, errors, pick(0.50), pick(0.99), tool, overloaded)
 
 
 class _Pool:
@@ -185,10 +236,12 @@ class _Pool:
             self.all.append(writer)
         else:
             reader, writer = await self.idle.get()
-        head = (f"POST {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
-                "Content-Type: application/json\r\n"
-                f"X-Telegram-Bot-Api-Secret-Token: {secret}\r\n"
-                f"Content-Length: {len(payload)}\r\n\r\n")  # fmt: skip
+        head = (
+            f"POST {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            "Content-Type: application/json\r\n"
+            f"X-Telegram-Bot-Api-Secret-Token: {secret}\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        )
         writer.write(head.encode() + payload)
         status_line = await reader.readline()
         if not status_line:
@@ -211,4 +264,3 @@ class _Pool:
     async def close(self) -> None:
         for writer in self.all:
             writer.close()
-

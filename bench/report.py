@@ -30,8 +30,10 @@ def check(value: float, limit: float, *, below: bool) -> str:
 
 def table(rows: list[Row], with_target: bool = True) -> list[str]:
     head = "| measured | figure | ratio (same run) | target | |"
-    lines = [head if with_target else "| measured | figure | ratio (same run) |",
-             "|---|---|---|---|---|" if with_target else "|---|---|---|"]  # fmt: skip
+    lines = [
+        head if with_target else "| measured | figure | ratio (same run) |",
+        "|---|---|---|---|---|" if with_target else "|---|---|---|",
+    ]
     for row in rows:
         cells = [row.label, row.figure, row.ratio]
         if with_target:

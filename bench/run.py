@@ -36,9 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import harness, serving  # noqa: E402
-from bench.harness import ROOT, Session  # noqa: E402
-from bench.report import Row, Section, results_markdown, summary_rows, table  # noqa: E402
+from bench import harness, serving
+from bench.harness import ROOT, Session
+from bench.report import Row, Section, results_markdown, summary_rows, table
 
 PARTS = ("webhook", "peer", "commands", "memory", "scaleout", "backfill", "dashboard")
 # A full run measures the peer inside the webhook part, next to the baselines.
@@ -72,8 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("DATABASE_URL must be a PostgreSQL URL (the bench uses COPY and EXPLAIN)")
     held = harness.redis_keys(redis_url)
     if held and not args.flush:
-        parser.error(f"the Redis database {redis_url} holds {held} keys; the bench empties it "
-                     "after every part: give it one of its own, or --flush")  # fmt: skip
+        parser.error(
+            f"the Redis database {redis_url} holds {held} keys; the bench empties it "
+            "after every part: give it one of its own, or --flush"
+        )
     harness.flush_redis(redis_url)
 
     session = Session(database_url, redis_url, quick=args.quick, offline=args.offline)
@@ -116,8 +118,9 @@ def data_part(session: Session, part: str) -> Section:
     return Section(**fields)
 
 
-def run_header(session: Session, started: datetime, load_before: tuple[float, ...],
-               quick: bool) -> list[str]:  # fmt: skip
+def run_header(
+    session: Session, started: datetime, load_before: tuple[float, ...], quick: bool
+) -> list[str]:
     import django
     import psycopg
     import redis
@@ -125,14 +128,25 @@ def run_header(session: Session, started: datetime, load_before: tuple[float, ..
     with psycopg.connect(harness.with_database(session.database_url, "postgres")) as conn:
         pg = conn.execute("SHOW server_version").fetchone()[0]  # type: ignore[index]
     redis_version = redis.Redis.from_url(session.redis_url).info("server")["redis_version"]
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())  # fmt: skip
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
     memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    versions = [f"Python {platform.python_version()}", f"Django {django.get_version()}",
-                f"PostgreSQL {pg}", f"Redis {redis_version}", f"gunicorn {_version('gunicorn')}",
-                f"django-ninja {_version('django-ninja')}", f"aiogram {_peer_version()}",
-                _wrk_version()]  # fmt: skip
+    versions = [
+        f"Python {platform.python_version()}",
+        f"Django {django.get_version()}",
+        f"PostgreSQL {pg}",
+        f"Redis {redis_version}",
+        f"gunicorn {_version('gunicorn')}",
+        f"django-ninja {_version('django-ninja')}",
+        f"aiogram {_peer_version()}",
+        _wrk_version(),
+    ]
     load_after = os.getloadavg()
     return [
         f"Measured {started:%Y-%m-%d %H:%M} UTC at commit `{_commit()}` by `bench/run.py`"
@@ -153,9 +167,14 @@ def update_readme(sections: list[Section], started: datetime) -> None:
     text = readme.read_text()
     if README_START not in text:
         return
-    block = [README_START, f"Last full run: {started:%Y-%m-%d}, `bench/RESULTS.md` (busy machine; "
-             "ratios against baselines of the same run).", "",
-             *table(summary_rows(sections)), README_END]  # fmt: skip
+    block = [
+        README_START,
+        f"Last full run: {started:%Y-%m-%d}, `bench/RESULTS.md` (busy machine; "
+        "ratios against baselines of the same run).",
+        "",
+        *table(summary_rows(sections)),
+        README_END,
+    ]
     head, rest = text.split(README_START, 1)
     tail = rest.split(README_END, 1)[1]
     readme.write_text(head + "\n".join(block) + tail)
@@ -172,22 +191,31 @@ def _peer_version() -> str:
     python = harness.PEER_VENV / "bin" / "python"
     if not python.exists():
         return "(no peer venv)"
-    done = subprocess.run([str(python), "-c", "import aiogram; print(aiogram.__version__)"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [str(python), "-c", "import aiogram; print(aiogram.__version__)"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return done.stdout.strip() or "?"
 
 
 def _wrk_version() -> str:
-    done = subprocess.run(["wrk", "--version"], capture_output=True, text=True, check=False) \
-        if shutil.which("wrk") else None  # fmt: skip
-    if done is None:
+    wrk = shutil.which("wrk")
+    if wrk is None:
         return "wrk missing (the closed-loop generator stands in)"
+    done = subprocess.run([wrk, "--version"], capture_output=True, text=True, check=False)
     return (done.stdout or done.stderr).splitlines()[0].split(" [")[0]
 
 
 def _commit() -> str:
-    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                          capture_output=True, text=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        [shutil.which("git") or "/usr/bin/git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     return done.stdout.strip() or "?"
 
 
