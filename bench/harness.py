@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -161,10 +161,14 @@ class Session:
         server.stop()
         self.servers.remove(server)
 
-    def close(self) -> None:
+    def stop_all(self) -> None:
         for server in reversed(self.servers):
             server.stop()
         self.servers.clear()
+        self.shared.clear()
+
+    def close(self) -> None:
+        self.stop_all()
         admin = with_database(self.database_url, "postgres")
         with psycopg.connect(admin, autocommit=True) as conn:
             for name in self.databases:
@@ -272,21 +276,29 @@ def machine_busy() -> tuple[float, float]:
 
 
 class CpuWatch:
-    """CPU used by groups of processes over a stretch of time, in cores (1.0 = one core)."""
+    """CPU used by groups of processes over a stretch of time, in cores (1.0 = one core).
 
-    def __init__(self, groups: dict[str, list[int]]) -> None:
+    A group is a function giving its processes now: a process that started meanwhile counts
+    with all its CPU time, one that ended meanwhile is left out (its time is not readable)."""
+
+    def __init__(self, groups: dict[str, Callable[[], list[int]]]) -> None:
         self.groups = groups
-        self.start = {name: cpu_seconds(pids) for name, pids in groups.items()}
+        self.start = {name: _per_process(pids()) for name, pids in groups.items()}
         self.machine = machine_busy()
         self.started = time.monotonic()
 
     def stop(self) -> dict[str, float]:
         wall = time.monotonic() - self.started
-        used = {
-            name: (cpu_seconds(pids) - self.start[name]) / wall
-            for name, pids in self.groups.items()
-        }
+        used = {}
+        for name, pids in self.groups.items():
+            before = self.start[name]
+            now = _per_process(pids())
+            used[name] = sum(spent - before.get(pid, 0.0) for pid, spent in now.items()) / wall
         busy, total = machine_busy()
         used["machine (all processes)"] = (busy - self.machine[0]) / wall
         used["machine capacity"] = (total - self.machine[1]) / wall
         return used
+
+
+def _per_process(pids: Iterable[int]) -> dict[int, float]:
+    return {pid: cpu_seconds([pid]) for pid in pids}

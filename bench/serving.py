@@ -444,12 +444,12 @@ def part_scaleout(session: Session) -> Section:
         if sizes.warm:
             saturate(url, ids.load("group"), 1)
         groups = {
-            "web process 1": web_pids(first)[1:],
-            "web process 2": web_pids(second)[1:],
-            "worker clusters": worker_pids(first) + worker_pids(second),
-            "proxy": proxy.pids() if proxy else [],
-            "postgres (all)": harness.named("postgres"),
-            "redis-server": harness.named("redis-server"),
+            "web process 1": lambda: web_pids(first)[1:],
+            "web process 2": lambda: web_pids(second)[1:],
+            "worker clusters": lambda: worker_pids(first) + worker_pids(second),
+            "proxy": proxy.pids if proxy else list,
+            "postgres (all)": lambda: harness.named("postgres"),
+            "redis-server": lambda: harness.named("redis-server"),
         }
         rates, cpus = [], []
         for _ in range(sizes.rounds):
