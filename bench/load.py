@@ -35,14 +35,18 @@ BACKLOG_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class Load:
-    """What to send: ``kind`` of update, ids from ``first``; ``users`` spreads group senders
-    (and numbers the owner's messages a callback presses a button of)."""
+    """What to send: ``kind`` of update, ids from ``first``; ``users`` spreads group senders.
+    A callback presses a button on the owner's message ``first_message + n`` (wrk's thread t:
+    ``first_message + t * users + n``), each press on a message of its own as Telegram refuses
+    an edit to the same content; past ``users`` presses it goes round again, switching between
+    two panel views."""
 
     kind: str
     first: int
     users: int
     owner: int
     secret: str
+    first_message: int = 1
 
 
 @dataclass(frozen=True)
@@ -88,17 +92,18 @@ def body(load: Load, n: int) -> bytes:
                 "entities": [{"type": "bot_command", "offset": 0, "length": 6}],
             },
         }
-    else:
+    else:  # one message a press, then round again with the other view (see Load)
         owner = {"id": load.owner, "is_bot": False, "first_name": "Owner"}
+        view = "panel:admins" if n // (2 * load.users) % 2 == 0 else "panel:home"
         update = {
             "update_id": uid,
             "callback_query": {
                 "id": f"cb{uid}",
                 "chat_instance": "1",
-                "data": "panel:home",
+                "data": view,
                 "from": owner,
                 "message": {
-                    "message_id": 1 + uid % load.users,
+                    "message_id": load.first_message + n % (2 * load.users),
                     "date": now,
                     "chat": {"id": load.owner, "type": "private", "first_name": "Owner"},
                     "from": {"id": BOT_ID, "is_bot": True, "first_name": "Bench bot"},
@@ -129,6 +134,7 @@ def saturate(url: str, load: Load, seconds: float, connections: int = 16) -> Out
         str(load.users),
         str(load.owner),
         load.secret,
+        str(load.first_message),
     ]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60, check=False)
     found = re.search(r"^BENCH (\{.*\})$", done.stdout, re.MULTILINE)

@@ -25,7 +25,10 @@ from bench.load import Load, Outcome, fixed_rate, saturate
 from bench.report import Row, Section, check
 
 RATES = (100, 300, 1000)
-CALLBACK_MESSAGES = 200  # owner's messages in the fake whose button the callbacks press
+# The owner's messages in the fake whose buttons the callbacks press, one a press (Ids):
+# enough for the commands part's callback runs at up to 250 presses/s.
+CALLBACK_MESSAGES = 30_000
+CALLBACK_MESSAGES_QUICK = 3_000
 
 
 @dataclass(frozen=True)
@@ -44,11 +47,9 @@ class Sizes:
 def fake_api(session: Session) -> Server:
     if "fake" not in session.shared:
         port = harness.free_port()
-        argv = [sys.executable, "bench/fake_api.py", str(port)]
+        messages = str(CALLBACK_MESSAGES_QUICK if session.quick else CALLBACK_MESSAGES)
+        argv = [sys.executable, "bench/fake_api.py", str(port), messages]
         server = session.start("fake-bot-api", argv, session.env("sqlite://"), port, None)
-        with httpx.Client(base_url=server.url(f"/bot{TOKEN}/")) as client:
-            for _ in range(CALLBACK_MESSAGES):  # the messages the callbacks' buttons are on
-                client.post("sendMessage", json={"chat_id": OWNER, "text": "Admin panel"})
         session.shared["fake"] = server
     return session.shared["fake"]  # type: ignore[return-value]
 
@@ -127,6 +128,18 @@ def _peer_install() -> None:
     )
 
 
+def handler_failures(server: Server) -> int:
+    """Updates the server's pipeline logged as failed in a handler (each one a dead letter)."""
+    log = harness.LOGS / f"{server.name}.log"
+    return log.read_text(errors="replace").count("handler failed") if log.exists() else 0
+
+
+def failure_row(server: Server, before: int) -> Row:
+    failed = handler_failures(server) - before
+    label = "updates failed in a handler (dead letters) during the part"
+    return Row(label, str(failed), "", "0", check(failed, 1, below=True))
+
+
 def web_pids(server: Server) -> list[int]:
     """The gunicorn master and its workers of a ``serve`` (the peer: its process)."""
     return _child_tree(server, "gunicorn") or server.pids()
@@ -153,14 +166,21 @@ class Target:
 
 
 class Ids:
-    """Update ids unique within the run (wrk's threads split each block further)."""
+    """Update ids unique within the run (wrk's threads split each block further), and the
+    fake's messages each callback run presses buttons on (a range of its own)."""
 
     def __init__(self) -> None:
         self.block = (int(time.time()) % 100_000) * 10**10
+        self.message = 1
 
     def load(self, kind: str, users: int = 2000) -> Load:
+        """``users``: group senders; for callbacks, the messages each of wrk's two threads
+        (or the fixed-rate generator, twice as many) presses."""
         self.block += 10**9
-        return Load(kind, self.block, users, OWNER, SECRET)
+        first_message = self.message
+        if kind == "callback":
+            self.message += 2 * users
+        return Load(kind, self.block, users, OWNER, SECRET, first_message)
 
 
 def throughput(targets: dict[str, Target], ids: Ids, sizes: Sizes) -> dict[str, dict[str, float]]:
@@ -168,7 +188,7 @@ def throughput(targets: dict[str, Target], ids: Ids, sizes: Sizes) -> dict[str, 
     the target's own server processes."""
     runs: dict[str, list[tuple[Outcome, float]]] = {name: [] for name in targets}
     for target in targets.values() if sizes.warm else ():  # imports, connections, caches
-        saturate(target.server.url(target.path), _load(ids, target), 1)
+        saturate(target.server.url(target.path), _load(ids, target, 250), 1)
     for _ in range(sizes.rounds):
         for name, target in targets.items():
             pids = web_pids(target.server)
@@ -191,12 +211,15 @@ def latencies(targets: dict[str, Target], ids: Ids, sizes: Sizes) -> dict[tuple[
     for rate in RATES:
         for name, target in targets.items():
             url = target.server.url(target.path)
-            found[name, rate] = fixed_rate(url, _load(ids, target), rate, sizes.fixed_seconds)
+            presses = rate * sizes.fixed_seconds / 2
+            load_ = _load(ids, target, presses)
+            found[name, rate] = fixed_rate(url, load_, rate, sizes.fixed_seconds)
     return found
 
 
-def _load(ids: Ids, target: Target) -> Load:
-    return ids.load(target.kind, CALLBACK_MESSAGES if target.kind == "callback" else 2000)
+def _load(ids: Ids, target: Target, presses: float = 2000) -> Load:
+    """Presses per wrk thread of a saturation run, or half a fixed-rate run's."""
+    return ids.load(target.kind, int(presses) + 1 if target.kind == "callback" else 2000)
 
 
 def rate_rows(
@@ -243,6 +266,7 @@ def latency_rows(targets: dict[str, Target], found: dict[tuple[str, int], Outcom
 def part_webhook(session: Session, with_baselines: bool = True) -> Section:
     """Group messages against the bare endpoint, one Redis script and the aiogram peer."""
     sizes, ids, server = Sizes.of(session), Ids(), product(session)
+    failures = handler_failures(server)
     targets = {}
     if with_baselines:
         targets["bare"] = Target("bare django-ninja endpoint", server, "/bench/bare")
@@ -298,6 +322,7 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
             summary=True,
         )
     )
+    section.rows.append(failure_row(server, failures))
     section.notes += [
         f"Served by `manage.py serve` (gunicorn gthread, 2 processes x 4 threads, and the "
         f"worker cluster), PostgreSQL and Redis; saturation: {sizes.rounds} rounds of "
@@ -320,6 +345,7 @@ def part_peer(session: Session) -> Section:
 def part_commands(session: Session) -> Section:
     """/start and a button press answered through the fake Bot API, against the bare endpoint."""
     sizes, ids, server = Sizes.of(session), Ids(), product(session)
+    failures = handler_failures(server)
     fake_ms = _fake_round_trip(fake_api(session), 20 if session.quick else 300)
     targets = {
         "bare": Target("bare django-ninja endpoint", server, "/bench/bare"),
@@ -357,6 +383,7 @@ def part_commands(session: Session) -> Section:
             )
         )
     section.rows += latency_rows(targets, found)
+    section.rows.append(failure_row(server, failures))
     section.notes.append(
         "The fake is the suite's (`tests/fakes`, every call checked against the Bot API spec) "
         "with TCP_NODELAY; the product calls it from the request, so its round trip is inside "

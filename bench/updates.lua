@@ -1,7 +1,7 @@
 -- wrk script of bench/run.py: POSTs updates to the webhook, each with an update id unique
 -- across wrk's threads (thread n counts up from base + n * 100,000,000).
--- wrk -s bench/updates.lua URL -- KIND BASE USERS OWNER SECRET
---   KIND: group (a group message), start (/start in private), callback (panel:home pressed)
+-- wrk -s bench/updates.lua URL -- KIND BASE USERS OWNER SECRET FIRST_MESSAGE
+--   KIND: group (a group message), start (/start in private), callback (a panel button)
 local threads = {}
 local texts = {
   "hello world", "coffee and the weather today", "small talk about the day",
@@ -18,6 +18,7 @@ function init(args)
   first = tonumber(args[2]) + index * 100000000
   users = tonumber(args[3])
   owner = tonumber(args[4])
+  first_message = tonumber(args[6] or "1")
   count = 0
   wrk.method = "POST"
   wrk.headers["Content-Type"] = "application/json"
@@ -46,12 +47,16 @@ function request()
       '"entities":[{"type":"bot_command","offset":0,"length":6}]}}',
       id, id, now, user, user)
   else
+    -- Thread n presses on the owner's messages FIRST_MESSAGE + n * USERS + 0 ... USERS - 1,
+    -- one each, then round again switching to the other panel view: every press changes its
+    -- message (Telegram refuses an edit to the same content: "message is not modified").
+    local view = (math.floor((count - 1) / users) % 2 == 0) and "panel:admins" or "panel:home"
     body = string.format(
-      '{"update_id":%d,"callback_query":{"id":"cb%d","chat_instance":"1","data":"panel:home",' ..
+      '{"update_id":%d,"callback_query":{"id":"cb%d","chat_instance":"1","data":"%s",' ..
       '"from":{"id":%d,"is_bot":false,"first_name":"Owner"},' ..
       '"message":{"message_id":%d,"date":%d,"chat":{"id":%d,"type":"private","first_name":"Owner"},' ..
       '"from":{"id":123456789,"is_bot":true,"first_name":"Bench bot"},"text":"Admin panel"}}}',
-      id, id, owner, 1 + id % users, now, owner)
+      id, id, view, owner, first_message + index * users + (count - 1) % users, now, owner)
   end
   return wrk.format(nil, nil, nil, body)
 end
