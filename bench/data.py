@@ -181,7 +181,7 @@ def backfill(quick: bool) -> Section:
         ),
         Row(
             "backfill / COPY",
-            f"{ratio:.3f}x",
+            f"{ratio:.2g}x",
             "keys/s of the backfill / of COPY",
             ">= 0.15x",
             check(ratio, 0.15, below=False),
