@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?= -n 2
 
-.PHONY: run test lint lock superuser clean
+.PHONY: run test lint lock bench superuser clean
 
 # Settings come from the environment and .env (config/startup.py). Without
 # DJANGO_SECRET_KEY(_FILE) every process (this target's and any manage.py run by hand) uses
@@ -34,12 +34,19 @@ superuser: $(VENV)/.runtime ## create an operator account for /admin/
 	  $(BIN)/python manage.py createsuperuser --noinput; \
 	fi
 
-lock: ## re-pin requirements*.lock from requirements*.in
+# Every benchmark against PostgreSQL and Redis (DATABASE_URL / REDIS_URL, else local ones; see
+# bench/run.py), then bench/RESULTS.md and the README's table. BENCH_ARGS="--only webhook --quick".
+bench: $(VENV)/.dev ## benchmarks: every hot path next to its baselines, one run
+	$(BIN)/python bench/run.py --readme $(BENCH_ARGS)
+
+lock: ## re-pin requirements*.lock (and the bench peer's) from requirements*.in
 	$(PYTHON) -m pip install -q uv
 	$(PYTHON) -m uv pip compile --universal --python-version 3.11 --generate-hashes -q \
 	  requirements.in -o requirements.lock
 	$(PYTHON) -m uv pip compile --universal --python-version 3.11 --generate-hashes -q \
 	  requirements-dev.in -o requirements-dev.lock
+	$(PYTHON) -m uv pip compile --universal --python-version 3.11 --generate-hashes -q \
+	  bench/requirements-peer.in -o bench/requirements-peer.lock
 
 $(VENV)/.python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \

@@ -1,0 +1,531 @@
+"""The parts of ``bench/run.py`` that load servers over HTTP: group messages (with the bare and
+the Redis-script baselines and the aiogram peer), commands through the fake Bot API, memory,
+and the scale-out sketch.
+
+The product is served as the README recommends: ``manage.py serve`` (gunicorn, gthread,
+``WEB_CONCURRENCY`` processes x 4 threads, and the django-q2 worker cluster beside it), with
+``bench.settings`` (the product's settings plus the baseline endpoints' URLs).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from bench import harness, load
+from bench.harness import OWNER, SECRET, TOKEN, CpuWatch, Server, Session
+from bench.load import Load, Outcome, fixed_rate, saturate
+from bench.report import Row, Section, check
+
+RATES = (100, 300, 1000)
+# The owner's messages in the fake whose buttons the callbacks press, one a press (Ids):
+# enough for the commands part's callback runs at up to 250 presses/s.
+CALLBACK_MESSAGES = 30_000
+CALLBACK_MESSAGES_QUICK = 3_000
+
+
+@dataclass(frozen=True)
+class Sizes:
+    seconds: float  # one saturation run
+    rounds: int  # saturation rounds, alternating the targets
+    fixed_seconds: float  # one fixed-rate run
+    warm: bool  # a second of load on every server before measuring
+
+    @classmethod
+    def of(cls, session: Session) -> Sizes:
+        return cls(1, 1, 0.5, False) if session.quick else cls(8, 3, 8, True)
+
+
+# -- servers --------------------------------------------------------------------------------
+def fake_api(session: Session) -> Server:
+    if "fake" not in session.shared:
+        port = harness.free_port()
+        messages = str(CALLBACK_MESSAGES_QUICK if session.quick else CALLBACK_MESSAGES)
+        argv = [sys.executable, "bench/fake_api.py", str(port), messages]
+        server = session.start("fake-bot-api", argv, session.env("sqlite://"), port, None)
+        session.shared["fake"] = server
+    return session.shared["fake"]  # type: ignore[return-value]
+
+
+def product(session: Session) -> Server:
+    """The product as ``make run`` serves it (gunicorn + worker), started once per run."""
+    if "product" not in session.shared:
+        session.shared["product"] = serve(session, "product", session.database("web"), "2")
+    return session.shared["product"]  # type: ignore[return-value]
+
+
+def serve(session: Session, name: str, database_url: str, web_processes: str) -> Server:
+    fake = fake_api(session)
+    port = harness.free_port()
+    env = session.env(
+        database_url,
+        DJANGO_SETTINGS_MODULE="bench.settings",
+        HOST="127.0.0.1",
+        PORT=str(port),
+        WEB_CONCURRENCY=web_processes,
+        TELEGRAM_API_BASE_URL=fake.url(""),
+    )
+    argv = [sys.executable, "manage.py", "serve"]
+    return session.start(name, argv, env, port)
+
+
+def peer(session: Session) -> Server | str:
+    """The aiogram peer, or why it is not running."""
+    if "peer" not in session.shared:
+        python = harness.PEER_VENV / "bin" / "python"
+        missing = not _peer_ready(python)
+        if missing and session.offline:
+            session.shared["peer"] = f"not measured: no {harness.PEER_VENV.name} (offline run)"
+        else:
+            if missing:
+                _peer_install()
+            port = harness.free_port()
+            argv = [
+                str(python),
+                "bench/peer_aiogram.py",
+                "--port",
+                str(port),
+                "--redis",
+                session.redis_url,
+                "--secret",
+                SECRET,
+            ]
+            session.shared["peer"] = session.start(
+                "peer-aiogram", argv, dict(os.environ), port, None
+            )
+    return session.shared["peer"]  # type: ignore[return-value]
+
+
+def _peer_ready(python: object) -> bool:
+    if not Path(str(python)).exists():
+        return False
+    check_import = [str(python), "-c", "import aiogram, aiohttp, redis"]
+    return subprocess.run(check_import, capture_output=True, check=False).returncode == 0
+
+
+def _peer_install() -> None:
+    venv = str(harness.PEER_VENV)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", venv], check=True)
+    subprocess.run(
+        [
+            f"{venv}/bin/python",
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--require-hashes",
+            "-r",
+            str(harness.PEER_LOCK),
+        ],
+        check=True,
+    )
+
+
+def handler_failures(server: Server) -> int:
+    """Updates the server's pipeline logged as failed in a handler (each one a dead letter)."""
+    log = harness.LOGS / f"{server.name}.log"
+    return log.read_text(errors="replace").count("handler failed") if log.exists() else 0
+
+
+def failure_row(server: Server, before: int) -> Row:
+    failed = handler_failures(server) - before
+    label = "updates failed in a handler (dead letters) during the part"
+    return Row(label, str(failed), "", "0", check(failed, 1, below=True))
+
+
+def web_pids(server: Server) -> list[int]:
+    """The gunicorn master and its workers of a ``serve`` (the peer: its process)."""
+    return _child_tree(server, "gunicorn") or server.pids()
+
+
+def worker_pids(server: Server) -> list[int]:
+    return _child_tree(server, "qcluster")
+
+
+def _child_tree(server: Server, word: str) -> list[int]:
+    for pid in server.pids()[1:]:
+        if word in harness.command_line(pid):
+            return harness.descendants(pid)
+    return []
+
+
+# -- measuring ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    label: str
+    server: Server
+    path: str
+    kind: str = "group"
+
+
+class Ids:
+    """Update ids unique within the run (wrk's threads split each block further), and the
+    fake's messages each callback run presses buttons on (a range of its own)."""
+
+    def __init__(self) -> None:
+        self.block = (int(time.time()) % 100_000) * 10**10
+        self.message = 1
+
+    def load(self, kind: str, users: int = 2000) -> Load:
+        """``users``: group senders; for callbacks, the messages each of wrk's two threads
+        (or the fixed-rate generator, twice as many) presses."""
+        self.block += 10**9
+        first_message = self.message
+        if kind == "callback":
+            self.message += 2 * users
+        return Load(kind, self.block, users, OWNER, SECRET, first_message)
+
+
+def throughput(targets: dict[str, Target], ids: Ids, sizes: Sizes) -> dict[str, dict[str, float]]:
+    """Median rate at saturation per target over alternating rounds, and per CPU-second of
+    the target's own server processes."""
+    runs: dict[str, list[tuple[Outcome, float]]] = {name: [] for name in targets}
+    for target in targets.values() if sizes.warm else ():  # imports, connections, caches
+        saturate(target.server.url(target.path), _load(ids, target, 250), 1)
+    for _ in range(sizes.rounds):
+        for name, target in targets.items():
+            pids = web_pids(target.server)
+            cpu = harness.cpu_seconds(pids)
+            outcome = saturate(target.server.url(target.path), _load(ids, target), sizes.seconds)
+            runs[name].append((outcome, harness.cpu_seconds(pids) - cpu))
+    result = {}
+    for name, outcomes in runs.items():
+        result[name] = {
+            "rate": statistics.median(o.rate for o, _ in outcomes),
+            "per_cpu": statistics.median(o.requests / max(c, 1e-3) for o, c in outcomes),
+            "errors": sum(o.errors for o, _ in outcomes),
+            "tool": outcomes[0][0].tool,
+        }
+    return result
+
+
+def latencies(targets: dict[str, Target], ids: Ids, sizes: Sizes) -> dict[tuple[str, int], Outcome]:
+    found = {}
+    for rate in RATES:
+        for name, target in targets.items():
+            url = target.server.url(target.path)
+            presses = rate * sizes.fixed_seconds / 2
+            load_ = _load(ids, target, presses)
+            found[name, rate] = fixed_rate(url, load_, rate, sizes.fixed_seconds)
+    return found
+
+
+def _load(ids: Ids, target: Target, presses: float = 2000) -> Load:
+    """Presses per wrk thread of a saturation run, or half a fixed-rate run's."""
+    return ids.load(target.kind, int(presses) + 1 if target.kind == "callback" else 2000)
+
+
+def rate_rows(
+    targets: dict[str, Target], rates: dict[str, dict[str, float]], base: str
+) -> list[Row]:
+    rows = []
+    for name, target in targets.items():
+        figures = rates[name]
+        ratio = (
+            ""
+            if name == base
+            else (
+                f"{figures['rate'] / rates[base]['rate']:.2f}x {targets[base].label}; "
+                f"{figures['per_cpu'] / rates[base]['per_cpu']:.2f}x per server CPU-s"
+            )
+        )
+        errors = f", {figures['errors']:.0f} errors" if figures["errors"] else ""
+        rows.append(
+            Row(
+                f"{target.label}: saturation ({figures['tool']})",
+                f"{figures['rate']:.0f} req/s ({figures['per_cpu']:.0f} per server CPU-s){errors}",
+                ratio,
+            )
+        )
+    return rows
+
+
+def latency_rows(targets: dict[str, Target], found: dict[tuple[str, int], Outcome]) -> list[Row]:
+    rows = []
+    for (name, rate), outcome in found.items():
+        errors = f", {outcome.errors} errors" if outcome.errors else ""
+        overloaded = "overloaded: " if outcome.overloaded else ""
+        rows.append(
+            Row(
+                f"{targets[name].label}: {rate}/s fixed rate",
+                f"{overloaded}p50 {outcome.p50_ms:.1f} ms, p99 {outcome.p99_ms:.1f} ms "
+                f"({outcome.rate:.0f}/s done{errors})",
+            )
+        )
+    return rows
+
+
+# -- parts ----------------------------------------------------------------------------------
+def part_webhook(session: Session, with_baselines: bool = True) -> Section:
+    """Group messages against the bare endpoint, one Redis script and the aiogram peer."""
+    sizes, ids, server = Sizes.of(session), Ids(), product(session)
+    failures = handler_failures(server)
+    targets = {}
+    if with_baselines:
+        targets["bare"] = Target("bare django-ninja endpoint", server, "/bench/bare")
+        targets["redis"] = Target("endpoint running one Redis script", server, "/bench/redis")
+    targets["product"] = Target("group message through the webhook", server, "/telegram/webhook")
+    section = Section(
+        "webhook" if with_baselines else "peer",
+        "Group messages through the webhook" if with_baselines else "The aiogram peer",
+    )
+    aiogram = peer(session)
+    if isinstance(aiogram, Server):
+        targets["peer"] = Target("aiogram 3 peer (same counting)", aiogram, "/telegram/webhook")
+    else:
+        section.notes.append(f"aiogram peer {aiogram}")
+    rates = throughput(targets, ids, sizes)
+    found = latencies(targets, ids, sizes)
+    base = "bare" if with_baselines else "product"
+    section.rows += rate_rows(targets, rates, base)
+    product_rate = rates["product"]
+    if with_baselines:
+        ratio = product_rate["rate"] / rates["bare"]["rate"]
+        section.rows.append(
+            Row(
+                "group messages / bare endpoint",
+                f"{ratio:.2f}x",
+                f"{product_rate['per_cpu'] / rates['bare']['per_cpu']:.2f}x per server CPU-s",
+                ">= 0.5x",
+                check(ratio, 0.5, below=False),
+                summary=True,
+            )
+        )
+    if "peer" in targets:
+        ratio = product_rate["rate"] / rates["peer"]["rate"]
+        section.rows.append(
+            Row(
+                "group messages / aiogram peer",
+                f"{ratio:.2f}x",
+                f"{product_rate['per_cpu'] / rates['peer']['per_cpu']:.2f}x per server CPU-s",
+                "> 1x",
+                check(ratio, 1.0001, below=False),
+                summary=True,
+            )
+        )
+    section.rows += latency_rows(targets, found)
+    p99 = found["product", 300].p99_ms
+    section.rows.append(
+        Row(
+            "group messages: p99 at 300/s",
+            f"{p99:.1f} ms",
+            "",
+            "< 25 ms",
+            check(p99, 25, below=True),
+            summary=True,
+        )
+    )
+    section.rows.append(failure_row(server, failures))
+    section.notes += [
+        f"Served by `manage.py serve` (gunicorn gthread, 2 processes x 4 threads, and the "
+        f"worker cluster), PostgreSQL and Redis; saturation: {sizes.rounds} rounds of "
+        f"{sizes.seconds:.0f} s per target, alternating, medians; wrk -t2 -c16.",
+        "Per server CPU-s: requests divided by the CPU time the target's own server processes "
+        "used (gunicorn workers; the peer's process), which other work on the machine does not "
+        "inflate. The aiogram peer is one asyncio process, as its documentation runs it.",
+        f"Fixed rates: {sizes.fixed_seconds:.0f} s each, latency from each request's intended "
+        "send time (no coordinated omission); 'overloaded': the run stopped sending once "
+        f"{load.BACKLOG_SECONDS:.0f} s of requests waited for answers (the server cannot "
+        "keep that rate).",
+    ]
+    return section
+
+
+def part_peer(session: Session) -> Section:
+    return part_webhook(session, with_baselines=False)
+
+
+def part_commands(session: Session) -> Section:
+    """/start and a button press answered through the fake Bot API, against the bare endpoint."""
+    sizes, ids, server = Sizes.of(session), Ids(), product(session)
+    failures = handler_failures(server)
+    fake_ms = _fake_round_trip(fake_api(session), 20 if session.quick else 300)
+    targets = {
+        "bare": Target("bare django-ninja endpoint", server, "/bench/bare"),
+        "start": Target("/start (sendMessage)", server, "/telegram/webhook", "start"),
+        "callback": Target(
+            "panel button (answerCallbackQuery + editMessageText)",
+            server,
+            "/telegram/webhook",
+            "callback",
+        ),
+    }
+    rates = throughput(targets, ids, sizes)
+    found = latencies({k: v for k, v in targets.items() if k != "bare"}, ids, sizes)
+    section = Section("commands", "Commands through the fake Bot API")
+    section.rows.append(
+        Row(
+            "fake Bot API: one sendMessage round trip (p50, client side)",
+            f"{fake_ms:.2f} ms",
+            "",
+            "< 1 ms",
+            check(fake_ms, 1, below=True),
+        )
+    )
+    section.rows += rate_rows(targets, rates, "bare")
+    for name in ("start", "callback"):
+        ratio = rates[name]["rate"] / rates["bare"]["rate"]
+        section.rows.append(
+            Row(
+                f"{targets[name].label} / bare endpoint",
+                f"{ratio:.2f}x",
+                f"{rates[name]['per_cpu'] / rates['bare']['per_cpu']:.2f}x per server CPU-s",
+                ">= 0.3x",
+                check(ratio, 0.3, below=False),
+                summary=True,
+            )
+        )
+    section.rows += latency_rows(targets, found)
+    section.rows.append(failure_row(server, failures))
+    section.notes.append(
+        "The fake is the suite's (`tests/fakes`, every call checked against the Bot API spec) "
+        "with TCP_NODELAY; the product calls it from the request, so its round trip is inside "
+        "every command's latency."
+    )
+    return section
+
+
+def _fake_round_trip(fake: Server, calls: int) -> float:
+    times = []
+    with httpx.Client(base_url=fake.url(f"/bot{TOKEN}/")) as client:
+        for _ in range(calls):
+            started = time.perf_counter()
+            client.post("sendMessage", json={"chat_id": OWNER + 1, "text": "ping"})
+            times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def part_memory(session: Session) -> Section:
+    """Resident memory of the web and worker processes after the runs (a short load first when
+    this part runs alone)."""
+    server = product(session)
+    if "ran" not in session.shared:
+        saturate(server.url("/telegram/webhook"), Ids().load("group"), 2)
+    section = Section("memory", "Memory")
+    web = web_pids(server)
+    workers = [harness.rss_mb(pid) for pid in web[1:]]
+    heaviest = max(workers, default=0.0)
+    section.rows.append(
+        Row(
+            "web worker (gunicorn process), resident",
+            f"{heaviest:.0f} MB",
+            f"{len(workers)} workers: " + ", ".join(f"{mb:.0f}" for mb in workers) + " MB",
+            "< 100 MB",
+            check(heaviest, 100, below=True),
+            summary=True,
+        )
+    )
+    section.rows.append(Row("gunicorn master, resident", f"{harness.rss_mb(web[0]):.0f} MB"))
+    cluster = worker_pids(server)
+    total = sum(harness.rss_mb(pid) for pid in cluster)
+    section.rows.append(
+        Row(
+            "worker cluster (qcluster and its processes), resident",
+            f"{total:.0f} MB",
+            f"{len(cluster)} processes",
+        )
+    )
+    aiogram = session.shared.get("peer")
+    if isinstance(aiogram, Server):
+        section.rows.append(
+            Row("aiogram peer process, resident", f"{harness.rss_mb(aiogram.pid):.0f} MB")
+        )
+    section.notes.append(
+        "VmRSS from /proc; forked processes share pages, so the sum over a "
+        "cluster counts shared pages more than once."
+    )
+    return section
+
+
+def part_scaleout(session: Session) -> Section:
+    """One web process against two behind a round-robin proxy, each with its worker cluster;
+    CPU of every process group sampled over each run."""
+    if "product" in session.shared:  # free the CPU it would take idling
+        session.stop(session.shared.pop("product"))  # type: ignore[arg-type]
+    sizes, ids = Sizes.of(session), Ids()
+    database = session.database("scale")
+    first, second = (serve(session, f"scale-{n}", database, "1") for n in ("a", "b"))
+    configs = {
+        "one web process, direct": ([first.port], False),
+        "one web process behind the proxy": ([first.port], True),
+        "two web processes behind the proxy": ([first.port, second.port], True),
+    }
+    section = Section("scaleout", "Scale-out sketch")
+    results, cpu = {}, {}
+    for label, (ports, proxied) in configs.items():
+        proxy = None
+        if proxied:
+            port = harness.free_port()
+            argv = [sys.executable, "bench/proxy.py", str(port), *map(str, ports)]
+            proxy = session.start("proxy", argv, dict(os.environ), port, None)
+            url = proxy.url("/telegram/webhook")
+        else:
+            url = first.url("/telegram/webhook")
+        if sizes.warm:
+            saturate(url, ids.load("group"), 1)
+        groups = {
+            "web process 1": lambda: web_pids(first)[1:],
+            "web process 2": lambda: web_pids(second)[1:],
+            "worker clusters": lambda: worker_pids(first) + worker_pids(second),
+            "proxy": proxy.pids if proxy else list,
+            "postgres (all)": lambda: harness.named("postgres"),
+            "redis-server": lambda: harness.named("redis-server"),
+        }
+        rates, cpus = [], []
+        for _ in range(sizes.rounds):
+            watch = CpuWatch(groups)
+            rates.append(saturate(url, ids.load("group"), sizes.seconds).rate)
+            cpus.append(watch.stop())
+        if proxy is not None:
+            session.stop(proxy)
+        cpu = {name: statistics.median(c[name] for c in cpus) for name in cpus[0]}
+        results[label] = statistics.median(rates)
+        section.rows.append(Row(label, f"{results[label]:.0f} updates/s", "", "", ""))
+        section.details.append(
+            f"CPU during '{label}' (cores; 1.0 = one core busy):\n"
+            + "\n".join(f"  {name:<26} {value:5.2f}" for name, value in cpu.items())
+        )
+    one, two = (
+        results["one web process behind the proxy"],
+        results["two web processes behind the proxy"],
+    )
+    section.rows.append(
+        Row(
+            "two web processes / one (both behind the proxy)",
+            f"{two / one:.2f}x",
+            "",
+            "",
+            "",
+            summary=True,
+        )
+    )
+    section.notes.append(saturation_verdict(cpu))  # the last run's: two processes
+    section.notes.append(
+        "Two `serve` instances (gunicorn with 1 process x 4 threads each, and "
+        "each its own worker cluster) on one PostgreSQL database and one Redis; "
+        "the proxy is `bench/proxy.py` (asyncio, round-robin per connection)."
+    )
+    return section
+
+
+def saturation_verdict(cpu: dict[str, float]) -> str:
+    capacity, busy = cpu.pop("machine capacity"), cpu["machine (all processes)"]
+    own = {k: v for k, v in cpu.items() if k != "machine (all processes)"}
+    top = max(own, key=lambda name: own[name])
+    if busy >= 0.9 * capacity:
+        return (
+            f"What saturates first, two processes: the machine's CPU ({busy:.2f} of "
+            f"{capacity:.0f} cores busy, other agents' work included); the largest share "
+            f"is {top} at {own[top]:.2f} cores."
+        )
+    return (
+        f"What saturates first, two processes: {top} at {own[top]:.2f} cores while the "
+        f"machine had {capacity - busy:.2f} of {capacity:.0f} cores idle."
+    )

@@ -1,0 +1,105 @@
+"""The benchmark harness keeps working: ``bench/run.py --quick`` runs every part against real
+PostgreSQL and a private Redis and writes every row of RESULTS.md. Rows are asserted, never a
+time (figures are the bench's business, as ratios in one run)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import load
+from bench.harness import with_database
+from telegram_bot.updates import parse_update_json
+from tests.redis_server import private_redis
+
+ROOT = Path(__file__).resolve().parents[2]
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+SECTIONS = [
+    "Group messages through the webhook",
+    "Commands through the fake Bot API",
+    "Memory",
+    "Scale-out sketch",
+    "Backfill",
+    "Dashboard and overview",
+]
+ROWS = [
+    "bare django-ninja endpoint: saturation",
+    "endpoint running one Redis script: saturation",
+    "group message through the webhook: saturation",
+    "group messages / bare endpoint",
+    "group message through the webhook: 100/s fixed rate",
+    "group message through the webhook: 1000/s fixed rate",
+    "group messages: p99 at 300/s",
+    "fake Bot API: one sendMessage round trip",
+    "/start (sendMessage) / bare endpoint",
+    "panel button (answerCallbackQuery + editMessageText) / bare endpoint",
+    "/start (sendMessage): 300/s fixed rate",
+    "web worker (gunicorn process), resident",
+    "worker cluster (qcluster and its processes), resident",
+    "one web process, direct",
+    "two web processes / one (both behind the proxy)",
+    "plain COPY of the same rows (baseline)",
+    "backfill / COPY",
+    "COUNT(*) over the same",
+    "/api/v1/stats/report",
+    "admin index (the overview)",
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(900)
+def test_quick_run_writes_every_row(tmp_path: Path) -> None:
+    if not DATABASE_URL.startswith("postgres"):
+        pytest.skip("the bench needs DATABASE_URL pointing at PostgreSQL")
+    name = DATABASE_URL.rsplit("/", 1)[1].split("?")[0]
+    out = tmp_path / "RESULTS.md"
+    with private_redis() as redis_url:
+        env = {
+            **os.environ,
+            "REDIS_URL": redis_url,
+            "DATABASE_URL": with_database(DATABASE_URL, f"{name}_benchq"),
+        }
+        done = subprocess.run(
+            [sys.executable, "bench/run.py", "--quick", "--offline", "--out", str(out)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=880,
+            check=False,
+        )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    text = out.read_text()
+    assert "Machine:" in text and "Versions:" in text and "busy machine" in text
+    for section in SECTIONS:
+        assert f"\n## {section}\n" in text, section
+    for label in ROWS:
+        row = next((line for line in text.splitlines() if line.startswith(f"| {label}")), None)
+        assert row is not None, label
+        figure = row.split(" | ")[1]
+        assert re.search(r"\d", figure), row
+    peer_row = "| aiogram 3 peer (same counting): saturation" in text
+    assert peer_row or "aiogram peer not measured" in text
+
+
+@pytest.mark.parametrize("kind", ["group", "start", "callback"])
+def test_load_bodies_are_updates_with_unique_ids(kind: str) -> None:
+    shape = load.Load(kind, 7_000_000_000, 5 if kind == "callback" else 200, 1000, "s")
+    updates = [parse_update_json(load.body(shape, n)) for n in range(50)]
+    assert len({update.update_id for update in updates}) == 50
+    if kind == "group":
+        assert all(u.message and u.message.chat.type == "supergroup" for u in updates)
+    elif kind == "start":
+        assert all(u.message and u.command() is not None for u in updates)
+    else:  # a message a press, then the other view: Telegram refuses a same-content edit
+        presses = [u.callback_query for u in updates]
+        assert all(p and p.data in ("panel:home", "panel:admins") and p.message for p in presses)
+        for n, press in enumerate(presses[:-10]):
+            again = presses[n + 10]  # Load(users=5): 10 messages, then the same ones again
+            assert press.message.message_id == again.message.message_id
+            assert press.data != again.data
