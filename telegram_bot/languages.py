@@ -142,5 +142,19 @@ def forget_all() -> None:
     _remembered.clear()
 
 
+def remembered(store: KVStore, user_id: int) -> str | None:
+    """The language remembered for ``user_id`` (a privacy export), or None."""
+    value = store.get(_key(user_id))
+    return value if isinstance(value, str) else None
+
+
+def forget(store: KVStore, user_id: int) -> int:
+    """Delete the language remembered for ``user_id`` (an erasure); 1 if there was one."""
+    _remembered.pop(user_id, None)
+    had = store.get(_key(user_id)) is not None
+    store.delete(_key(user_id))
+    return int(had)
+
+
 def _key(user_id: int) -> str:
     return f"lang:{user_id}"

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from telegram_bot import languages
 from telegram_bot.jobs.models import Job
 from telegram_bot.models import AuditEntry, BlockedChat, BotAdmin, ChatPreference, DeliveryFailure
 from telegram_bot.privacy import (
@@ -41,6 +42,7 @@ KEY_FAMILIES = {
     "workflow": "a user's multi-step workflow workflow:<chat>:<user> (what they typed so far)",
     "rl": "rate-limit windows per user (rl:u:, rl:x:, rl:n:) and per chat, one minute",
     "dlq": "dead letters: whole updates, with the sender and the text",
+    "lang": "the language a user last wrote to the bot in (lang:<user>), 180 days",
     "lock": "locks; the /forgetme confirmations (lock:forget:) and an erasure's own run "
     "(lock:erase:); apps that keep records under lock: erase their own",
 }
@@ -86,6 +88,7 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
             {"kind": job.kind, "status": job.status, "payload": job.payload}
             for job in _jobs_mentioning(user_id)
         ],
+        "language": languages.remembered(store, user_id),
         "kv": {
             key: value
             for prefix in ("session:", "workflow:", "dlq:", CONFIRM_PREFIX)
@@ -114,7 +117,7 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
     kv = [key for prefix in ("session:", "workflow:") for key in keys_naming(store, prefix, user)]
     kv += list(keys_naming(store, "rl:", user))
     kv += [key for key, _ in values_mentioning(store, "dlq:", user)]
-    counts["kv_keys"] = delete_keys(store, kv)
+    counts["kv_keys"] = delete_keys(store, kv) + languages.forget(store, user)
     return counts
 
 

@@ -117,6 +117,7 @@ def _seed_core(store: KVStore) -> None:
     store.set(f"session:u:{USER}", {"v": 1, "d": {"lang": "en"}})
     store.set(f"workflow:{USER}:{USER}", {"name": "support.open", "step": "text", "data": {}})
     store.set(f"rl:u:{USER}:1", 1, 60_000)
+    store.set(f"lang:{USER}", "ru", 60_000)
     failing = make_message_update(f"/support {FIRST}", chat_id=USER, user_id=USER)
     failing["message"]["from"] = person(USER)
     DeadLetterStore(store).put(failing, RuntimeError("boom"))
