@@ -171,3 +171,22 @@ def test_the_owner_adds_and_removes_admins_with_commands(
         "55 is no longer an admin.",
     ]
     assert not BotAdmin.objects.exists()
+
+
+def test_a_second_press_of_a_button_whose_view_is_shown_is_not_an_error(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """Telegram answers "message is not modified" to an edit that changes nothing (a double
+    tap): the view is on screen, so the press succeeded; it must not end as a dead letter."""
+    post_update(make_message_update("/panel", chat_id=OWNER_ID, user_id=OWNER_ID))
+    panel = 1  # the fake numbers each chat's messages from 1: the panel is the first
+    assert bot.message(OWNER_ID, panel)["text"] == "Admin panel"
+    outcomes = [
+        post_update(
+            make_callback_update("panel:admins", user_id=OWNER_ID, message_id=panel)
+        ).json()["outcome"]
+        for _ in range(2)
+    ]
+    assert outcomes == ["processed", "processed"]
+    edits = bot.calls_to("editMessageText")
+    assert len(edits) == 2 and "not modified" in edits[1].description
