@@ -71,6 +71,16 @@ def _forget_languages() -> Iterator[None]:
     languages.forget_all()
 
 
+@pytest.fixture(autouse=True)
+def _forget_moderation_settings() -> Iterator[None]:
+    """Moderation's process cache of chat settings outlives a test's rows: a chat's log
+    channel from one test would receive the next tests' audit entries of that chat."""
+    from moderation import conf
+
+    yield
+    conf.forget()
+
+
 # --- KV backends --------------------------------------------------------------------------------
 KV_BACKENDS = ["memory", "db", "redis"]
 SHARED_KV_BACKENDS = ["db", "redis"]  # reachable from several processes
