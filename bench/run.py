@@ -157,10 +157,26 @@ def run_header(
         f"{load_after[0]:.1f} after.",
         f"Versions: {', '.join(versions)}.",
         "",
-        "**Measured on a busy machine** (other agents' builds and test suites shared its two "
-        "cores): absolute figures are noisy; the ratios against baselines measured in the same "
-        "run, alternating with them, are what to read.",
+        _load_note(load_before[0], load_after[0]),
     ]
+
+
+def busy(load: float) -> bool:
+    """Other work used more than half of the machine's cores."""
+    return load > (os.cpu_count() or 1) / 2
+
+
+def _load_note(before: float, after: float) -> str:
+    if busy(before) or busy(after):
+        return (
+            "**Measured on a busy machine** (other work shared its cores): absolute figures "
+            "are noisy; the ratios against baselines measured in the same run, alternating "
+            "with them, are what to read."
+        )
+    return (
+        "Measured on an otherwise quiet machine; the ratios against baselines measured in the "
+        "same run, alternating with them, are still what to compare across machines."
+    )
 
 
 def update_readme(sections: list[Section], started: datetime) -> None:
@@ -170,8 +186,9 @@ def update_readme(sections: list[Section], started: datetime) -> None:
         return
     block = [
         README_START,
-        f"Last full run: {started:%Y-%m-%d}, `bench/RESULTS.md` (busy machine; "
-        "ratios against baselines of the same run).",
+        f"Last full run: {started:%Y-%m-%d}, `bench/RESULTS.md` "
+        f"({'busy' if busy(os.getloadavg()[0]) else 'quiet'} machine; ratios against baselines "
+        "of the same run).",
         "",
         *table(summary_rows(sections)),
         README_END,
