@@ -63,14 +63,14 @@ register_view(
     "privacy/export/",
     privacy_export,
     name="privacy-export",
-    title="Export personal data",
+    title=gettext_lazy("Export personal data"),
     permissions=(EXPORT_PERMISSION,),
 )
 register_view(
     "privacy/erase/",
     privacy_erase,
     name="privacy-erase",
-    title="Erase personal data",
+    title=gettext_lazy("Erase personal data"),
     permissions=(ERASE_PERMISSION,),
 )
 

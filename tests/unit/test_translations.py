@@ -97,3 +97,18 @@ def test_the_compiled_catalogue_is_the_current_one() -> None:
         else:
             for index, text in entry.strings.items():
                 assert compiled._catalog[(key, index)] == text, entry.msgid  # type: ignore[attr-defined]
+
+
+def test_the_operations_pages_are_named_in_russian() -> None:
+    """The admin index lists the registered operations pages by title: each has Russian."""
+    from django.utils import translation
+
+    from telegram_bot.ops.admin_site import registered_views
+
+    titled = [view for view in registered_views() if view.title]
+    assert titled
+    for view in titled:
+        with translation.override("en"):
+            english = str(view.title)
+        with translation.override("ru"):
+            assert str(view.title) != english, english
