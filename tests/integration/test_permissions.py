@@ -158,10 +158,19 @@ def _unnamed(route: str) -> str:
     return "<object-redirect>" if route.endswith("<path:object_id>/") else "<catch-all>"
 
 
+def _func_and_name(entry: Any) -> tuple[Any, str]:
+    """An admin action entry: an ``Action`` dataclass on Django 6.1 (unpacking it is
+    deprecated there), a ``(func, name, description)`` tuple on 5.2."""
+    if dataclasses.is_dataclass(entry):
+        return entry.func, entry.name
+    func, name, _description = entry
+    return func, name
+
+
 def actions() -> Iterator[tuple[str, Any]]:
     for model, model_admin in admin.site._registry.items():
-        for _func, name, _description in model_admin._get_base_actions():
-            yield f"{model._meta.label_lower}:{name}", model_admin
+        for entry in model_admin._get_base_actions():
+            yield f"{model._meta.label_lower}:{_func_and_name(entry)[1]}", model_admin
 
 
 CASES = [f"url {e.name}" for e in endpoints()] + [f"action {a}" for a, _ in actions()]
@@ -203,8 +212,8 @@ def check_action(name: str) -> None:
     who can only view, and runs for a superuser who has that permission."""
     label, _, action = name.partition(":")
     model_admin = next(a for m, a in admin.site._registry.items() if m._meta.label_lower == label)
-    base = {n: (f, n, d) for f, n, d in model_admin._get_base_actions()}
-    required = set(getattr(base[action][0], "allowed_permissions", ()))
+    base = dict(_func_and_name(entry)[::-1] for entry in model_admin._get_base_actions())
+    required = set(getattr(base[action], "allowed_permissions", ()))
     assert required - {"view"}, f"{name} needs only {sorted(required) or 'staff'}"
     opts = model_admin.opts
     viewer = user("viewer", (f"{opts.app_label}.view_{opts.model_name}",))
