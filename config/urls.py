@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.views.generic import RedirectView
 
@@ -9,9 +10,19 @@ from config.metrics import metrics_view
 from telegram_bot.ops import health
 from telegram_bot.transport import webhook
 
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask every site for /favicon.ico: an empty answer, cached for a day, instead of a
+    404 logged as a warning on each page an operator opens."""
+    response = HttpResponse(status=204)
+    response["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
 urlpatterns = [
     # The address `manage.py serve` prints: operators land on the admin site.
     path("", RedirectView.as_view(pattern_name="admin:index"), name="home"),
+    path("favicon.ico", favicon, name="favicon"),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
     path("metrics", metrics_view, name="metrics"),

@@ -129,3 +129,9 @@ def test_the_root_address_leads_to_the_admin_site(client: Client, admin_client: 
     assert (response.status_code, response["Location"]) == (302, "/admin/")
     assert client.get("/", follow=True).redirect_chain[-1][0].startswith("/admin/login/")
     assert admin_client.get("/", follow=True).status_code == 200
+
+
+def test_the_browsers_favicon_request_is_answered_without_a_404(client: Client) -> None:
+    response = client.get("/favicon.ico")
+    assert response.status_code == 204
+    assert "max-age" in response["Cache-Control"]

@@ -75,6 +75,7 @@ def perm(view: tuple[str, ...], method: str = "GET", **kwargs: Any) -> Rule:
 PUBLIC, STAFF = Rule("public"), Rule("staff")
 RULES: dict[str, Rule] = {
     "home": PUBLIC,  # a redirect to the admin site, which asks for a login
+    "favicon": PUBLIC,  # an empty answer
     "healthz": PUBLIC,
     "readyz": PUBLIC,
     "metrics": PUBLIC,  # 404 unless METRICS_TOKEN is set, then a bearer token (test_observability)
