@@ -16,7 +16,6 @@ from content.models import Post
 from telegram_bot.bot import get_client
 from telegram_bot.errors import TelegramApiError
 
-NOT_MODIFIED = "message is not modified"
 ALREADY_DELETED = "message to delete not found"
 
 
@@ -65,21 +64,14 @@ def edit(post: Post, *, text: str, buttons: validation.Buttons) -> None:
     client = get_client()
     chat_id = validation.chat_id_param(post.channel)
     markup = validation.reply_markup(buttons) or {"inline_keyboard": []}
-    try:
-        if post.has_photo:
-            client.edit_message_caption(
-                chat_id=chat_id,
-                message_id=post.channel_message_id,
-                caption=text,
-                reply_markup=markup,
-            )
-        else:
-            client.edit_message_text(
-                chat_id=chat_id, message_id=post.channel_message_id, text=text, reply_markup=markup
-            )
-    except TelegramApiError as exc:
-        if NOT_MODIFIED not in exc.description.lower():
-            raise
+    if post.has_photo:
+        client.edit_message_caption(
+            chat_id=chat_id, message_id=post.channel_message_id, caption=text, reply_markup=markup
+        )
+    else:
+        client.edit_message_text(
+            chat_id=chat_id, message_id=post.channel_message_id, text=text, reply_markup=markup
+        )
 
 
 def delete(post: Post) -> None:

@@ -447,11 +447,7 @@ def _show(ctx: Context, text: str, markup: panel.Markup) -> None:
     if ctx.update.type != "callback_query":
         ctx.reply(text, reply_markup=markup)
         return
-    try:
-        ctx.edit_callback_message(text, reply_markup=markup)
-    except TelegramApiError as exc:
-        if delivery.NOT_MODIFIED not in exc.description.lower():
-            raise
+    ctx.edit_callback_message(text, reply_markup=markup)
 
 
 def _short(text: str) -> str:

@@ -13,6 +13,8 @@ from typing import Any, BinaryIO
 
 from telegram_bot.errors import TelegramApiError
 
+NOT_MODIFIED = "message is not modified"
+
 ChatId = int | str
 DELETE_BATCH = 100  # deleteMessages takes at most this many ids
 JsonObject = dict[str, Any]
@@ -327,7 +329,14 @@ class TelegramMethods:
         raise _unexpected(method, result)
 
     def _call_edit(self, method: str, **params: Any) -> JsonObject | bool:
-        result = self.call(method, **params)
+        """An edit; Telegram's "message is not modified" (the message shows that already: a
+        double press, a repeated edit) is success, answered True."""
+        try:
+            result = self.call(method, **params)
+        except TelegramApiError as exc:
+            if exc.status == 400 and NOT_MODIFIED in (exc.description or "").lower():
+                return True
+            raise
         if isinstance(result, (dict, bool)):
             return result
         raise _unexpected(method, result)

@@ -7,15 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from telegram_bot.client import TelegramClient
-from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline import idempotency
 from telegram_bot.pipeline.router import ROUTE_UNIT, Router
 from telegram_bot.pipeline.security import Sender
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op
 from telegram_bot.updates import Command, Update
-
-NOT_MODIFIED = "message is not modified"
 
 
 @dataclass
@@ -77,17 +74,12 @@ class Context:
             )
 
     def edit_callback_message(self, text: str, **params: Any) -> None:
-        """Replace the text of the message whose button was pressed. Telegram's "message is
-        not modified" (a second press of a button whose view is on screen already) is success:
-        the message shows what was asked for."""
+        """Replace the text of the message whose button was pressed (an edit that changes
+        nothing is success: see the client's edits)."""
         query = self.update.callback_query
         message = query.message if query is not None else None
         if message is None:
             return
-        try:
-            self.client.edit_message_text(
-                chat_id=message.chat.id, message_id=message.message_id, text=text, **params
-            )
-        except TelegramApiError as exc:
-            if exc.status != 400 or NOT_MODIFIED not in (exc.description or "").lower():
-                raise
+        self.client.edit_message_text(
+            chat_id=message.chat.id, message_id=message.message_id, text=text, **params
+        )

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from telegram_bot.client import TelegramClient
+from telegram_bot.errors import TelegramApiError
 from tests.fakes.telegram import FakeTelegram, FakeTelegramTransport
 
 MARKUP = {"inline_keyboard": [[{"text": "Yes", "callback_data": "yes"}]]}
@@ -45,6 +46,19 @@ def test_edit_helpers(local_client: TelegramClient, fake: FakeTelegram) -> None:
     assert isinstance(recaptioned, dict)
     assert recaptioned["caption"] == "new"
     assert local_client.edit_message_text(inline_message_id="inl-1", text="x") is True
+
+
+def test_an_edit_that_changes_nothing_is_success_and_other_refusals_raise(
+    local_client: TelegramClient, fake: FakeTelegram
+) -> None:
+    sent = local_client.send_message(chat_id=5, text="same")
+    assert local_client.edit_message_text(chat_id=5, message_id=sent["message_id"], text="same")
+    assert "not modified" in fake.calls_to("editMessageText")[0].description
+    fake.fail_next(
+        "editMessageText", status=400, description="Bad Request: message to edit not found"
+    )
+    with pytest.raises(TelegramApiError):
+        local_client.edit_message_text(chat_id=5, message_id=sent["message_id"], text="new")
 
 
 def test_copy_message_returns_a_message_id(local_client: TelegramClient) -> None:
