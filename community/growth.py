@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from django.db.models import Count
+from django.db.models import Count, F
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from community.models import BotChat, MemberCount, MemberMovement
@@ -65,15 +66,13 @@ class GrowthDay:
     member_count: int | None
 
 
-def growth_days(chat_id: int, start: date, end: date) -> list[GrowthDay]:
+def growth_days(
+    chat_id: int, start: date, end: date, *, zone: tzinfo | None = None
+) -> list[GrowthDay]:
     """Every day of ``start..end`` (inclusive): joins, leaves and the member count (None for a
-    day without a fetched count)."""
-    rows = (
-        MemberMovement.objects.filter(chat_id=chat_id, day__gte=start, day__lte=end)
-        .values("day", "kind")
-        .annotate(n=Count("id"))
-    )
-    moves = {(row["day"], row["kind"]): row["n"] for row in rows}
+    day without a fetched count). With ``zone``, the days are that zone's: joins and leaves
+    are counted by their time there; the member count is the one fetched on that (UTC) day."""
+    moves = _moves_per_day(chat_id, start, end, zone)
     counts = dict(
         MemberCount.objects.filter(chat_id=chat_id, day__gte=start, day__lte=end).values_list(
             "day", "count"
@@ -92,6 +91,37 @@ def growth_days(chat_id: int, start: date, end: date) -> list[GrowthDay]:
         )
         day += timedelta(days=1)
     return days
+
+
+def _moves_per_day(
+    chat_id: int, start: date, end: date, zone: tzinfo | None
+) -> dict[tuple[date, str], int]:
+    """``{(day, kind): count}`` of joins and leaves: by the stored UTC day, or by the day of
+    ``zone``."""
+    if zone is None:
+        rows = (
+            MemberMovement.objects.filter(chat_id=chat_id, day__gte=start, day__lte=end)
+            .annotate(local=F("day"))
+            .values("local", "kind")
+            .annotate(n=Count("id"))
+        )
+    else:
+        since = datetime.combine(start, time.min, tzinfo=zone)
+        until = datetime.combine(end + timedelta(days=1), time.min, tzinfo=zone)
+        rows = (
+            MemberMovement.objects.filter(
+                # ``day`` (UTC, indexed) bounds the rows; ``at`` picks the zone's days.
+                chat_id=chat_id,
+                day__gte=start - timedelta(days=1),
+                day__lte=end + timedelta(days=1),
+                at__gte=since,
+                at__lt=until,
+            )
+            .annotate(local=TruncDate("at", tzinfo=zone))
+            .values("local", "kind")
+            .annotate(n=Count("id"))
+        )
+    return {(row["local"], row["kind"]): row["n"] for row in rows}
 
 
 @dataclass(frozen=True)
