@@ -51,6 +51,7 @@ from community.member_state import (
 )
 from community.models import MemberMovement, MemberPolicy, parse_buttons
 from telegram_bot.bot import get_client
+from telegram_bot.client import SEND_PERMISSIONS
 from telegram_bot.errors import BotError, TelegramApiError
 from telegram_bot.jobs.services import job_cancel_key, job_enqueue, job_retry_later
 from telegram_bot.languages import supported
@@ -77,21 +78,8 @@ BUTTONS_PER_CHALLENGE = 4
 # decider is taken for dead and the job carries the outcome out. Longer than a Telegram call.
 FINISH_GRACE_SECONDS = 30
 WEBHOOK, JOB = "webhook", "job"
-# restrictChatMember: all False keeps a member from writing; all True lifts the restriction
-# (the chat's default permissions still apply).
-PERMISSION_NAMES = (
-    "can_send_messages",
-    "can_send_audios",
-    "can_send_documents",
-    "can_send_photos",
-    "can_send_videos",
-    "can_send_video_notes",
-    "can_send_voice_notes",
-    "can_send_polls",
-    "can_send_other_messages",
-    "can_add_web_page_previews",
-    "can_invite_users",
-)
+# A captcha restricts (all False) and frees (all True) these (see SEND_PERMISSIONS).
+PERMISSION_NAMES = (*SEND_PERMISSIONS, "can_invite_users")
 MUTED = dict.fromkeys(PERMISSION_NAMES, False)
 FREED = dict.fromkeys(PERMISSION_NAMES, True)
 

@@ -26,7 +26,7 @@ from moderation.conf import chat_settings
 from moderation.durations import describe
 from moderation.models import Action, ChatSettings, Warning, WarnState
 from telegram_bot.audit import BOT, Actor, Outcome, audit_record, clean
-from telegram_bot.client import TelegramClient
+from telegram_bot.client import SEND_PERMISSIONS, TelegramClient
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_retry_later
 from telegram_bot.models import AuditEntry
@@ -34,22 +34,7 @@ from telegram_bot.models import AuditEntry
 log = logging.getLogger(__name__)
 JOB_KIND = "moderation.act"
 MUTED = {"can_send_messages": False}
-UNMUTED = {
-    name: True
-    for name in (
-        "can_send_messages",
-        "can_send_audios",
-        "can_send_documents",
-        "can_send_photos",
-        "can_send_videos",
-        "can_send_video_notes",
-        "can_send_voice_notes",
-        "can_send_polls",
-        "can_send_other_messages",
-        "can_add_web_page_previews",
-        "can_react_to_messages",
-    )
-}
+UNMUTED = dict.fromkeys((*SEND_PERMISSIONS, "can_react_to_messages"), True)
 PAST = {
     "mute": gettext_lazy("muted"),
     "unmute": gettext_lazy("unmuted"),

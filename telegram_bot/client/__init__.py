@@ -12,6 +12,7 @@ from telegram_bot.client.core import (
 from telegram_bot.client.files import FileStream
 from telegram_bot.client.limits import (
     CAPTION_LIMIT,
+    SEND_PERMISSIONS,
     SEND_WINDOW_SECONDS,
     TEXT_LIMIT,
     clip,
@@ -22,6 +23,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_TIMEOUT",
     "MAX_CALL_SECONDS",
+    "SEND_PERMISSIONS",
     "SEND_WINDOW_SECONDS",
     "TEXT_LIMIT",
     "FileStream",

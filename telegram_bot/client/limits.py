@@ -20,6 +20,23 @@ SEND_MARGIN_SECONDS = 5.0
 SEND_WINDOW_SECONDS = MAX_CALL_SECONDS + SEND_MARGIN_SECONDS
 
 
+# https://core.telegram.org/bots/api#chatpermissions: what a member may send. restrictChatMember
+# with all of them False keeps a member from writing (a mute, a captcha); True lifts that (the
+# chat's default permissions still apply).
+SEND_PERMISSIONS = (
+    "can_send_messages",
+    "can_send_audios",
+    "can_send_documents",
+    "can_send_photos",
+    "can_send_videos",
+    "can_send_video_notes",
+    "can_send_voice_notes",
+    "can_send_polls",
+    "can_send_other_messages",
+    "can_add_web_page_previews",
+)
+
+
 def clip(text: str, limit: int = TEXT_LIMIT) -> str:
     """``text`` cut to ``limit`` characters, with an ellipsis when it was cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
