@@ -39,24 +39,24 @@ def on_decision_button(ctx: Context) -> None:
     first one in a rate-limit window, is answered with an alert; the checks are here."""
     parsed = texts.parse_callback(ctx.update.callback_data)
     if parsed is None:
-        _answer(ctx, _("This button is not valid."), alert=True)
+        ctx.answer_callback_quietly(_("This button is not valid."), alert=True)
         return
     # Checked before the token is looked up: a non-admin learns nothing about tokens.
     if not ctx.sender.is_admin:
-        _answer(ctx, _("Only admins can decide join requests."), alert=True)
+        ctx.answer_callback_quietly(_("Only admins can decide join requests."), alert=True)
         return
     action, token = parsed
     decider = Decider(ctx.sender.user_id, texts.display_name(ctx.update.user))
     with update_step(ctx.update, f"join_request.{action}", source="button") as step:
         result = services.join_request_decide(token=token, action=action, decider=decider)
         auditing.note_decision(step, result)
-    _answer(ctx, result.message, alert=not result.ok)
+    ctx.answer_callback_quietly(result.message, alert=not result.ok)
     if result.record is not None and _pressed_on_panel(ctx):
         _show_pending(ctx)
 
 
 def on_panel_list(ctx: Context) -> None:
-    _answer(ctx, None)
+    ctx.answer_callback_quietly(None)
     _show_pending(ctx)
 
 
@@ -77,15 +77,6 @@ def _show_pending(ctx: Context) -> None:
         ctx.edit_callback_message(text, reply_markup=markup)
     except TelegramApiError as exc:  # "message is not modified" after a Refresh, for one
         log.info("join requests page not updated: %s", exc)
-
-
-def _answer(ctx: Context, text: str | None, *, alert: bool = False) -> None:
-    # The decision is made (or refused) whatever happens to this answer: a query that got
-    # too old while Telegram was slow must not send the update to the dead letters.
-    try:
-        ctx.answer_callback(text, alert=alert)
-    except TelegramApiError as exc:
-        log.info("callback not answered: %s", exc)
 
 
 def _pressed_on_panel(ctx: Context) -> bool:
@@ -159,7 +150,7 @@ def on_rules(ctx: Context) -> None:
 
 def on_captcha_button(ctx: Context) -> None:
     result = members.captcha_press(ctx.update.callback_data, ctx.sender.user_id)
-    _answer(ctx, result.text, alert=result.alert)
+    ctx.answer_callback_quietly(result.text, alert=result.alert)
 
 
 def on_my_chat_member(ctx: Context) -> None:

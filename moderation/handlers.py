@@ -310,7 +310,7 @@ def panel_button(ctx: Context) -> None:
     try:
         page, chat_id, op = panel.parse(ctx.update.callback_data)
     except ValueError:
-        _answer(ctx, _("This button is not valid."), alert=True)
+        ctx.answer_callback_quietly(_("This button is not valid."), alert=True)
         return
     if page == "chats":
         text, markup = panel.chats_view()
@@ -325,18 +325,11 @@ def panel_button(ctx: Context) -> None:
         else:
             row = services.settings_for_edit(chat_id)
         text, markup = panel.chat_view(row)
-    _answer(ctx, None)
+    ctx.answer_callback_quietly(None)
     try:
         ctx.edit_callback_message(text, reply_markup=markup)
     except TelegramApiError as exc:  # "message is not modified" after a double press
         log.info("moderation panel not updated: %s", exc)
-
-
-def _answer(ctx: Context, text: str | None, *, alert: bool = False) -> None:
-    try:
-        ctx.answer_callback(text, alert=alert)
-    except TelegramApiError as exc:
-        log.info("callback not answered: %s", exc)
 
 
 ROUTES: list[Route] = [

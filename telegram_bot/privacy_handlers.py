@@ -17,7 +17,6 @@ import secrets
 from django.utils.translation import gettext as _
 
 from telegram_bot.audit import Actor
-from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
 from telegram_bot.privacy import CONFIRM_PREFIX, erase_user
 
@@ -58,10 +57,7 @@ def forget_me_confirm(ctx: Context) -> None:
     assert user_id is not None  # _confirmation checked the presser
     # Answered first: an erasure walks the KV store and may outlast the press's answer window
     # (measured: 12 s with 200,000 other keys), after which Telegram refuses the answer.
-    try:
-        ctx.answer_callback(_("Erasing your data..."))
-    except TelegramApiError as exc:
-        log.info("forgetme: the press was not answered (%s)", exc)
+    ctx.answer_callback_quietly(_("Erasing your data..."))
     erase_user(user_id, actor=SELF_SERVICE, source="button", update_id=ctx.update.update_id)
     ctx.edit_callback_message(_("Everything this bot held about you has been erased."))
 

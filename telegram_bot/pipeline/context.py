@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from telegram_bot.client import TelegramClient
+from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline import idempotency
 from telegram_bot.pipeline.router import ROUTE_UNIT, Router
 from telegram_bot.pipeline.security import Sender
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op
 from telegram_bot.updates import Command, Update
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -72,6 +76,17 @@ class Context:
                 text=text,
                 show_alert=alert or None,
             )
+
+    def answer_callback_quietly(self, text: str | None = None, *, alert: bool = False) -> bool:
+        """``answer_callback`` for a press whose work is done (or refused) whatever happens to
+        the answer: a query that got too old while Telegram or the work was slow is logged,
+        never a reason to send the update to the dead letters. False when it failed."""
+        try:
+            self.answer_callback(text, alert=alert)
+        except TelegramApiError as exc:
+            log.info("update %s: the press was not answered: %s", self.update.update_id, exc)
+            return False
+        return True
 
     def edit_callback_message(self, text: str, **params: Any) -> None:
         """Replace the text of the message whose button was pressed (an edit that changes
