@@ -322,7 +322,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# Where collectstatic writes and the web process serves from (whitenoise).
+STATIC_ROOT = Path(env.text("STATIC_ROOT", str(VAR_DIR / "static"))).resolve()
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

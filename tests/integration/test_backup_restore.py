@@ -121,7 +121,9 @@ def test_a_restored_backup_serves_the_old_data(databases: tuple[str, str], tmp_p
     )
     assert refused.returncode == 2 and "restore into an empty one" in refused.stderr
     run(new, "bash", "deploy/restore", str(dump))
-    # DEBUG is off: the admin's pages need the collected static files' manifest.
+    # DEBUG is off: the admin's pages need the collected static files' manifest; collected
+    # into this test's own folder, not var/static, which other tests' processes read meanwhile.
+    new["STATIC_ROOT"] = str(tmp_path / "static")
     run(new, python, "manage.py", "collectstatic", "--noinput", "-v", "0")
 
     port = free_port()

@@ -80,6 +80,8 @@ def test_serve_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             "Q_WORKERS": "1",
             "METRICS_TOKEN": "serve-metrics-token-0123456789",
             "ENV_FILE": os.devnull,
+            # Its own folder: var/static is read by other tests' processes meanwhile.
+            "STATIC_ROOT": str(tmp_path / "static"),
         }
     )
     manage(env, "migrate", "--noinput")

@@ -253,3 +253,12 @@ def test_time_zone_is_an_iana_name_and_defaults_to_utc() -> None:
     for bad in ("Mars/Olympus", "+03:00", "europe/moscow"):
         with pytest.raises(ConfigError, match="TIME_ZONE: not a time zone name"):
             Env({"TIME_ZONE": bad}).time_zone("TIME_ZONE", "UTC")
+
+
+def test_static_files_are_collected_where_static_root_says(tmp_path: Path) -> None:
+    code = "from django.conf import settings; print(settings.STATIC_ROOT)"
+    env = clean_env(ENV_FILE=os.devnull, STATIC_ROOT=str(tmp_path / "static"))
+    result = manage(env, "shell", "-v", "0", "-c", code)
+    assert result.stdout.strip() == str(tmp_path / "static"), result.stderr
+    unset = manage(clean_env(ENV_FILE=os.devnull), "shell", "-v", "0", "-c", code)
+    assert unset.stdout.strip() == str(ROOT / "var" / "static"), unset.stderr
