@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy
 
 from telegram_bot.audit import Actor, audit_step
@@ -57,11 +57,11 @@ class AuditEntryAdmin(admin.ModelAdmin):
     actions = ("export_csv",)
     list_per_page = 100
 
-    @admin.display(description="who")
+    @admin.display(description=gettext_lazy("who"))
     def actor(self, entry: AuditEntry) -> str:
         return _person(entry.actor_id, entry.actor_name)
 
-    @admin.display(description="on whom")
+    @admin.display(description=gettext_lazy("on whom"))
     def target(self, entry: AuditEntry) -> str:
         return _person(entry.target_id, entry.target_name)
 
@@ -160,7 +160,8 @@ def selection(queryset: QuerySet[Any], limit: int = 20) -> str:
     count = len(ids) if len(ids) <= limit else queryset.count()
     shown = ", #".join(str(pk) for pk in ids[:limit])
     more = ", ..." if count > limit else ""
-    return f"{queryset.model._meta.verbose_name} #{shown}{more} ({count})" if ids else "nothing"
+    name = _stored_name(queryset.model)
+    return f"{name} #{shown}{more} ({count})" if ids else "nothing"
 
 
 class AuditedModelAdmin(admin.ModelAdmin):
@@ -202,7 +203,15 @@ class AuditedModelAdmin(admin.ModelAdmin):
 
 
 def _name(obj: Model) -> str:
-    return f"{obj._meta.verbose_name} #{obj.pk}: {obj}"
+    with translation.override(None):
+        return f"{_stored_name(type(obj))} #{obj.pk}: {obj}"
+
+
+def _stored_name(model: type[Model]) -> str:
+    """The model's name as the audit log stores it: in English (the source language), whatever
+    the operator's language, like the rest of the log's texts."""
+    with translation.override(None):
+        return str(model._meta.verbose_name)
 
 
 def _shown(value: Any) -> str:
