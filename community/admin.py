@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from community.models import BotChat, ChatPolicy, MemberMovement, MemberPolicy
 from telegram_bot.audit_admin import AuditedModelAdmin
@@ -19,7 +20,7 @@ class ChatPolicyAdmin(AuditedModelAdmin):
     fieldsets = (
         (None, {"fields": ("chat_id", "title", "mode")}),
         (
-            "Question",
+            _("Question"),
             {
                 "fields": (
                     "question",
@@ -28,10 +29,10 @@ class ChatPolicyAdmin(AuditedModelAdmin):
                     "on_timeout",
                     "on_wrong_answer",
                 ),
-                "description": 'Used when the mode is "Ask the requester a question".',
+                "description": _('Used when the mode is "Ask the requester a question".'),
             },
         ),
-        ("Welcome", {"fields": ("welcome_enabled", "welcome_text")}),
+        (_("Welcome"), {"fields": ("welcome_enabled", "welcome_text")}),
     )
 
 
@@ -51,7 +52,7 @@ class MemberPolicyAdmin(AuditedModelAdmin):
     fieldsets = (
         (None, {"fields": ("chat_id", "title")}),
         (
-            "Welcome and rules",
+            _("Welcome and rules"),
             {
                 "fields": (
                     "welcome_enabled",
@@ -65,9 +66,9 @@ class MemberPolicyAdmin(AuditedModelAdmin):
                 )
             },
         ),
-        ("Captcha", {"fields": ("captcha_enabled", "captcha_seconds")}),
+        (_("Captcha"), {"fields": ("captcha_enabled", "captcha_seconds")}),
         (
-            "Anti-raid",
+            _("Anti-raid"),
             {
                 "fields": (
                     "raid_joins",
@@ -75,9 +76,10 @@ class MemberPolicyAdmin(AuditedModelAdmin):
                     "raid_strict_minutes",
                     "raid_mode",
                 ),
-                "description": "More joins than the threshold within the window turns on a "
-                "strict mode (captcha for every new member, or join requests only) and alerts "
-                "the admins.",
+                "description": _(
+                    "More joins than the threshold within the window turns on a strict mode "
+                    "(captcha for every new member, or join requests only) and alerts the admins."
+                ),
             },
         ),
     )

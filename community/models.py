@@ -8,7 +8,9 @@ import re
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
+from django.utils.text import format_lazy
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from telegram_bot.client import TEXT_LIMIT
 
@@ -26,57 +28,83 @@ class ChatPolicy(models.Model):
     """How join requests to one chat are decided, and the welcome after an approval."""
 
     class Mode(models.TextChoices):
-        MANUAL = "manual", "Manual: the admins decide"
-        AUTO_APPROVE = "auto_approve", "Approve automatically"
-        QUESTION = "question", "Ask the requester a question"
+        MANUAL = "manual", gettext_lazy("Manual: the admins decide")
+        AUTO_APPROVE = "auto_approve", gettext_lazy("Approve automatically")
+        QUESTION = "question", gettext_lazy("Ask the requester a question")
 
     class Fallback(models.TextChoices):
-        DECLINE = "decline", "Decline the request"
-        ADMINS = "admins", "Leave it to the admins"
+        DECLINE = "decline", gettext_lazy("Decline the request")
+        ADMINS = "admins", gettext_lazy("Leave it to the admins")
 
     chat_id = models.BigIntegerField(
-        unique=True, help_text="The group or channel id, negative (for example -1001234567890)."
+        gettext_lazy("chat id"),
+        unique=True,
+        help_text=gettext_lazy("The group or channel id, negative (for example -1001234567890)."),
     )
-    title = models.CharField(max_length=128, blank=True, help_text="A label for operators.")
-    mode = models.CharField(max_length=20, choices=Mode.choices, default=Mode.MANUAL)
+    title = models.CharField(
+        gettext_lazy("title"),
+        max_length=128,
+        blank=True,
+        help_text=gettext_lazy("A label for operators."),
+    )
+    mode = models.CharField(
+        gettext_lazy("mode"), max_length=20, choices=Mode.choices, default=Mode.MANUAL
+    )
     question = models.TextField(
-        blank=True, max_length=1000, help_text="Sent to the requester in a private message."
+        gettext_lazy("question"),
+        blank=True,
+        max_length=1000,
+        help_text=gettext_lazy("Sent to the requester in a private message."),
     )
     answers = models.TextField(
+        gettext_lazy("accepted answers"),
         blank=True,
         max_length=2000,
-        help_text="Accepted answers, one per line. Case, spacing and final punctuation are "
-        "ignored.",
+        help_text=gettext_lazy(
+            "Accepted answers, one per line. Case, spacing and final punctuation are ignored."
+        ),
     )
     timeout_seconds = models.PositiveIntegerField(
+        gettext_lazy("time to answer (seconds)"),
         default=180,
         validators=[MinValueValidator(MIN_TIMEOUT_SECONDS), MaxValueValidator(MAX_TIMEOUT_SECONDS)],
-        help_text=f"Time to answer, {MIN_TIMEOUT_SECONDS}-{MAX_TIMEOUT_SECONDS} seconds "
-        "(Telegram allows the private message for 5 minutes after the request).",
+        help_text=format_lazy(
+            gettext_lazy(
+                "Time to answer, {least}-{most} seconds (Telegram allows the private message "
+                "for 5 minutes after the request)."
+            ),
+            least=MIN_TIMEOUT_SECONDS,
+            most=MAX_TIMEOUT_SECONDS,
+        ),
     )
     on_timeout = models.CharField(
+        gettext_lazy("on timeout"),
         max_length=10,
         choices=Fallback.choices,
         default=Fallback.DECLINE,
-        help_text="When no answer arrives in time.",
+        help_text=gettext_lazy("When no answer arrives in time."),
     )
     on_wrong_answer = models.CharField(
+        gettext_lazy("on a wrong answer"),
         max_length=10,
         choices=Fallback.choices,
         default=Fallback.ADMINS,
-        help_text="When the answer is not one of the accepted answers.",
+        help_text=gettext_lazy("When the answer is not one of the accepted answers."),
     )
-    welcome_enabled = models.BooleanField(default=False)
+    welcome_enabled = models.BooleanField(gettext_lazy("welcome on"), default=False)
     welcome_text = models.TextField(
+        gettext_lazy("welcome text"),
         blank=True,
-        help_text="Sent after an approval (in the group; privately for a channel). "
-        "{name} is replaced by the member's name. Plain text.",
+        help_text=gettext_lazy(
+            "Sent after an approval (in the group; privately for a channel). "
+            "{name} is replaced by the member's name. Plain text."
+        ),
     )
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField(gettext_lazy("updated"), auto_now=True)
 
     class Meta:
-        verbose_name = "join-request policy"
-        verbose_name_plural = "join-request policies"
+        verbose_name = gettext_lazy("join-request policy")
+        verbose_name_plural = gettext_lazy("join-request policies")
         ordering = ["chat_id"]
 
     def __str__(self) -> str:
@@ -164,77 +192,120 @@ class MemberPolicy(models.Model):
     anti-raid. A chat without a policy gets none of them."""
 
     chat_id = models.BigIntegerField(
-        unique=True, help_text="The group id, negative (for example -1001234567890)."
+        gettext_lazy("chat id"),
+        unique=True,
+        help_text=gettext_lazy("The group id, negative (for example -1001234567890)."),
     )
-    title = models.CharField(max_length=128, blank=True, help_text="A label for operators.")
-    welcome_enabled = models.BooleanField(default=False)
-    welcome_text = models.TextField(
+    title = models.CharField(
+        gettext_lazy("title"),
+        max_length=128,
         blank=True,
-        help_text="Plain text. Placeholders: {first_name}, {mention} (a link to the member), "
-        "{chat_title}, {rules}.",
+        help_text=gettext_lazy("A label for operators."),
+    )
+    welcome_enabled = models.BooleanField(gettext_lazy("welcome on"), default=False)
+    welcome_text = models.TextField(
+        gettext_lazy("welcome text"),
+        blank=True,
+        help_text=gettext_lazy(
+            "Plain text. Placeholders: {first_name}, {mention} (a link to the member), "
+            "{chat_title}, {rules}."
+        ),
     )
     welcome_buttons = models.TextField(
+        gettext_lazy("welcome buttons"),
         blank=True,
-        help_text=f'Optional link buttons under the welcome, one per line: "Label | https://...". '
-        f"At most {MAX_BUTTONS}.",
+        help_text=format_lazy(
+            gettext_lazy(
+                'Optional link buttons under the welcome, one per line: "Label | https://...". '
+                "At most {count}."
+            ),
+            count=MAX_BUTTONS,
+        ),
     )
     delete_previous_welcome = models.BooleanField(
-        default=False, help_text="Delete the previous welcome when a new one is posted."
+        gettext_lazy("delete the previous welcome"),
+        default=False,
+        help_text=gettext_lazy("Delete the previous welcome when a new one is posted."),
     )
-    goodbye_enabled = models.BooleanField(default=False)
+    goodbye_enabled = models.BooleanField(gettext_lazy("goodbye on"), default=False)
     goodbye_text = models.TextField(
-        blank=True, help_text="Plain text. Placeholders: {first_name}, {mention}, {chat_title}."
+        gettext_lazy("goodbye text"),
+        blank=True,
+        help_text=gettext_lazy("Plain text. Placeholders: {first_name}, {mention}, {chat_title}."),
     )
     rules_text = models.TextField(
-        blank=True, max_length=MAX_MESSAGE_LENGTH, help_text="Answered to /rules; plain text."
+        gettext_lazy("rules"),
+        blank=True,
+        max_length=MAX_MESSAGE_LENGTH,
+        help_text=gettext_lazy("Answered to /rules; plain text."),
     )
     clean_service_messages = models.BooleanField(
-        default=False, help_text='Delete Telegram\'s "X joined" / "X left" messages.'
+        gettext_lazy("clean service messages"),
+        default=False,
+        help_text=gettext_lazy('Delete Telegram\'s "X joined" / "X left" messages.'),
     )
     captcha_enabled = models.BooleanField(
+        gettext_lazy("captcha on"),
         default=False,
-        help_text="New members cannot write until they press the right button (public groups).",
+        help_text=gettext_lazy(
+            "New members cannot write until they press the right button (public groups)."
+        ),
     )
     captcha_seconds = models.PositiveIntegerField(
+        gettext_lazy("captcha time (seconds)"),
         default=120,
         validators=[MinValueValidator(MIN_CAPTCHA_SECONDS), MaxValueValidator(MAX_CAPTCHA_SECONDS)],
-        help_text=f"Time to answer, {MIN_CAPTCHA_SECONDS}-{MAX_CAPTCHA_SECONDS} seconds; "
-        "no answer removes the member (they may join again).",
+        help_text=format_lazy(
+            gettext_lazy(
+                "Time to answer, {least}-{most} seconds; no answer removes the member (they "
+                "may join again)."
+            ),
+            least=MIN_CAPTCHA_SECONDS,
+            most=MAX_CAPTCHA_SECONDS,
+        ),
     )
     raid_joins = models.PositiveIntegerField(
+        gettext_lazy("anti-raid threshold (joins)"),
         default=10,
         validators=[MaxValueValidator(10_000)],
-        help_text="Anti-raid: more joins than this within the window turns the strict mode "
-        "on (0: off).",
+        help_text=gettext_lazy(
+            "Anti-raid: more joins than this within the window turns the strict mode on (0: off)."
+        ),
     )
     raid_window_seconds = models.PositiveIntegerField(
-        default=60, validators=[MinValueValidator(5), MaxValueValidator(3600)]
+        gettext_lazy("anti-raid window (seconds)"),
+        default=60,
+        validators=[MinValueValidator(5), MaxValueValidator(3600)],
     )
     raid_strict_minutes = models.PositiveIntegerField(
+        gettext_lazy("strict mode (minutes)"),
         default=15,
         validators=[MinValueValidator(1), MaxValueValidator(24 * 60)],
-        help_text="How long the strict mode lasts.",
+        help_text=gettext_lazy("How long the strict mode lasts."),
     )
 
     class RaidMode(models.TextChoices):
-        CAPTCHA = "captcha", "Captcha for every new member"
-        REQUESTS = "requests", "Join requests only"
+        CAPTCHA = "captcha", gettext_lazy("Captcha for every new member")
+        REQUESTS = "requests", gettext_lazy("Join requests only")
 
     raid_mode = models.CharField(
+        gettext_lazy("strict mode"),
         max_length=10,
         choices=RaidMode.choices,
         default=RaidMode.CAPTCHA,
-        help_text="What the strict mode does. Join requests only: the bot creates an invite "
-        "link that asks to join (it needs the right to invite users), removes members who join "
-        "another way (ban, then unban) and points the chat to the link; the link is revoked "
-        "when the strict mode ends. Telegram's Bot API cannot switch a group itself to "
-        '"approve new members".',
+        help_text=gettext_lazy(
+            "What the strict mode does. Join requests only: the bot creates an invite "
+            "link that asks to join (it needs the right to invite users), removes members who "
+            "join another way (ban, then unban) and points the chat to the link; the link is "
+            "revoked when the strict mode ends. Telegram's Bot API cannot switch a group itself "
+            'to "approve new members".'
+        ),
     )
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField(gettext_lazy("updated"), auto_now=True)
 
     class Meta:
-        verbose_name = "member policy"
-        verbose_name_plural = "member policies"
+        verbose_name = gettext_lazy("member policy")
+        verbose_name_plural = gettext_lazy("member policies")
         ordering = ["chat_id"]
 
     def __str__(self) -> str:
@@ -317,18 +388,34 @@ def parse_buttons(text: str) -> list[tuple[str, str]]:
 class BotChat(models.Model):
     """A group or channel the bot is (or was) in, from ``my_chat_member`` (bot_chats.py)."""
 
-    chat_id = models.BigIntegerField(unique=True)
-    title = models.CharField(max_length=128, blank=True)
-    chat_type = models.CharField(max_length=20)
-    status = models.CharField(max_length=20, help_text="The bot's status: member, administrator...")
-    is_member = models.BooleanField(default=False, help_text="The bot is in the chat.")
-    rights = models.JSONField(default=dict, help_text="The administrator rights it has.")
-    event_date = models.BigIntegerField(default=0, help_text="Telegram's date of the last change.")
-    updated_at = models.DateTimeField(auto_now=True)
+    chat_id = models.BigIntegerField(gettext_lazy("chat id"), unique=True)
+    title = models.CharField(gettext_lazy("title"), max_length=128, blank=True)
+    chat_type = models.CharField(gettext_lazy("chat type"), max_length=20)
+    status = models.CharField(
+        gettext_lazy("status"),
+        max_length=20,
+        help_text=gettext_lazy("The bot's status: member, administrator..."),
+    )
+    is_member = models.BooleanField(
+        gettext_lazy("the bot is in"),
+        default=False,
+        help_text=gettext_lazy("The bot is in the chat."),
+    )
+    rights = models.JSONField(
+        gettext_lazy("rights"),
+        default=dict,
+        help_text=gettext_lazy("The administrator rights it has."),
+    )
+    event_date = models.BigIntegerField(
+        gettext_lazy("event date"),
+        default=0,
+        help_text=gettext_lazy("Telegram's date of the last change."),
+    )
+    updated_at = models.DateTimeField(gettext_lazy("updated"), auto_now=True)
 
     class Meta:
-        verbose_name = "chat of the bot"
-        verbose_name_plural = "chats of the bot"
+        verbose_name = gettext_lazy("chat of the bot")
+        verbose_name_plural = gettext_lazy("chats of the bot")
         ordering = ["-is_member", "chat_id"]
 
     def __str__(self) -> str:
@@ -341,17 +428,25 @@ class MemberMovement(models.Model):
     is one row."""
 
     class Kind(models.TextChoices):
-        JOIN = "join", "Join"
-        LEAVE = "leave", "Leave"
+        JOIN = "join", gettext_lazy("Join")
+        LEAVE = "leave", gettext_lazy("Leave")
 
-    chat_id = models.BigIntegerField()
-    user_id = models.BigIntegerField()
-    stay = models.CharField(max_length=16, help_text="The stay's id in the KV store.")
-    kind = models.CharField(max_length=5, choices=Kind.choices)
-    at = models.DateTimeField(help_text="Telegram's date of the event.")
-    day = models.DateField(help_text="The UTC day of ``at``.")
+    chat_id = models.BigIntegerField(gettext_lazy("chat id"))
+    user_id = models.BigIntegerField(gettext_lazy("user id"))
+    stay = models.CharField(
+        gettext_lazy("stay"),
+        max_length=16,
+        help_text=gettext_lazy("The stay's id in the KV store."),
+    )
+    kind = models.CharField(gettext_lazy("kind"), max_length=5, choices=Kind.choices)
+    at = models.DateTimeField(
+        gettext_lazy("time"), help_text=gettext_lazy("Telegram's date of the event.")
+    )
+    day = models.DateField(gettext_lazy("day"), help_text=gettext_lazy("The UTC day of the time."))
 
     class Meta:
+        verbose_name = gettext_lazy("member movement")
+        verbose_name_plural = gettext_lazy("member movements")
         constraints = [
             models.UniqueConstraint(fields=["chat_id", "stay", "kind"], name="member_movement_once")
         ]
@@ -364,12 +459,14 @@ class MemberMovement(models.Model):
 class MemberCount(models.Model):
     """The member count of a chat on a UTC day (getChatMemberCount, once a day)."""
 
-    chat_id = models.BigIntegerField()
-    day = models.DateField()
-    count = models.PositiveIntegerField()
-    fetched_at = models.DateTimeField(auto_now=True)
+    chat_id = models.BigIntegerField(gettext_lazy("chat id"))
+    day = models.DateField(gettext_lazy("day"))
+    count = models.PositiveIntegerField(gettext_lazy("members"))
+    fetched_at = models.DateTimeField(gettext_lazy("fetched"), auto_now=True)
 
     class Meta:
+        verbose_name = gettext_lazy("member count")
+        verbose_name_plural = gettext_lazy("member counts")
         constraints = [
             models.UniqueConstraint(fields=["chat_id", "day"], name="member_count_once_a_day")
         ]

@@ -230,38 +230,48 @@ class PostAdmin(admin.ModelAdmin):
         super().message_user(request, message, *args, **kwargs)
 
     # --- list columns and read-only fields ----------------------------------------------------
-    @admin.display(description="kind")
-    def kind(self, obj: Post) -> str:
-        return "photo" if obj.has_photo else "text"
+    @admin.display(description=gettext_lazy("summary"))
+    def summary(self, obj: Post) -> str:
+        return obj.summary
 
-    @admin.display(description="status", ordering="status")
+    @admin.display(description=gettext_lazy("kind"))
+    def kind(self, obj: Post) -> str:
+        return _("photo") if obj.has_photo else _("text")
+
+    @admin.display(description=gettext_lazy("status"), ordering="status")
     def status_display(self, obj: Post) -> SafeString:
-        note = " (outcome unknown: check the channel)" if obj.needs_review else ""
+        note = _(" (outcome unknown: check the channel)") if obj.needs_review else ""
         return format_html(
-            '<span class="post-status" data-status="{}">{}{}</span>', obj.status, obj.status, note
+            '<span class="post-status" data-status="{}">{}{}</span>',
+            obj.status,
+            obj.get_status_display(),
+            note,
         )
 
-    @admin.display(description="photo")
+    @admin.display(description=gettext_lazy("photo"))
     def photo_preview(self, obj: Post) -> SafeString | str:
         if not obj.pk or not obj.photo:
             return "-"
         url = reverse("admin:content-post-photo", args=[obj.pk])
-        return format_html('<img src="{}" alt="photo" style="max-height: 240px">', url)
+        return format_html('<img src="{}" alt="{}" style="max-height: 240px">', url, _("photo"))
 
-    @admin.display(description="publication job")
+    @admin.display(description=gettext_lazy("publication job"))
     def publication_job(self, obj: Post) -> SafeString | str:
         job = Job.objects.filter(dedupe_key=jobs.dedupe_key(obj.pk)).first() if obj.pk else None
         if job is None:
             return "-"
         url = reverse("admin:telegram_bot_job_change", args=[job.pk])
         return format_html(
-            '<a href="{}">{} #{}</a>: {}, attempts {}, next attempt {}',
+            '<a href="{}">{} #{}</a>: {}',
             url,
             job.kind,
             job.pk,
-            job.status,
-            job.attempts,
-            job.next_attempt,
+            _("%(status)s, attempts %(attempts)s, next attempt %(next)s")
+            % {
+                "status": job.get_status_display(),
+                "attempts": job.attempts,
+                "next": job.next_attempt,
+            },
         )
 
     # --- actions ------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.translation import gettext_lazy
 
 from content import validation
 
@@ -19,8 +20,10 @@ class ButtonsField(forms.CharField):
         kwargs.setdefault("required", False)
         kwargs.setdefault(
             "help_text",
-            "One row per line; each button 'Label | https://…' (http, https or tg links); "
-            "several buttons in a row separated by '&&'. At most 10 rows.",
+            gettext_lazy(
+                "One row per line; each button 'Label | https://…' (http, https or tg links); "
+                "several buttons in a row separated by '&&'. At most 10 rows."
+            ),
         )
         for unused in ("encoder", "decoder", "max_length"):
             kwargs.pop(unused, None)

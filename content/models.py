@@ -21,17 +21,18 @@ from __future__ import annotations
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from content import validation
 
 
 class PostStatus(models.TextChoices):
-    DRAFT = "draft"
-    SCHEDULED = "scheduled"
-    PUBLISHING = "publishing"
-    PUBLISHED = "published"
-    FAILED = "failed"
-    ARCHIVED = "archived"
+    DRAFT = "draft", _("draft")
+    SCHEDULED = "scheduled", _("scheduled")
+    PUBLISHING = "publishing", _("publishing")
+    PUBLISHED = "published", _("published")
+    FAILED = "failed", _("failed")
+    ARCHIVED = "archived", _("archived")
 
 
 # Statuses whose content can be edited in the database alone (nothing is in the channel).
@@ -42,45 +43,57 @@ class Post(models.Model):
     """One channel post: a text, or a photo with a caption; optional inline URL buttons."""
 
     text = models.TextField(
+        _("text"),
         blank=True,
-        help_text="The message (up to 4096 characters), or the photo's caption (up to 1024).",
+        help_text=_("The message (up to 4096 characters), or the photo's caption (up to 1024)."),
     )
     photo = models.FileField(
+        _("photo"),
         upload_to=validation.photo_upload_to,
         blank=True,
         validators=[validation.check_photo_file],
-        help_text="JPEG, PNG or WebP, at most 10 MB. Sent with sendPhoto as an upload.",
+        help_text=_("JPEG, PNG or WebP, at most 10 MB. Sent with sendPhoto as an upload."),
     )
     # Telegram's id of the photo once it was sent (or when it came from the panel).
-    photo_file_id = models.CharField(max_length=255, blank=True)
+    photo_file_id = models.CharField(_("photo file id"), max_length=255, blank=True)
     buttons = models.JSONField(
-        default=list, blank=True, help_text='Rows of {"text": label, "url": link}.'
+        _("buttons"), default=list, blank=True, help_text=_('Rows of {"text": label, "url": link}.')
     )
     channel = models.CharField(
-        max_length=64, help_text="The target channel: @username or its id (-100…)."
+        _("channel"), max_length=64, help_text=_("The target channel: @username or its id (-100…).")
     )
-    publish_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    publish_at = models.DateTimeField(_("publish at"), null=True, blank=True, db_index=True)
     status = models.CharField(
-        max_length=20, choices=PostStatus.choices, default=PostStatus.DRAFT, db_index=True
+        _("status"),
+        max_length=20,
+        choices=PostStatus.choices,
+        default=PostStatus.DRAFT,
+        db_index=True,
     )
-    channel_message_id = models.BigIntegerField(null=True, blank=True)
+    channel_message_id = models.BigIntegerField(_("channel message id"), null=True, blank=True)
     message_deleted = models.BooleanField(
-        default=False, help_text="The channel message was deleted when the post was archived."
+        _("message deleted"),
+        default=False,
+        help_text=_("The channel message was deleted when the post was archived."),
     )
     # Failed because an attempt ended without knowing whether Telegram published the post:
     # an operator checks the channel, then marks it published or publishes it again.
-    outcome_unknown = models.BooleanField(default=False)
-    last_error = models.TextField(blank=True)
-    attempt_token = models.CharField(max_length=32, blank=True)
-    attempt_deadline = models.DateTimeField(null=True, blank=True)
-    created_by = models.CharField(max_length=100, blank=True)
+    outcome_unknown = models.BooleanField(_("outcome unknown"), default=False)
+    last_error = models.TextField(_("last error"), blank=True)
+    attempt_token = models.CharField(_("attempt token"), max_length=32, blank=True)
+    attempt_deadline = models.DateTimeField(_("attempt deadline"), null=True, blank=True)
+    created_by = models.CharField(_("created by"), max_length=100, blank=True)
     # The Telegram update that created the post (panel): a re-delivery creates nothing twice.
-    source_update_id = models.BigIntegerField(null=True, blank=True, unique=True)
-    created_at = models.DateTimeField(default=timezone.now, editable=False)
-    updated_at = models.DateTimeField(default=timezone.now, editable=False)
-    published_at = models.DateTimeField(null=True, blank=True)
+    source_update_id = models.BigIntegerField(
+        _("source update id"), null=True, blank=True, unique=True
+    )
+    created_at = models.DateTimeField(_("created"), default=timezone.now, editable=False)
+    updated_at = models.DateTimeField(_("updated"), default=timezone.now, editable=False)
+    published_at = models.DateTimeField(_("published at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("post")
+        verbose_name_plural = _("posts")
         db_table = "content_post"
         ordering = ["-created_at", "-pk"]
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from moderation.models import ChatSettings, Warning
 from moderation.services import audit_settings
@@ -30,7 +31,7 @@ class ChatSettingsAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("chat_id", "title")}),
         (
-            "Warnings",
+            _("Warnings"),
             {
                 "fields": (
                     "warn_limit",
@@ -41,11 +42,11 @@ class ChatSettingsAdmin(admin.ModelAdmin):
             },
         ),
         (
-            "Anti-flood",
+            _("Anti-flood"),
             {"fields": ("flood_action", "flood_messages", "flood_seconds", "flood_action_seconds")},
         ),
         (
-            "Violations (severity from the statistics rules)",
+            _("Violations (severity from the statistics rules)"),
             {
                 "fields": (
                     "violation_low",
@@ -55,7 +56,7 @@ class ChatSettingsAdmin(admin.ModelAdmin):
                 )
             },
         ),
-        ("Log channel", {"fields": ("log_chat_id",)}),
+        (_("Log channel"), {"fields": ("log_chat_id",)}),
     )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:

@@ -125,7 +125,7 @@ class DailyCoverageAdmin(ReadOnlyAdmin):
     search_fields = ("chat_id",)
     date_hierarchy = "day"
 
-    @admin.display(boolean=True)
+    @admin.display(boolean=True, description=gettext_lazy("poisoned"))
     def poisoned(self, obj: DailyCoverage) -> bool:
         return obj.poisoned
 

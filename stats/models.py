@@ -10,60 +10,69 @@ lowering a cell), both under the day's lock (``stats.daylock``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db import models
 from django.db.models.functions import Now
+from django.utils.text import format_lazy
+from django.utils.translation import gettext_lazy as _
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
 
 CATEGORIES = ("messages", "words", "media", "profanity", "violations", "hours")
 SEVERITIES = ("low", "medium", "high")
 
 
-def _count() -> models.BigIntegerField:
-    return models.BigIntegerField(default=0, db_default=0)
+def _count(verbose_name: StrOrPromise) -> models.BigIntegerField:
+    return models.BigIntegerField(verbose_name, default=0, db_default=0)
 
 
-def _hour() -> models.IntegerField:
-    return models.IntegerField(default=0, db_default=0)
+def _hour(hour: int) -> models.IntegerField:
+    return models.IntegerField(
+        format_lazy(_("messages at {hour}:00 UTC"), hour=f"{hour:02d}"), default=0, db_default=0
+    )
 
 
 class DailyUserStat(models.Model):
-    chat_id = models.BigIntegerField()
-    day = models.DateField()
-    user_id = models.BigIntegerField()
-    message_count = _count()
-    word_count = _count()
-    voice_count = _count()
-    voice_seconds = _count()
-    video_note_count = _count()
-    video_note_seconds = _count()
-    profanity_count = _count()
-    violations_low = _count()
-    violations_medium = _count()
-    violations_high = _count()
-    hour_00 = _hour()
-    hour_01 = _hour()
-    hour_02 = _hour()
-    hour_03 = _hour()
-    hour_04 = _hour()
-    hour_05 = _hour()
-    hour_06 = _hour()
-    hour_07 = _hour()
-    hour_08 = _hour()
-    hour_09 = _hour()
-    hour_10 = _hour()
-    hour_11 = _hour()
-    hour_12 = _hour()
-    hour_13 = _hour()
-    hour_14 = _hour()
-    hour_15 = _hour()
-    hour_16 = _hour()
-    hour_17 = _hour()
-    hour_18 = _hour()
-    hour_19 = _hour()
-    hour_20 = _hour()
-    hour_21 = _hour()
-    hour_22 = _hour()
-    hour_23 = _hour()
-    updated_at = models.DateTimeField(db_default=Now())
+    chat_id = models.BigIntegerField(_("chat id"))
+    day = models.DateField(_("day"))
+    user_id = models.BigIntegerField(_("user id"))
+    message_count = _count(_("messages"))
+    word_count = _count(_("word count"))
+    voice_count = _count(_("voice messages"))
+    voice_seconds = _count(_("voice seconds"))
+    video_note_count = _count(_("video notes"))
+    video_note_seconds = _count(_("video note seconds"))
+    profanity_count = _count(_("profanity"))
+    violations_low = _count(_("low violations"))
+    violations_medium = _count(_("medium violations"))
+    violations_high = _count(_("high violations"))
+    hour_00 = _hour(0)
+    hour_01 = _hour(1)
+    hour_02 = _hour(2)
+    hour_03 = _hour(3)
+    hour_04 = _hour(4)
+    hour_05 = _hour(5)
+    hour_06 = _hour(6)
+    hour_07 = _hour(7)
+    hour_08 = _hour(8)
+    hour_09 = _hour(9)
+    hour_10 = _hour(10)
+    hour_11 = _hour(11)
+    hour_12 = _hour(12)
+    hour_13 = _hour(13)
+    hour_14 = _hour(14)
+    hour_15 = _hour(15)
+    hour_16 = _hour(16)
+    hour_17 = _hour(17)
+    hour_18 = _hour(18)
+    hour_19 = _hour(19)
+    hour_20 = _hour(20)
+    hour_21 = _hour(21)
+    hour_22 = _hour(22)
+    hour_23 = _hour(23)
+    updated_at = models.DateTimeField(_("updated"), db_default=Now())
 
     class Meta:
         db_table = "stats_daily_user"
@@ -74,7 +83,8 @@ class DailyUserStat(models.Model):
         ]
         # The admin overview reads recent days across every chat (stats/overview.py).
         indexes = [models.Index(fields=["day", "user_id"], name="stats_daily_user_day_user")]
-        verbose_name = "daily user aggregate"
+        verbose_name = _("daily user aggregate")
+        verbose_name_plural = _("daily user aggregates")
 
     def __str__(self) -> str:
         return f"{self.chat_id} {self.day} {self.user_id}: {self.message_count}"
@@ -84,15 +94,29 @@ class DailyUserStat(models.Model):
 
 
 class CoverageStatus(models.TextChoices):
-    NONE = "none"  # the live writer has not touched this category of the day yet
-    PENDING = "pending"  # written by the backfill, not verified by finalize yet
-    LIVE = "live"  # written by the live writer (monotonic: the backfill never lowers it)
-    COMPLETE = "complete"  # finalize verified the day: read it from the database
+    # the live writer has not touched this category of the day yet
+    NONE = "none", _("none")
+    # written by the backfill, not verified by finalize yet
+    PENDING = "pending", _("pending")
+    # written by the live writer (monotonic: the backfill never lowers it)
+    LIVE = "live", _("live")
+    # finalize verified the day: read it from the database
+    COMPLETE = "complete", _("complete")
 
 
 class CoverageSource(models.TextChoices):
-    BACKFILL = "backfill"
-    LIVE = "live"
+    BACKFILL = "backfill", _("backfill")
+    LIVE = "live", _("live")
+
+
+CATEGORY_LABELS = {
+    "messages": _("messages"),
+    "words": _("word count"),
+    "media": _("media"),
+    "profanity": _("profanity"),
+    "violations": _("violations"),
+    "hours": _("hours"),
+}
 
 
 class DailyCoverage(models.Model):
@@ -103,19 +127,21 @@ class DailyCoverage(models.Model):
     ``reason`` is finalize's verdict when it could not mark the day complete.
     """
 
-    chat_id = models.BigIntegerField()
-    day = models.DateField()
-    category = models.CharField(max_length=16, choices=[(c, c) for c in CATEGORIES])
+    chat_id = models.BigIntegerField(_("chat id"))
+    day = models.DateField(_("day"))
+    category = models.CharField(
+        _("category"), max_length=16, choices=[(c, CATEGORY_LABELS[c]) for c in CATEGORIES]
+    )
     status = models.CharField(
-        max_length=10, choices=CoverageStatus.choices, default=CoverageStatus.NONE
+        _("status"), max_length=10, choices=CoverageStatus.choices, default=CoverageStatus.NONE
     )
     source = models.CharField(
-        max_length=10, choices=CoverageSource.choices, default=CoverageSource.BACKFILL
+        _("source"), max_length=10, choices=CoverageSource.choices, default=CoverageSource.BACKFILL
     )
-    reason = models.CharField(max_length=40, blank=True, default="", db_default="")
-    poisoned_at = models.BigIntegerField(null=True, blank=True)
-    rebuilt_at = models.BigIntegerField(null=True, blank=True)
-    updated_at = models.DateTimeField(db_default=Now())
+    reason = models.CharField(_("reason"), max_length=40, blank=True, default="", db_default="")
+    poisoned_at = models.BigIntegerField(_("poisoned (ms)"), null=True, blank=True)
+    rebuilt_at = models.BigIntegerField(_("rebuilt (ms)"), null=True, blank=True)
+    updated_at = models.DateTimeField(_("updated"), db_default=Now())
 
     class Meta:
         db_table = "stats_daily_coverage"
@@ -124,7 +150,8 @@ class DailyCoverage(models.Model):
                 fields=["chat_id", "day", "category"], name="stats_daily_coverage_chat_day_cat"
             )
         ]
-        verbose_name_plural = "daily coverage"
+        verbose_name = _("daily coverage")
+        verbose_name_plural = _("daily coverage")
 
     def __str__(self) -> str:
         return f"{self.chat_id} {self.day} {self.category}: {self.status}"
@@ -135,9 +162,9 @@ class DailyCoverage(models.Model):
 
 
 class BackfillStatus(models.TextChoices):
-    IDLE = "idle"
-    RUNNING = "running"
-    DONE = "done"
+    IDLE = "idle", _("idle")
+    RUNNING = "running", _("running")
+    DONE = "done", _("done")
 
 
 class BackfillState(models.Model):
@@ -148,32 +175,34 @@ class BackfillState(models.Model):
     whose (owner, revision) no longer match has lost the lease and its fenced writes do nothing.
     """
 
-    job_name = models.CharField(max_length=64, primary_key=True)
-    version = models.IntegerField(default=1)
+    job_name = models.CharField(_("job name"), max_length=64, primary_key=True)
+    version = models.IntegerField(_("version"), default=1)
     status = models.CharField(
-        max_length=10, choices=BackfillStatus.choices, default=BackfillStatus.IDLE
+        _("status"), max_length=10, choices=BackfillStatus.choices, default=BackfillStatus.IDLE
     )
-    phase = models.CharField(max_length=20, blank=True, default="")
-    phase_step = models.SmallIntegerField(default=0)
-    cursor = models.TextField(blank=True, default="")  # "" = from the start
-    page_offset = models.IntegerField(default=0)  # how many keys of the page are done (info)
+    phase = models.CharField(_("phase"), max_length=20, blank=True, default="")
+    phase_step = models.SmallIntegerField(_("phase step"), default=0)
+    cursor = models.TextField(_("cursor"), blank=True, default="")  # "" = from the start
+    # how many keys of the page are done (info)
+    page_offset = models.IntegerField(_("page offset"), default=0)
     # Keys of the current page already done, on a store whose scan is not ordered (Redis):
     # a resumed page is re-read from ``cursor`` and these are skipped, by key, not position.
-    page_done = models.JSONField(default=list, blank=True)
-    cutoff_day = models.DateField(null=True, blank=True)
-    lease_owner = models.CharField(max_length=100, blank=True, default="")
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
-    revision = models.BigIntegerField(default=0)
-    run_started_at = models.DateTimeField(null=True, blank=True)
-    phase_started_ms = models.BigIntegerField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    keys_done = models.BigIntegerField(default=0)
-    slices_done = models.IntegerField(default=0)
-    updated_at = models.DateTimeField(auto_now=True)
+    page_done = models.JSONField(_("keys done in the page"), default=list, blank=True)
+    cutoff_day = models.DateField(_("cutoff day"), null=True, blank=True)
+    lease_owner = models.CharField(_("lease owner"), max_length=100, blank=True, default="")
+    lease_expires_at = models.DateTimeField(_("lease expires"), null=True, blank=True)
+    revision = models.BigIntegerField(_("revision"), default=0)
+    run_started_at = models.DateTimeField(_("run started"), null=True, blank=True)
+    phase_started_ms = models.BigIntegerField(_("phase started (ms)"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished"), null=True, blank=True)
+    keys_done = models.BigIntegerField(_("keys done"), default=0)
+    slices_done = models.IntegerField(_("slices done"), default=0)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
         db_table = "stats_backfill_state"
-        verbose_name = "backfill state"
+        verbose_name = _("backfill state")
+        verbose_name_plural = _("backfill states")
 
     def __str__(self) -> str:
         return f"{self.job_name}: {self.status} {self.phase}"
@@ -182,14 +211,18 @@ class BackfillState(models.Model):
 class ChatUserProfile(models.Model):
     """Display names of members, hydrated by the backfill's base phase from ``last_message``."""
 
-    chat_id = models.BigIntegerField()
-    user_id = models.BigIntegerField()
-    display_name = models.CharField(max_length=200, blank=True, default="", db_default="")
-    username = models.CharField(max_length=64, blank=True, default="", db_default="")
-    updated_at = models.DateTimeField(db_default=Now())
+    chat_id = models.BigIntegerField(_("chat id"))
+    user_id = models.BigIntegerField(_("user id"))
+    display_name = models.CharField(
+        _("display name"), max_length=200, blank=True, default="", db_default=""
+    )
+    username = models.CharField(_("username"), max_length=64, blank=True, default="", db_default="")
+    updated_at = models.DateTimeField(_("updated"), db_default=Now())
 
     class Meta:
         db_table = "stats_chat_user_profile"
+        verbose_name = _("member profile")
+        verbose_name_plural = _("member profiles")
         constraints = [
             models.UniqueConstraint(fields=["chat_id", "user_id"], name="stats_profile_chat_user")
         ]
@@ -201,14 +234,17 @@ class ChatUserProfile(models.Model):
 class StatsChat(models.Model):
     """Titles of the counted chats, hydrated by the backfill's base phase."""
 
-    chat_id = models.BigIntegerField(primary_key=True)
-    title = models.CharField(max_length=255, blank=True, default="", db_default="")
-    chat_type = models.CharField(max_length=20, blank=True, default="", db_default="")
-    updated_at = models.DateTimeField(db_default=Now())
+    chat_id = models.BigIntegerField(_("chat id"), primary_key=True)
+    title = models.CharField(_("title"), max_length=255, blank=True, default="", db_default="")
+    chat_type = models.CharField(
+        _("chat type"), max_length=20, blank=True, default="", db_default=""
+    )
+    updated_at = models.DateTimeField(_("updated"), db_default=Now())
 
     class Meta:
         db_table = "stats_chat"
-        verbose_name = "counted chat"
+        verbose_name = _("counted chat")
+        verbose_name_plural = _("counted chats")
 
     def __str__(self) -> str:
         return self.title or str(self.chat_id)
@@ -218,61 +254,76 @@ class StatsSettings(models.Model):
     """Operator settings of the stats app: one row (pk 1), edited in the admin site."""
 
     store_message_text = models.BooleanField(
+        _("store message text"),
         default=False,
-        help_text="Keep message text in the 7-day message buffer (off: counts only).",
+        help_text=_("Keep message text in the 7-day message buffer (off: counts only)."),
     )
     profanity_enabled = models.BooleanField(
-        default=True, help_text="Count profanity with the shipped English and Russian lists."
+        _("count profanity"),
+        default=True,
+        help_text=_("Count profanity with the shipped English and Russian lists."),
     )
     extra_profanity = models.TextField(
+        _("more profanity"),
         blank=True,
         default="",
-        help_text="More words, one per line: 'word' exact, 'stem*' prefix, '*root*' anywhere.",
+        help_text=_("More words, one per line: 'word' exact, 'stem*' prefix, '*root*' anywhere."),
     )
     allowed_words = models.TextField(
-        blank=True, default="", help_text="Words never counted as profanity, one per line."
+        _("allowed words"),
+        blank=True,
+        default="",
+        help_text=_("Words never counted as profanity, one per line."),
     )
     new_member_days = models.PositiveIntegerField(
+        _("days a member is new"),
         default=3,
-        help_text="A member who joined (as seen by the bot) less than this many days ago is new.",
+        help_text=_(
+            "A member who joined (as seen by the bot) less than this many days ago is new."
+        ),
     )
-    updated_at = models.DateTimeField(auto_now=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
         db_table = "stats_settings"
-        verbose_name = verbose_name_plural = "statistics settings"
+        verbose_name = verbose_name_plural = _("statistics settings")
 
     def __str__(self) -> str:
-        return "Statistics settings"
+        return str(_("Statistics settings"))
 
 
 class ViolationKind(models.TextChoices):
-    BANNED_WORDS = "banned_words", "Banned words"
-    NEW_MEMBER_LINK = "new_member_link", "Links from new members"
+    BANNED_WORDS = "banned_words", _("Banned words")
+    NEW_MEMBER_LINK = "new_member_link", _("Links from new members")
 
 
 class Severity(models.TextChoices):
-    LOW = "low"
-    MEDIUM = "medium"
-    HIGH = "high"
+    LOW = "low", _("low")
+    MEDIUM = "medium", _("medium")
+    HIGH = "high", _("high")
 
 
 class ViolationRule(models.Model):
     """A rule that counts a violation of ``severity`` (at most one per rule and message)."""
 
-    name = models.CharField(max_length=100)
-    kind = models.CharField(max_length=20, choices=ViolationKind.choices)
+    name = models.CharField(_("name"), max_length=100)
+    kind = models.CharField(_("kind"), max_length=20, choices=ViolationKind.choices)
     words = models.TextField(
+        _("word list"),
         blank=True,
         default="",
-        help_text="Banned words, one per line ('word', 'stem*', '*root*'); unused for links.",
+        help_text=_("Banned words, one per line ('word', 'stem*', '*root*'); unused for links."),
     )
-    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.MEDIUM)
-    enabled = models.BooleanField(default=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    severity = models.CharField(
+        _("severity"), max_length=10, choices=Severity.choices, default=Severity.MEDIUM
+    )
+    enabled = models.BooleanField(_("enabled"), default=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
 
     class Meta:
         db_table = "stats_violation_rule"
+        verbose_name = _("violation rule")
+        verbose_name_plural = _("violation rules")
         ordering = ["name"]
 
     def __str__(self) -> str:

@@ -22,7 +22,7 @@ from support.validation import parse_ticket_number
 
 
 class AgeFilter(admin.SimpleListFilter):
-    title = "age"
+    title = gettext_lazy("age")
     parameter_name = "age"
     BANDS = {
         "day": (None, timedelta(days=1)),
@@ -31,7 +31,11 @@ class AgeFilter(admin.SimpleListFilter):
     }
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [("day", "under a day"), ("week", "1 to 7 days"), ("older", "over 7 days")]
+        return [
+            ("day", _("under a day")),
+            ("week", _("1 to 7 days")),
+            ("older", _("over 7 days")),
+        ]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Ticket]) -> QuerySet[Ticket]:
         band = self.BANDS.get(self.value() or "")
@@ -47,7 +51,7 @@ class AgeFilter(admin.SimpleListFilter):
 
 
 class AssigneeFilter(admin.SimpleListFilter):
-    title = "assignee"
+    title = gettext_lazy("assignee")
     parameter_name = "assignee"
     UNASSIGNED = "-"
 

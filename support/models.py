@@ -11,14 +11,20 @@ from datetime import timedelta
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class TicketCounter(models.Model):
     """The last ticket number given out per bot. Taken with ``select_for_update`` inside the
     transaction that creates the ticket, so numbers are gapless and never repeat."""
 
-    bot_id = models.BigIntegerField(primary_key=True)
-    last_number = models.PositiveIntegerField(default=0)
+    bot_id = models.BigIntegerField(_("bot id"), primary_key=True)
+    last_number = models.PositiveIntegerField(_("last number"), default=0)
+
+    class Meta:
+        verbose_name = _("ticket counter")
+        verbose_name_plural = _("ticket counters")
 
     def __str__(self) -> str:
         return f"bot {self.bot_id}: #{self.last_number}"
@@ -26,33 +32,44 @@ class TicketCounter(models.Model):
 
 class Ticket(models.Model):
     class Status(models.TextChoices):
-        OPEN = "open", "open"
-        CLOSED = "closed", "closed"
+        OPEN = "open", pgettext_lazy("ticket", "open")
+        CLOSED = "closed", pgettext_lazy("ticket", "closed")
 
     class ClosedBy(models.TextChoices):
-        USER = "user", "the user"
-        ADMIN = "admin", "support"
+        USER = "user", _("the user")
+        ADMIN = "admin", pgettext_lazy("who", "support")
 
-    bot_id = models.BigIntegerField()
-    number = models.PositiveIntegerField()
-    user_id = models.BigIntegerField(help_text="The Telegram user who opened the ticket.")
-    chat_id = models.BigIntegerField(help_text="The private chat with that user.")
-    user_name = models.CharField(max_length=200, blank=True)
-    subject = models.CharField(max_length=120, blank=True, help_text="Start of the first message.")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    bot_id = models.BigIntegerField(_("bot id"))
+    number = models.PositiveIntegerField(_("number"))
+    user_id = models.BigIntegerField(
+        _("user id"), help_text=_("The Telegram user who opened the ticket.")
+    )
+    chat_id = models.BigIntegerField(_("chat id"), help_text=_("The private chat with that user."))
+    user_name = models.CharField(_("user name"), max_length=200, blank=True)
+    subject = models.CharField(
+        _("subject"), max_length=120, blank=True, help_text=_("Start of the first message.")
+    )
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.OPEN
+    )
     assignee = models.CharField(
+        _("assignee"),
         max_length=150,
         blank=True,
-        help_text="Who answered first: tg:<Telegram id> or site:<username>.",
+        help_text=_("Who answered first: tg:<Telegram id> or site:<username>."),
     )
-    opened_update_id = models.BigIntegerField(unique=True)
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    first_response_at = models.DateTimeField(null=True, blank=True)
-    closed_at = models.DateTimeField(null=True, blank=True)
-    closed_by = models.CharField(max_length=10, choices=ClosedBy.choices, blank=True)
-    reopened_count = models.PositiveIntegerField(default=0)
+    opened_update_id = models.BigIntegerField(_("opening update id"), unique=True)
+    created_at = models.DateTimeField(_("opened"), default=timezone.now, db_index=True)
+    first_response_at = models.DateTimeField(_("first response"), null=True, blank=True)
+    closed_at = models.DateTimeField(_("closed at"), null=True, blank=True)
+    closed_by = models.CharField(
+        _("closed by"), max_length=10, choices=ClosedBy.choices, blank=True
+    )
+    reopened_count = models.PositiveIntegerField(_("times reopened"), default=0)
 
     class Meta:
+        verbose_name = _("ticket")
+        verbose_name_plural = _("tickets")
         ordering = ["-created_at", "-number"]
         constraints = [
             models.UniqueConstraint(
@@ -100,46 +117,54 @@ class TicketMessage(models.Model):
     """
 
     class Sender(models.TextChoices):
-        USER = "user", "user"
-        ADMIN = "admin", "support"
-        SYSTEM = "system", "system"
+        USER = "user", _("user")
+        ADMIN = "admin", pgettext_lazy("who", "support")
+        SYSTEM = "system", _("system")
 
     class Kind(models.TextChoices):
-        TEXT = "text", "text"
-        PHOTO = "photo", "photo"
-        DOCUMENT = "document", "document"
-        VOICE = "voice", "voice"
-        VIDEO_NOTE = "video_note", "video note"
-        EVENT = "event", "event"
+        TEXT = "text", _("text")
+        PHOTO = "photo", _("photo")
+        DOCUMENT = "document", _("document")
+        VOICE = "voice", _("voice")
+        VIDEO_NOTE = "video_note", _("video note")
+        EVENT = "event", _("event")
 
     class Event(models.TextChoices):
-        CLOSED_BY_USER = "closed_by_user", "closed by the user"
-        RESOLVED = "resolved", "resolved by support"
-        REOPENED_BY_USER = "reopened_by_user", "reopened by the user"
-        REOPENED_BY_ADMIN = "reopened_by_admin", "reopened by support"
+        CLOSED_BY_USER = "closed_by_user", _("closed by the user")
+        RESOLVED = "resolved", _("resolved by support")
+        REOPENED_BY_USER = "reopened_by_user", _("reopened by the user")
+        REOPENED_BY_ADMIN = "reopened_by_admin", _("reopened by support")
 
-    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="messages")
-    sender = models.CharField(max_length=10, choices=Sender.choices)
-    kind = models.CharField(max_length=10, choices=Kind.choices)
-    event = models.CharField(max_length=20, choices=Event.choices, blank=True)
-    text = models.TextField(blank=True, help_text="The text, or the caption of a file.")
-    file_id = models.CharField(max_length=255, blank=True)
-    file_name = models.CharField(max_length=255, blank=True)
-    author_id = models.BigIntegerField(null=True, blank=True)
-    author_name = models.CharField(max_length=200, blank=True)
-    update_id = models.BigIntegerField(unique=True, null=True, blank=True)
-    form_token = models.UUIDField(unique=True, null=True, blank=True)
-    source_chat_id = models.BigIntegerField(null=True, blank=True)
-    source_message_id = models.BigIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    user_notified_at = models.DateTimeField(null=True, blank=True)
-    admins_notified_at = models.DateTimeField(null=True, blank=True)
-    delivery_error = models.CharField(max_length=500, blank=True)
-    delivery_attempt_token = models.UUIDField(null=True, blank=True)
-    delivery_attempt_deadline = models.DateTimeField(null=True, blank=True)
-    delivery_uncertain = models.BooleanField(default=False)
+    ticket = models.ForeignKey(
+        Ticket, on_delete=models.CASCADE, related_name="messages", verbose_name=_("ticket")
+    )
+    sender = models.CharField(_("sender"), max_length=10, choices=Sender.choices)
+    kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
+    event = models.CharField(_("event"), max_length=20, choices=Event.choices, blank=True)
+    text = models.TextField(
+        _("text"), blank=True, help_text=_("The text, or the caption of a file.")
+    )
+    file_id = models.CharField(_("file id"), max_length=255, blank=True)
+    file_name = models.CharField(_("file name"), max_length=255, blank=True)
+    author_id = models.BigIntegerField(_("author id"), null=True, blank=True)
+    author_name = models.CharField(_("author name"), max_length=200, blank=True)
+    update_id = models.BigIntegerField(_("update id"), unique=True, null=True, blank=True)
+    form_token = models.UUIDField(_("form token"), unique=True, null=True, blank=True)
+    source_chat_id = models.BigIntegerField(_("source chat id"), null=True, blank=True)
+    source_message_id = models.BigIntegerField(_("source message id"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
+    user_notified_at = models.DateTimeField(_("user notified"), null=True, blank=True)
+    admins_notified_at = models.DateTimeField(_("admins notified"), null=True, blank=True)
+    delivery_error = models.CharField(_("delivery error"), max_length=500, blank=True)
+    delivery_attempt_token = models.UUIDField(_("delivery attempt token"), null=True, blank=True)
+    delivery_attempt_deadline = models.DateTimeField(
+        _("delivery attempt deadline"), null=True, blank=True
+    )
+    delivery_uncertain = models.BooleanField(_("delivery uncertain"), default=False)
 
     class Meta:
+        verbose_name = _("ticket message")
+        verbose_name_plural = _("ticket messages")
         ordering = ["created_at", "id"]
         indexes = [
             models.Index(fields=["source_chat_id", "source_message_id"], name="support_msg_source")
@@ -162,6 +187,20 @@ class TicketMessage(models.Model):
             return "sending"
         return "pending"
 
+    @property
+    def delivery_state_label(self) -> str:
+        """``delivery_state`` in the active language, for the admin site."""
+        return str(DELIVERY_STATE_LABELS[self.delivery_state])
+
+
+DELIVERY_STATE_LABELS = {
+    "delivered": pgettext_lazy("delivery", "delivered"),
+    "uncertain": pgettext_lazy("delivery", "uncertain (it may have arrived)"),
+    "not delivered": pgettext_lazy("delivery", "not delivered"),
+    "sending": pgettext_lazy("delivery", "sending"),
+    "pending": pgettext_lazy("delivery", "pending"),
+}
+
 
 class TicketBotMessage(models.Model):
     """A message the bot sent about a ticket: replying to it addresses that ticket.
@@ -171,19 +210,28 @@ class TicketBotMessage(models.Model):
     """
 
     class Audience(models.TextChoices):
-        ADMIN = "admin", "admin"
-        USER = "user", "user"
+        ADMIN = "admin", _("admin")
+        USER = "user", _("user")
 
-    chat_id = models.BigIntegerField()
-    message_id = models.BigIntegerField()
-    audience = models.CharField(max_length=10, choices=Audience.choices)
-    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="bot_messages")
-    entry = models.ForeignKey(
-        TicketMessage, on_delete=models.CASCADE, null=True, blank=True, related_name="bot_messages"
+    chat_id = models.BigIntegerField(_("chat id"))
+    message_id = models.BigIntegerField(_("message id"))
+    audience = models.CharField(_("audience"), max_length=10, choices=Audience.choices)
+    ticket = models.ForeignKey(
+        Ticket, on_delete=models.CASCADE, related_name="bot_messages", verbose_name=_("ticket")
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    entry = models.ForeignKey(
+        TicketMessage,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="bot_messages",
+        verbose_name=_("entry"),
+    )
+    created_at = models.DateTimeField(_("created"), default=timezone.now)
 
     class Meta:
+        verbose_name = _("bot message of a ticket")
+        verbose_name_plural = _("bot messages of tickets")
         constraints = [
             models.UniqueConstraint(
                 fields=["chat_id", "message_id"], name="support_bot_message_unique"

@@ -139,7 +139,7 @@ class DeliveryFailureAdmin(admin.ModelAdmin):
     search_fields = ("chat_id",)
     fields = readonly_fields = ("chat_id", "purpose", "error_class", "error", "created_at")
 
-    @admin.display(description="description")
+    @admin.display(description=gettext_lazy("description"))
     def error(self, obj: DeliveryFailure) -> str:
         # Stored texts are redacted when written; redact again in case one slipped through.
         return redact(obj.description)
@@ -204,15 +204,15 @@ class JobAdmin(admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    @admin.display(description="attempts")
+    @admin.display(description=gettext_lazy("attempts"))
     def attempts_display(self, obj: Job) -> str:
         return f"{obj.attempts} / {obj.max_retries + 1}"
 
-    @admin.display(description="last error")
+    @admin.display(description=gettext_lazy("last error"))
     def error_summary(self, obj: Job) -> str:
         return redact(obj.last_error)[:120]
 
-    @admin.display(description="last error")
+    @admin.display(description=gettext_lazy("last error"))
     def last_error_redacted(self, obj: Job) -> str:
         return redact(obj.last_error)
 

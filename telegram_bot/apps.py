@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy
+
 from telegram_bot import features
 
 
@@ -9,7 +11,7 @@ class TelegramBotConfig(features.FeatureConfig):
     ``telegram_bot.state.keys``."""
 
     name = "telegram_bot"
-    verbose_name = "Telegram bot"
+    verbose_name = gettext_lazy("Telegram bot")
     bot_handlers = "telegram_bot.handlers"
     job_handlers = "telegram_bot.tasks.JOB_HANDLERS"
     schedules = "telegram_bot.schedules.SCHEDULES"

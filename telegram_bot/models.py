@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from telegram_bot import languages
 from telegram_bot.jobs.models import Job, JobStatus
@@ -31,14 +31,18 @@ class BotAdmin(models.Model):
     from the environment and are admins without a row; see ``telegram_bot.admins``."""
 
     telegram_id = models.BigIntegerField(
-        unique=True, validators=[MinValueValidator(1)], help_text="The Telegram user id."
+        _("Telegram id"),
+        unique=True,
+        validators=[MinValueValidator(1)],
+        help_text=_("The Telegram user id."),
     )
-    display_name = models.CharField(max_length=200, blank=True)
-    added_by = models.BigIntegerField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    display_name = models.CharField(_("display name"), max_length=200, blank=True)
+    added_by = models.BigIntegerField(_("added by"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
 
     class Meta:
-        verbose_name = "bot admin"
+        verbose_name = _("bot admin")
+        verbose_name_plural = _("bot admins")
         ordering = ["telegram_id"]
 
     def __str__(self) -> str:
@@ -48,7 +52,7 @@ class BotAdmin(models.Model):
 def validate_time_zone(value: str) -> None:
     if value and value not in zoneinfo.available_timezones():
         raise ValidationError(
-            gettext_lazy("%(value)s is not a time zone name (e.g. Europe/Moscow)."),
+            _("%(value)s is not a time zone name (e.g. Europe/Moscow)."),
             params={"value": value},
         )
 
@@ -56,7 +60,7 @@ def validate_time_zone(value: str) -> None:
 def validate_language(value: str) -> None:
     if value and value not in {code for code, _name in settings.LANGUAGES}:
         raise ValidationError(
-            gettext_lazy("%(value)s is not one of the site's languages."), params={"value": value}
+            _("%(value)s is not one of the site's languages."), params={"value": value}
         )
 
 
@@ -65,22 +69,25 @@ class ChatPreference(models.Model):
     overview's "today", the language the bot answers in when the user's is unknown). A chat
     without a row, or a blank field, uses the ``TIME_ZONE`` / ``LANGUAGE_CODE`` setting."""
 
-    chat_id = models.BigIntegerField(primary_key=True)
+    chat_id = models.BigIntegerField(_("chat id"), primary_key=True)
     time_zone = models.CharField(
+        _("time zone"),
         max_length=64,
         blank=True,
         validators=[validate_time_zone],
-        help_text="An IANA time zone name, e.g. Europe/Moscow. Blank: the TIME_ZONE setting.",
+        help_text=_("An IANA time zone name, e.g. Europe/Moscow. Blank: the TIME_ZONE setting."),
     )
     language = models.CharField(
+        _("language"),
         max_length=16,
         blank=True,
         validators=[validate_language],
-        help_text="Blank: the LANGUAGE_CODE setting.",
+        help_text=_("Blank: the LANGUAGE_CODE setting."),
     )
 
     class Meta:
-        verbose_name = "chat preference"
+        verbose_name = _("chat preference")
+        verbose_name_plural = _("chat preferences")
 
     def __str__(self) -> str:
         return str(self.chat_id)
@@ -107,9 +114,13 @@ class BlockedChat(models.Model):
     """A chat that answered a permanent error (bot blocked, chat not found): skipped by
     notifications until the user writes to the bot again."""
 
-    chat_id = models.BigIntegerField(primary_key=True)
-    reason = models.CharField(max_length=300)
-    blocked_at = models.DateTimeField(auto_now=True)
+    chat_id = models.BigIntegerField(_("chat id"), primary_key=True)
+    reason = models.CharField(_("reason"), max_length=300)
+    blocked_at = models.DateTimeField(_("blocked"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("blocked chat")
+        verbose_name_plural = _("blocked chats")
 
     def __str__(self) -> str:
         return f"{self.chat_id}: {self.reason}"
@@ -118,13 +129,15 @@ class BlockedChat(models.Model):
 class DeliveryFailure(models.Model):
     """A message to an admin (or another chat) that could not be delivered."""
 
-    chat_id = models.BigIntegerField(db_index=True)
-    purpose = models.CharField(max_length=100)
-    error_class = models.CharField(max_length=100)
-    description = models.CharField(max_length=500)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    chat_id = models.BigIntegerField(_("chat id"), db_index=True)
+    purpose = models.CharField(_("purpose"), max_length=100)
+    error_class = models.CharField(_("error class"), max_length=100)
+    description = models.CharField(_("description"), max_length=500)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True, db_index=True)
 
     class Meta:
+        verbose_name = _("delivery failure")
+        verbose_name_plural = _("delivery failures")
         ordering = ["-created_at"]
         # Dead letters live in the KV store, not in a table; their permission lives here.
         permissions = [
@@ -147,27 +160,31 @@ class AuditEntry(models.Model):
     """
 
     class Outcome(models.TextChoices):
-        DONE = "done", "done"
-        REFUSED = "refused", "refused"
-        FAILED = "failed", "failed"
+        DONE = "done", _("done")
+        REFUSED = "refused", _("refused")
+        FAILED = "failed", _("failed")
 
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    actor_id = models.BigIntegerField(null=True, blank=True, db_index=True)
-    actor_name = models.CharField(max_length=200, blank=True)
-    source = models.CharField(max_length=20, help_text="command, button, panel, admin, auto")
-    chat_id = models.BigIntegerField(null=True, blank=True, db_index=True)
-    action = models.CharField(max_length=40, db_index=True)
-    target_id = models.BigIntegerField(null=True, blank=True, db_index=True)
-    target_name = models.CharField(max_length=200, blank=True)
-    reason = models.CharField(max_length=500, blank=True)
-    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.DONE)
-    detail = models.CharField(max_length=500, blank=True)
-    update_id = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(_("time"), auto_now_add=True, db_index=True)
+    actor_id = models.BigIntegerField(_("actor id"), null=True, blank=True, db_index=True)
+    actor_name = models.CharField(_("actor name"), max_length=200, blank=True)
+    source = models.CharField(
+        _("source"), max_length=20, help_text=_("command, button, panel, admin, auto")
+    )
+    chat_id = models.BigIntegerField(_("chat id"), null=True, blank=True, db_index=True)
+    action = models.CharField(_("action"), max_length=40, db_index=True)
+    target_id = models.BigIntegerField(_("target id"), null=True, blank=True, db_index=True)
+    target_name = models.CharField(_("target name"), max_length=200, blank=True)
+    reason = models.CharField(_("reason"), max_length=500, blank=True)
+    outcome = models.CharField(
+        _("outcome"), max_length=10, choices=Outcome.choices, default=Outcome.DONE
+    )
+    detail = models.CharField(_("detail"), max_length=500, blank=True)
+    update_id = models.BigIntegerField(_("update id"), null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        verbose_name = "audit entry"
-        verbose_name_plural = "audit log"
+        verbose_name = _("audit entry")
+        verbose_name_plural = _("audit log")
         permissions = [("export_auditentry", "Can export the audit log as CSV")]
         constraints = [
             models.UniqueConstraint(

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class JobStatus(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+    QUEUED = "queued", _("queued")
+    RUNNING = "running", _("running")
+    SUCCEEDED = "succeeded", _("succeeded")
+    FAILED = "failed", _("failed")
+    CANCELLED = "cancelled", _("cancelled")
 
 
 class Job(models.Model):
@@ -22,22 +23,28 @@ class Job(models.Model):
     lease (it was too slow, or died and came back) changes nothing.
     """
 
-    kind = models.CharField(max_length=100, db_index=True)
-    payload = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED)
-    attempts = models.PositiveIntegerField(default=0)
-    max_retries = models.PositiveIntegerField(default=5)
-    next_attempt = models.DateTimeField(default=timezone.now)
-    last_error = models.TextField(blank=True)
-    lease_owner = models.CharField(max_length=100, blank=True)
-    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    kind = models.CharField(_("kind"), max_length=100, db_index=True)
+    payload = models.JSONField(_("payload"), default=dict, blank=True)
+    status = models.CharField(
+        _("status"), max_length=20, choices=JobStatus.choices, default=JobStatus.QUEUED
+    )
+    attempts = models.PositiveIntegerField(_("attempts"), default=0)
+    max_retries = models.PositiveIntegerField(_("max retries"), default=5)
+    next_attempt = models.DateTimeField(_("next attempt"), default=timezone.now)
+    last_error = models.TextField(_("last error"), blank=True)
+    lease_owner = models.CharField(_("lease owner"), max_length=100, blank=True)
+    lease_expires_at = models.DateTimeField(_("lease expires"), null=True, blank=True)
     # At most one job per dedupe key (e.g. "publish post 7"); NULL for jobs that need none.
-    dedupe_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    dedupe_key = models.CharField(
+        _("dedupe key"), max_length=200, null=True, blank=True, unique=True
+    )
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+    started_at = models.DateTimeField(_("started"), null=True, blank=True)
+    finished_at = models.DateTimeField(_("finished"), null=True, blank=True, db_index=True)
 
     class Meta:
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
         db_table = "jobs"
         ordering = ["-created_at"]
         indexes = [

@@ -183,6 +183,57 @@ def test_the_admin_site_follows_the_browser(admin_client: Client) -> None:
     assert "Community bot administration" in english.decode()
 
 
+def test_a_russian_operator_reads_the_admin_pages_in_russian(admin_client: Client) -> None:
+    """The index's app lists, a changelist's columns, filters and values, and a change form's
+    fieldsets, labels, choices and help texts: the names of the project's models and fields."""
+    Ticket.objects.create(
+        bot_id=1, number=7, user_id=USER, chat_id=USER, subject="Refund", opened_update_id=1
+    )
+
+    def page(url: str, language: str) -> str:
+        response = admin_client.get(url, HTTP_ACCEPT_LANGUAGE=language)
+        assert response.status_code == 200, url
+        return response.content.decode()
+
+    index = page("/admin/", "ru")
+    for name in (
+        "Telegram-бот",
+        "Журнал аудита",
+        "Задания",
+        "Обращения",
+        "Правила заявок на вступление",
+        "Настройки участников",
+        "Посты",
+        "Настройки модерации чата",
+        "Правила нарушений",
+    ):
+        assert name in index, name
+    for name in ("Audit log", "Join-request policies", "Chat moderation settings", "Posts"):
+        assert name not in index, name
+    assert "Join-request policies" in page("/admin/", "en")
+
+    tickets = page("/admin/support/ticket/", "ru")
+    for text in ("Тема", "Статус", "Исполнитель", "возраст", "меньше суток", "открыто"):
+        assert text in tickets, text
+    assert "Subject" not in tickets and "under a day" not in tickets
+
+    policy = page("/admin/community/chatpolicy/add/", "ru")
+    for text in (
+        "Добавить правило заявок на вступление",
+        "Вопрос",
+        "Режим",
+        "Вручную: решают администраторы",
+        "Подпись для операторов.",
+        "Время на ответ, 30–300 секунд",
+    ):
+        assert text in policy, text
+    assert "Manual: the admins decide" not in policy
+
+    settings = page("/admin/moderation/chatsettings/add/", "ru")
+    assert "Лимит предупреждений" in settings and "Антифлуд" in settings
+    assert "(в секундах, от 30 до 31622400)" in settings
+
+
 @pytest.mark.parametrize(
     ("code", "language"),
     [("ru", "ru"), ("RU", "ru"), ("ru-RU", "ru"), ("ru_RU", "ru"), ("en-US", "en"), ("uk", None)],

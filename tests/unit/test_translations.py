@@ -112,3 +112,92 @@ def test_the_operations_pages_are_named_in_russian() -> None:
             english = str(view.title)
         with translation.override("ru"):
             assert str(view.title) != english, english
+
+
+# -- the names the admin site shows: models, fields, choices, columns, fieldsets, filters --------
+PROJECT_APPS = ("telegram_bot", "support", "community", "content", "moderation", "stats")
+# Texts that read the same in Russian: Django's own name of an automatic primary key.
+SAME_IN_RUSSIAN = {"ID"}
+
+
+def _untranslated(texts: list[tuple[str, object]]) -> list[str]:
+    """``where: text`` for each text that a Russian operator would read in English."""
+    from django.utils import translation
+
+    found = []
+    for where, text in texts:
+        with translation.override("en"):
+            english = str(text)
+        with translation.override("ru"):
+            russian = str(text)
+        if english and russian == english and english not in SAME_IN_RUSSIAN:
+            found.append(f"{where}: {english}")
+    return found
+
+
+def _model_texts() -> list[tuple[str, object]]:
+    from django.apps import apps
+
+    texts: list[tuple[str, object]] = []
+    for label in PROJECT_APPS:
+        config = apps.get_app_config(label)
+        texts.append((f"app {label}", config.verbose_name))
+        for model in config.get_models():
+            opts = model._meta
+            texts += [(opts.label, opts.verbose_name), (opts.label, opts.verbose_name_plural)]
+            for model_field in opts.concrete_fields:
+                if model_field.auto_created:
+                    continue
+                where = f"{opts.label}.{model_field.name}"
+                texts += [
+                    (where, model_field.verbose_name),
+                    (f"{where} help", model_field.help_text),
+                ]
+                texts += [(f"{where}={value}", name) for value, name in model_field.flatchoices]
+    return texts
+
+
+def _admin_texts() -> list[tuple[str, object]]:
+    from django.contrib import admin
+    from django.contrib.admin.utils import label_for_field
+
+    texts: list[tuple[str, object]] = []
+    for model, model_admin in admin.site._registry.items():
+        if model._meta.app_label not in PROJECT_APPS:
+            continue
+        where = type(model_admin).__name__
+        for name in model_admin.list_display:
+            if name != "__str__":
+                texts.append((f"{where} column {name}", label_for_field(name, model, model_admin)))
+        for title, options in model_admin.fieldsets or ():
+            texts.append((f"{where} fieldset", title or ""))
+            texts.append((f"{where} fieldset description", options.get("description", "")))
+        for item in model_admin.list_filter:
+            if isinstance(item, type) and issubclass(item, admin.SimpleListFilter):
+                texts.append((f"{where} filter", item.title))
+        texts.append((f"{where} search help", model_admin.search_help_text or ""))
+    return texts
+
+
+def test_the_models_of_the_project_are_named_in_russian() -> None:
+    """Every app, model, field, help text and choice of the project's apps (what the admin
+    index, lists, filters and forms show) has its Russian name."""
+    texts = _model_texts()
+    assert len(texts) > 300
+    untranslated = _untranslated(texts)
+    assert untranslated == [], "\n".join(untranslated)
+
+
+def test_the_admin_columns_fieldsets_and_filters_are_named_in_russian() -> None:
+    texts = _admin_texts()
+    assert len(texts) > 50
+    untranslated = _untranslated(texts)
+    assert untranslated == [], "\n".join(untranslated)
+
+
+def test_the_check_sees_a_field_without_a_translated_name() -> None:
+    from django.db import models
+
+    unnamed = models.BigIntegerField()
+    unnamed.set_attributes_from_name("chat_id")  # what Django names a field without verbose_name
+    assert _untranslated([("probe", unnamed.verbose_name), ("ok", "ID")]) == ["probe: chat id"]
