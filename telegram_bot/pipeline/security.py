@@ -132,15 +132,24 @@ def is_interaction(update: Update) -> bool:
 
 
 def over_rate_limit(store: KVStore, update: Update, sender: Sender) -> bool:
-    """Count this interaction against the user's and the chat's window; True when over."""
-    if not is_interaction(update) or sender.is_admin:
+    """Count this interaction against the user's and the chat's window; True when over.
+
+    Admins are exempt. Their role is looked up only when it decides something (the user's
+    window is full, or the interaction would count against a group's window): a command or
+    a press in a private chat, under its limit, costs no admin lookup in the database. An
+    admin's own window counter is kept, never read for them.
+    """
+    if not is_interaction(update):
         return False
     window = _window()
     if sender.user_id is not None:
         count = store.increment(f"rl:u:{sender.user_id}:{window}", 1, ttl_ms=WINDOW_MS + 1000)
-        if count > settings.RATE_LIMIT_USER_PER_MINUTE:
+        if count > settings.RATE_LIMIT_USER_PER_MINUTE and not sender.is_admin:
             return True
     if update.chat_id is not None and update.chat_type != "private":
+        # Admins' interactions use none of the chat's budget.
+        if sender.is_admin:
+            return False
         count = store.increment(f"rl:c:{update.chat_id}:{window}", 1, ttl_ms=WINDOW_MS + 1000)
         if count > settings.RATE_LIMIT_CHAT_PER_MINUTE:
             return True
