@@ -91,10 +91,10 @@ def panel_admins(ctx: Context) -> None:
 def admins_view(ctx: Context) -> tuple[str, dict[str, Any]]:
     configured = admins.configured_admin_ids()
     lines, rows = [_("Admins:")], []
-    for admin_id in admins.admin_ids():
+    for admin_id in admins.listed_admin_ids():
         label = (
             _("owner")
-            if admins.role_of(admin_id) == Role.OWNER
+            if admins.is_owner(admin_id)
             else (_("environment") if admin_id in configured else _("added"))
         )
         lines.append(f"{admin_id} ({label})")

@@ -110,3 +110,33 @@ def test_an_admins_group_commands_use_none_of_the_chats_budget(
     assert outcome(post_update, make_message_update("/help", chat_id=-100, user_id=USER + 2)) == (
         "refused"
     )
+
+
+def test_the_admins_view_reads_the_admin_rows_once_until_they_change(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    post_update(make_message_update("/panel", chat_id=OWNER_ID, user_id=OWNER_ID))
+    BotAdmin.objects.create(telegram_id=USER)
+    presses = [
+        make_callback_update(view, user_id=OWNER_ID, message_id=1)
+        for view in ("panel:admins", "panel:home", "panel:admins")
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        assert [outcome(post_update, press) for press in presses] == ["processed"] * 3
+    assert len([sql for sql in statements(queries) if "botadmin" in sql]) == 1
+    assert f"{USER} (added)" in bot.calls_to("editMessageText")[-1].params["text"]
+    BotAdmin.objects.create(telegram_id=USER + 1)  # saved here: the list is read again
+    assert outcome(post_update, presses[0] | {"update_id": 10**9}) == "processed"
+    assert f"{USER + 1} (added)" in bot.calls_to("editMessageText")[-1].params["text"]
+
+
+def test_who_may_press_an_admin_button_is_not_decided_on_the_cached_list(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    BotAdmin.objects.create(telegram_id=USER)
+    post_update(make_message_update("/panel", chat_id=USER, user_id=USER))
+    press = make_callback_update("panel:admins", user_id=USER, message_id=1)
+    assert outcome(post_update, press) == "processed"
+    BotAdmin.objects.filter(telegram_id=USER).update(telegram_id=USER + 1)  # no signal
+    again = make_callback_update("panel:admins", user_id=USER, message_id=1)
+    assert outcome(post_update, again) == "refused"
