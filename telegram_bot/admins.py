@@ -81,15 +81,24 @@ def is_owner(user_id: int | None) -> bool:
 
 
 def role_of(user_id: int | None) -> Role:
+    configured = configured_role(user_id)
+    if configured is not None:
+        return configured
+    if user_id is not None and BotAdmin.objects.filter(telegram_id=user_id).exists():
+        return Role.ADMIN
+    return Role.USER
+
+
+def configured_role(user_id: int | None) -> Role | None:
+    """The role the environment gives ``user_id`` (owner, ADMIN_TELEGRAM_IDS), without a
+    query; None when only the BotAdmin rows can tell."""
     if user_id is None:
         return Role.USER
     if user_id == settings.OWNER_TELEGRAM_ID:
         return Role.OWNER
     if user_id in settings.ADMIN_TELEGRAM_IDS:
         return Role.ADMIN
-    if BotAdmin.objects.filter(telegram_id=user_id).exists():
-        return Role.ADMIN
-    return Role.USER
+    return None
 
 
 def check_admin_configuration() -> list[str]:

@@ -14,6 +14,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from telegram_bot.models import BlockedChat, BotAdmin
+from telegram_bot.pipeline import security
+from telegram_bot.state import get_store
 from tests.builders import make_callback_update, make_message_update
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
@@ -140,3 +142,16 @@ def test_who_may_press_an_admin_button_is_not_decided_on_the_cached_list(
     BotAdmin.objects.filter(telegram_id=USER).update(telegram_id=USER + 1)  # no signal
     again = make_callback_update("panel:admins", user_id=USER, message_id=1)
     assert outcome(post_update, again) == "refused"
+
+
+def test_the_owners_presses_count_against_no_window(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    post_update(make_message_update("/panel", chat_id=OWNER_ID, user_id=OWNER_ID))
+    press = make_callback_update("panel:home", user_id=OWNER_ID, message_id=1)
+    assert outcome(post_update, press) == "processed"
+    assert get_store().get(f"rl:u:{OWNER_ID}:{security._window()}") is None
+    assert outcome(post_update, make_message_update("/start", chat_id=USER, user_id=USER)) == (
+        "processed"
+    )
+    assert get_store().get(f"rl:u:{USER}:{security._window()}") == 1
