@@ -9,9 +9,11 @@ would leave no admin is refused.
 from __future__ import annotations
 
 import enum
+import time
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
 from django.utils.translation import gettext_lazy
 
 from telegram_bot.errors import AuthorizationError, ValidationError
@@ -34,21 +36,69 @@ def configured_admin_ids() -> set[int]:
 
 def admin_ids() -> list[int]:
     """Every admin, owner first."""
-    ids = configured_admin_ids() | set(BotAdmin.objects.values_list("telegram_id", flat=True))
+    return _owner_first(
+        configured_admin_ids() | set(BotAdmin.objects.values_list("telegram_id", flat=True))
+    )
+
+
+def _owner_first(ids: set[int]) -> list[int]:
     owner = settings.OWNER_TELEGRAM_ID
     return sorted(ids, key=lambda user_id: (user_id != owner, user_id))
 
 
+# The panel's list of admins, shown on every press of its view: kept per process for a few
+# seconds, dropped when this process saves or deletes a BotAdmin (another process's change is
+# seen within the TTL). Only ever shown: who may do what is decided on fresh reads.
+LISTED_ADMINS_SECONDS = 10.0
+_listed: list[tuple[float, frozenset[int]]] = []  # (until, BotAdmin ids)
+
+
+def listed_admin_ids() -> list[int]:
+    """``admin_ids()`` for display: the BotAdmin rows cached per process
+    ``LISTED_ADMINS_SECONDS``."""
+    now = time.monotonic()
+    cached = _listed[0] if _listed else None
+    if cached is None or cached[0] <= now:
+        rows = frozenset(BotAdmin.objects.values_list("telegram_id", flat=True))
+        cached = (now + LISTED_ADMINS_SECONDS, rows)
+        _listed[:] = [cached]
+    return _owner_first(configured_admin_ids() | cached[1])
+
+
+def forget_listed_admins(**_signal: object) -> None:
+    """Drop the cached list (a BotAdmin row was saved or deleted; a ``post_save`` and
+    ``post_delete`` receiver)."""
+    _listed.clear()
+
+
+def connect_signals() -> None:
+    post_save.connect(forget_listed_admins, sender=BotAdmin, dispatch_uid="admins-listed-save")
+    post_delete.connect(forget_listed_admins, sender=BotAdmin, dispatch_uid="admins-listed-del")
+
+
+def is_owner(user_id: int | None) -> bool:
+    return user_id is not None and user_id == settings.OWNER_TELEGRAM_ID
+
+
 def role_of(user_id: int | None) -> Role:
+    configured = configured_role(user_id)
+    if configured is not None:
+        return configured
+    if user_id is not None and BotAdmin.objects.filter(telegram_id=user_id).exists():
+        return Role.ADMIN
+    return Role.USER
+
+
+def configured_role(user_id: int | None) -> Role | None:
+    """The role the environment gives ``user_id`` (owner, ADMIN_TELEGRAM_IDS), without a
+    query; None when only the BotAdmin rows can tell."""
     if user_id is None:
         return Role.USER
     if user_id == settings.OWNER_TELEGRAM_ID:
         return Role.OWNER
     if user_id in settings.ADMIN_TELEGRAM_IDS:
         return Role.ADMIN
-    if BotAdmin.objects.filter(telegram_id=user_id).exists():
-        return Role.ADMIN
-    return Role.USER
+    return None
 
 
 def check_admin_configuration() -> list[str]:

@@ -20,4 +20,7 @@ class TelegramBotConfig(features.FeatureConfig):
 
     def ready(self) -> None:
         super().ready()
+        from telegram_bot.admins import connect_signals
+
+        connect_signals()
         from telegram_bot.ops import checks  # noqa: F401 - registers the system checks

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -12,7 +13,7 @@ from telegram_bot import admins
 from telegram_bot.admins import Role
 from telegram_bot.audit import update_step
 from telegram_bot.errors import BotError
-from telegram_bot.features import start_lines
+from telegram_bot.features import feature_configs, start_lines
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import ANY_COMMAND, PanelEntry, Route
 from telegram_bot.privacy_handlers import forget_me, forget_me_cancel, forget_me_confirm
@@ -22,7 +23,19 @@ _USER_ID = re.compile(r"[0-9]{1,18}")
 
 
 def start_text() -> str:
-    """What the bot does, from the features the installed apps declare."""
+    """What the bot does, from the features the installed apps declare (composed once per
+    language and set of apps: every /start sends it)."""
+    key = (translation.get_language(), tuple(config.label for config in feature_configs()))
+    text = _start_texts.get(key)
+    if text is None:
+        text = _start_texts[key] = _compose_start_text()
+    return text
+
+
+_start_texts: dict[tuple[str | None, tuple[str, ...]], str] = {}
+
+
+def _compose_start_text() -> str:
     lines = start_lines()
     if len(lines) > 1:
         does = _("%(first)s and %(last)s") % {"first": ", ".join(lines[:-1]), "last": lines[-1]}
@@ -78,10 +91,10 @@ def panel_admins(ctx: Context) -> None:
 def admins_view(ctx: Context) -> tuple[str, dict[str, Any]]:
     configured = admins.configured_admin_ids()
     lines, rows = [_("Admins:")], []
-    for admin_id in admins.admin_ids():
+    for admin_id in admins.listed_admin_ids():
         label = (
             _("owner")
-            if admins.role_of(admin_id) == Role.OWNER
+            if admins.is_owner(admin_id)
             else (_("environment") if admin_id in configured else _("added"))
         )
         lines.append(f"{admin_id} ({label})")

@@ -247,5 +247,10 @@ def delivery_failed(
 
 
 def chat_reachable_again(chat_id: int) -> None:
-    """The user wrote to the bot: whatever blocked delivery before is gone."""
-    BlockedChat.objects.filter(chat_id=chat_id).delete()
+    """The user wrote to the bot: whatever blocked delivery before is gone.
+
+    Every private message pays for this, so it is one DELETE statement (no transaction
+    around it, as ``QuerySet.delete`` opens for cascades and signals: a BlockedChat has
+    neither)."""
+    queryset = BlockedChat.objects.filter(chat_id=chat_id)
+    queryset._raw_delete(queryset.db)

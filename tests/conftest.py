@@ -72,6 +72,17 @@ def _forget_languages() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
+def _forget_listed_admins() -> Iterator[None]:
+    """The panel's process cache of BotAdmin rows outlives a test's rows (a rollback sends
+    no post_delete)."""
+    from telegram_bot import admins
+
+    admins.forget_listed_admins()
+    yield
+    admins.forget_listed_admins()
+
+
+@pytest.fixture(autouse=True)
 def _forget_moderation_settings() -> Iterator[None]:
     """Moderation's process cache of chat settings outlives a test's rows: a chat's log
     channel from one test would receive the next tests' audit entries of that chat."""

@@ -17,7 +17,7 @@ from functools import cached_property
 from django.conf import settings
 from django.utils.translation import gettext_lazy
 
-from telegram_bot.admins import Role, role_of
+from telegram_bot.admins import Role, configured_role, role_of
 from telegram_bot.bot import bot_username
 from telegram_bot.state import KVStore
 from telegram_bot.updates import Update
@@ -40,6 +40,14 @@ class Sender:
 
     def __repr__(self) -> str:
         return f"Sender(user_id={self.user_id})"
+
+    @property
+    def knows_admin_without_lookup(self) -> bool:
+        """An admin by the environment (owner, ADMIN_TELEGRAM_IDS): no query needed."""
+        if "role" in self.__dict__:
+            return self.is_admin
+        configured = configured_role(self.user_id)
+        return configured is not None and configured >= Role.ADMIN
 
     @property
     def is_admin(self) -> bool:
@@ -132,15 +140,27 @@ def is_interaction(update: Update) -> bool:
 
 
 def over_rate_limit(store: KVStore, update: Update, sender: Sender) -> bool:
-    """Count this interaction against the user's and the chat's window; True when over."""
-    if not is_interaction(update) or sender.is_admin:
+    """Count this interaction against the user's and the chat's window; True when over.
+
+    Admins are exempt. The owner and the environment's admins are known without I/O and
+    count nowhere; an admin from the BotAdmin rows is looked up only when it decides
+    something (the user's window is full, or the interaction would count against a group's
+    window): a command or a press in a private chat, under its limit, costs no admin lookup
+    in the database. Such an admin's own window counter is kept, never read for them.
+    """
+    if not is_interaction(update):
+        return False
+    if sender.knows_admin_without_lookup:
         return False
     window = _window()
     if sender.user_id is not None:
         count = store.increment(f"rl:u:{sender.user_id}:{window}", 1, ttl_ms=WINDOW_MS + 1000)
-        if count > settings.RATE_LIMIT_USER_PER_MINUTE:
+        if count > settings.RATE_LIMIT_USER_PER_MINUTE and not sender.is_admin:
             return True
     if update.chat_id is not None and update.chat_type != "private":
+        # Admins' interactions use none of the chat's budget.
+        if sender.is_admin:
+            return False
         count = store.increment(f"rl:c:{update.chat_id}:{window}", 1, ttl_ms=WINDOW_MS + 1000)
         if count > settings.RATE_LIMIT_CHAT_PER_MINUTE:
             return True

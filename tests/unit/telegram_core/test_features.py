@@ -6,8 +6,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from django.utils import translation
 
-from telegram_bot import features
+from telegram_bot import features, handlers
 from telegram_bot.handlers import start_text
 from telegram_bot.pipeline.router import build_router, get_router
 from telegram_bot.state.keys import FAMILIES, check_key, declare_families, family_owner
@@ -89,3 +90,22 @@ def test_no_core_module_names_a_feature_app_not_even_by_a_string() -> None:
         if "migrations" not in path.parts and (names := _names_in(path))
     }
     assert offenders == {}
+
+
+def test_the_start_text_is_composed_once_per_language(monkeypatch: pytest.MonkeyPatch) -> None:
+    composed: list[str | None] = []
+    compose = handlers._compose_start_text
+
+    def counting() -> str:
+        composed.append(translation.get_language())
+        return compose()
+
+    monkeypatch.setattr(handlers, "_start_texts", {})
+    monkeypatch.setattr(handlers, "_compose_start_text", counting)
+    with translation.override("en"):
+        english = [start_text() for _ in range(3)]
+    with translation.override("ru"):
+        russian = start_text()
+    assert composed == ["en", "ru"]
+    assert english == [english[0]] * 3 and english[0].startswith("Hello!")
+    assert russian != english[0]
