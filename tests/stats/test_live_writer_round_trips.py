@@ -1,0 +1,160 @@
+"""The live writer's cost on PostgreSQL as the webhook runs it (outside any ``atomic`` block):
+two round trips a message (``BEGIN`` + lock + add, then ``COMMIT``), no health check, and the
+same outcomes as the ``atomic`` path when the KV commit is a duplicate, raises, or the
+connection died while it sat in the pool. Counts, never times."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import OperationalError, connection
+from psycopg.pq import TransactionStatus
+
+from stats import keys
+from stats.live_writer import RowDelta, count_once
+from stats.models import DailyCoverage, DailyUserStat
+from telegram_bot.state import KVStore, open_store
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="the two-round-trip path is PostgreSQL's"
+)
+CHAT = -100778
+DAY = datetime.now(UTC).date() - timedelta(days=1)
+
+
+@pytest.fixture
+def memory() -> KVStore:
+    return open_store("memory://")
+
+
+@pytest.fixture
+def health_checks() -> Iterator[None]:
+    """Health checks on, as the product's settings have them (the tests' settings may not)."""
+    saved = connection.health_check_enabled
+    connection.health_check_enabled = True
+    yield
+    connection.health_check_enabled = saved
+
+
+class RoundTrips:
+    """Every wait of psycopg for the server (one per round trip), and the SQL sent."""
+
+    def __init__(self) -> None:
+        self.waits = 0
+        self.sql: list[str] = []
+
+    def __enter__(self) -> RoundTrips:
+        self.original = psycopg.Connection.wait
+        original = self.original
+
+        def wait(conn: Any, *args: Any, **kwargs: Any) -> Any:
+            self.waits += 1
+            return original(conn, *args, **kwargs)
+
+        psycopg.Connection.wait = wait  # type: ignore[method-assign]
+        self.wrapper = connection.execute_wrapper(self._record)
+        self.wrapper.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wrapper.__exit__(None, None, None)
+        psycopg.Connection.wait = self.original  # type: ignore[method-assign]
+
+    def _record(self, execute: Any, sql: str, params: Any, many: bool, ctx: Any) -> Any:
+        self.sql.append(sql.split(";")[0].split()[0])
+        return execute(sql, params, many, ctx)
+
+
+def delta(user_id: int = 1, day: date = DAY) -> RowDelta:
+    return RowDelta(CHAT, day, user_id, {"message_count": 1, "word_count": 2, "hour_13": 1})
+
+
+def idle() -> bool:
+    raw = connection.connection
+    return raw is not None and raw.info.transaction_status == TransactionStatus.IDLE
+
+
+def cell(user_id: int = 1) -> int:
+    return DailyUserStat.objects.get(chat_id=CHAT, day=DAY, user_id=user_id).message_count
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_counted_message_costs_two_database_round_trips(
+    memory: KVStore, health_checks: None
+) -> None:
+    assert count_once(store=memory, commit=lambda: True, rows=[delta(1)])  # connects, memo
+    connection.health_check_done = False  # a new request: Django would check the connection
+    with RoundTrips() as trips:
+        assert count_once(store=memory, commit=lambda: True, rows=[delta(2)])
+    assert trips.waits == 2  # no health check, no separate BEGIN
+    assert trips.sql == ["BEGIN", "COMMIT"]
+    assert cell(2) == 1 and idle()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_first_message_of_a_day_writes_coverage_in_the_same_round_trip(
+    memory: KVStore,
+) -> None:
+    count_once(store=memory, commit=lambda: True, rows=[delta(1, DAY - timedelta(days=1))])
+    with RoundTrips() as trips:
+        assert count_once(store=memory, commit=lambda: True, rows=[delta(1)])
+    assert trips.waits == 2
+    assert DailyCoverage.objects.get(chat_id=CHAT, day=DAY, category="messages").status == "live"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_duplicate_rolls_the_add_back_in_the_second_round_trip(memory: KVStore) -> None:
+    assert count_once(store=memory, commit=lambda: True, rows=[delta()])
+    with RoundTrips() as trips:
+        assert not count_once(store=memory, commit=lambda: False, rows=[delta()])
+    assert trips.sql == ["BEGIN", "ROLLBACK"] and trips.waits == 2
+    assert cell() == 1 and idle()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_commit_that_raises_rolls_back_and_leaves_no_transaction_open(memory: KVStore) -> None:
+    def broken() -> bool:
+        raise RuntimeError("KV store down")
+
+    with pytest.raises(RuntimeError):
+        count_once(store=memory, commit=broken, rows=[delta()])
+    assert idle()
+    assert not DailyUserStat.objects.exists()
+    assert count_once(store=memory, commit=lambda: True, rows=[delta()])
+    assert cell() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_that_died_in_the_pool_is_replaced_without_losing_the_add(
+    memory: KVStore,
+) -> None:
+    assert count_once(store=memory, commit=lambda: True, rows=[delta()])
+    pid = connection.connection.info.backend_pid
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    commits: list[int] = []
+    assert count_once(store=memory, commit=lambda: commits.append(1) or True, rows=[delta()])
+    assert commits == [1] and cell() == 2
+    assert connection.connection.info.backend_pid != pid
+    assert DailyCoverage.objects.filter(chat_id=CHAT, poisoned_at__isnull=False).count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_add_outside_a_transaction_counts_in_the_kv_store_and_poisons(
+    memory: KVStore,
+) -> None:
+    def fail(execute: Any, sql: str, params: Any, many: bool, ctx: Any) -> Any:
+        if sql.startswith("BEGIN"):
+            raise OperationalError("canceling statement due to statement timeout")
+        return execute(sql, params, many, ctx)
+
+    commits: list[int] = []
+    with connection.execute_wrapper(fail):
+        applied = count_once(store=memory, commit=lambda: commits.append(1) or True, rows=[delta()])
+    assert applied and commits == [1] and idle()
+    assert not DailyUserStat.objects.exists()
+    assert memory.get(keys.poison_key(CHAT, DAY, "messages")) is not None
