@@ -154,9 +154,17 @@ def _count_once_two_round_trips(store: KVStore, commit: Commit, merged: list[Row
     return applied
 
 
+# The add is derived data: its COMMIT need not wait for the WAL to reach the disk. A database
+# crash may lose the last adds that were reported committed, never a part of one, and always a
+# suffix of the history (an exclusive lock holder's own commit flushes every add before it):
+# the same state as live writers killed between their KV commit and their database commit,
+# KV-only increments, which the backfill and the reconciliation rewrite (Ordering).
+_ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
+
+
 def _begin_lock_and_add(merged: Sequence[RowDelta]) -> None:
     present = [s for s in _lock_and_add_statements(merged) if s is not None]
-    sql = "; ".join(["BEGIN", *(sql for sql, _ in present)])
+    sql = "; ".join(["BEGIN", _ASYNC_COMMIT, *(sql for sql, _ in present)])
     params = [param for _, params in present for param in params]
     # The health check would cost a round trip per request; a reused connection that died
     # (the server restarted) fails this query instead, before anything was committed.

@@ -46,6 +46,7 @@ class RoundTrips:
     def __init__(self) -> None:
         self.waits = 0
         self.sql: list[str] = []
+        self.full: list[str] = []
 
     def __enter__(self) -> RoundTrips:
         self.original = psycopg.Connection.wait
@@ -66,6 +67,7 @@ class RoundTrips:
 
     def _record(self, execute: Any, sql: str, params: Any, many: bool, ctx: Any) -> Any:
         self.sql.append(sql.split(";")[0].split()[0])
+        self.full.append(sql)
         return execute(sql, params, many, ctx)
 
 
@@ -93,6 +95,27 @@ def test_a_counted_message_costs_two_database_round_trips(
     assert trips.waits == 2  # no health check, no separate BEGIN
     assert trips.sql == ["BEGIN", "COMMIT"]
     assert cell(2) == 1 and idle()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_live_writers_commit_does_not_wait_for_the_disk(memory: KVStore) -> None:
+    """Its adds are derived data: a database crash that loses the last of them leaves KV-only
+    increments, as a writer killed between its two writes does (stats README, Ordering)."""
+    seen: list[str] = []
+
+    def commit() -> bool:
+        with connection.cursor() as cursor:  # inside the writer's transaction
+            cursor.execute("SHOW synchronous_commit")
+            seen.append(cursor.fetchone()[0])
+        return True
+
+    with RoundTrips() as trips:
+        assert count_once(store=memory, commit=commit, rows=[delta()])
+    assert "SET LOCAL synchronous_commit TO OFF" in trips.full[0]
+    assert seen == ["off"]
+    with connection.cursor() as cursor:  # SET LOCAL: only that transaction
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
 
 
 @pytest.mark.django_db(transaction=True)
