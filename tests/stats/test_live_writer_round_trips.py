@@ -5,6 +5,8 @@ connection died while it sat in the pool. Counts, never times."""
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -17,7 +19,9 @@ from psycopg.pq import TransactionStatus
 from stats import keys
 from stats.live_writer import RowDelta, count_once
 from stats.models import DailyCoverage, DailyUserStat
-from telegram_bot.state import KVStore, open_store
+from telegram_bot.state import KVStore, open_store, override_store
+from tests.builders import make_message_update
+from tests.conftest import REDIS_URL
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="the two-round-trip path is PostgreSQL's"
@@ -181,3 +185,55 @@ def test_a_failed_add_outside_a_transaction_counts_in_the_kv_store_and_poisons(
     assert applied and commits == [1] and idle()
     assert not DailyUserStat.objects.exists()
     assert memory.get(keys.poison_key(CHAT, DAY, "messages")) is not None
+
+
+# --- the whole webhook path --------------------------------------------------------------------
+@pytest.mark.django_db(transaction=True)
+def test_a_group_message_through_the_webhook_costs_two_database_round_trips(
+    live_bot: Any, post_update: Any, health_checks: None
+) -> None:
+    """The served settings check a pooled connection once a request (``SELECT 1``); the group
+    message path does without: BEGIN + lock + add, then COMMIT, and nothing else."""
+    for user_id in (1, 2):  # connections, caches, the coverage memo
+        assert post_update(group_message(user_id)).status_code == 200
+    with RoundTrips() as trips:
+        assert post_update(group_message(3)).status_code == 200
+    assert trips.sql == ["BEGIN", "COMMIT"]
+    assert trips.waits == 2
+    assert DailyUserStat.objects.filter(chat_id=CHAT).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_group_message_through_the_webhook_costs_three_redis_round_trips(
+    live_bot: Any, post_update: Any
+) -> None:
+    """The claim, the anti-flood counter, and the commit of the counters with the done-marker."""
+    if not REDIS_URL:
+        pytest.skip("REDIS_URL not set")
+    store = open_store(REDIS_URL, prefix=f"t{uuid.uuid4().hex[:12]}:")
+    client = store.client  # type: ignore[attr-defined]
+    commands: list[str] = []
+    send = client.execute_command
+
+    def count(*command: Any, **options: Any) -> Any:
+        commands.append(str(command[0]))
+        return send(*command, **options)
+
+    try:
+        with override_store(store):
+            assert post_update(group_message(1)).status_code == 200
+            client.execute_command = count
+            assert post_update(group_message(2)).status_code == 200
+    finally:
+        client.execute_command = send
+        for key in client.scan_iter(match=f"{store.prefix}*", count=500):
+            client.delete(key)
+        store.close()
+    assert sorted(commands) == ["EVALSHA", "EVALSHA", "SET"]
+    assert DailyUserStat.objects.filter(chat_id=CHAT).count() == 2
+
+
+def group_message(user_id: int) -> dict[str, Any]:
+    return make_message_update(
+        "two words", chat_id=CHAT, user_id=user_id, chat_type="supergroup", date=int(time.time())
+    )
