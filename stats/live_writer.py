@@ -131,17 +131,15 @@ def _count_once_two_round_trips(store: KVStore, commit: Commit, merged: list[Row
     replaced and the query sent again (nothing of it was committed)."""
     stage = "add"
     try:
-        _begin_lock_and_add(merged)
-        stage = "commit"
         try:
+            _begin_lock_and_add(merged)
+            stage = "commit"
             applied = commit()
-        except BaseException:
-            _end_quietly()  # the add rolls back; what commit raised is the caller's
-            raise
-        stage = "end"
-        _execute("COMMIT" if applied else "ROLLBACK")
+            stage = "end"
+            _execute("COMMIT" if applied else "ROLLBACK")
+        finally:
+            _end_quietly()  # whatever was raised, no transaction stays open (else a no-op)
     except DatabaseError as exc:
-        _end_quietly()
         if stage == "commit":
             raise  # the KV commit itself failed: nothing counted
         if stage == "add":  # the database failed before the KV commit: count in the KV store

@@ -156,6 +156,24 @@ def test_a_commit_that_raises_rolls_back_and_leaves_no_transaction_open(memory: 
 
 
 @pytest.mark.django_db(transaction=True)
+def test_anything_raised_before_the_commit_leaves_no_transaction_open(memory: KVStore) -> None:
+    """As a process that dies there: the increment stays in the KV store only, and the next
+    message on this connection does not run inside a forgotten transaction."""
+
+    def interrupted(execute: Any, sql: str, params: Any, many: bool, ctx: Any) -> Any:
+        if sql == "COMMIT":
+            raise SystemExit("worker timeout")
+        return execute(sql, params, many, ctx)
+
+    with connection.execute_wrapper(interrupted), pytest.raises(SystemExit):
+        count_once(store=memory, commit=lambda: True, rows=[delta(1)])
+    assert idle()
+    assert count_once(store=memory, commit=lambda: True, rows=[delta(2)])
+    assert cell(2) == 1
+    assert not DailyUserStat.objects.filter(user_id=1).exists()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_connection_that_died_in_the_pool_is_replaced_without_losing_the_add(
     memory: KVStore,
 ) -> None:
