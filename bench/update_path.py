@@ -130,6 +130,8 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
     def count_sql(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         words = [word for word in sql.split()[:3] if not word.startswith('"')]  # no savepoint ids
         commands["sql " + " ".join(words)] += 1
+        if sql == "COMMIT":  # the live writer ends its own transaction on PostgreSQL
+            counted["commits"] += 1
         return execute(sql, params, many, context)
 
     wait = None

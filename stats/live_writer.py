@@ -1,15 +1,17 @@
 """The live writer: the increments of counted messages, added to ``stats_daily_user``.
 
-Ordering (``count_once``, the update path's entry point): in one database transaction the
-day's lock (``stats.daylock``) is taken SHARED and the additive upsert written (on PostgreSQL
-one round trip), then the KV commit runs (the counters with the update's done-marker), and the
-transaction commits only if that commit applied (a duplicate, or a commit that raises, rolls
-the add back), releasing the lock. The backfill and the reconciliation hold the same lock
-EXCLUSIVE while they read counters and write, so they never see a KV increment whose
-database add is still in flight; a process killed between the KV commit and the database
-commit leaves the increment in the KV store only (its transaction rolls back), where the
-backfill's rebuild or the reconciliation (late marker, ``stats.reconcile``) finds it. With
-the database KV store the commit joins this transaction: the two writes are then one.
+Ordering (``count_once``, the update path's entry point): in one database transaction the day's
+lock (``stats.daylock``) is taken SHARED and the additive upsert written (on PostgreSQL one
+query; outside an ``atomic`` block, the webhook's case, ``BEGIN`` goes in it too and ``COMMIT``
+is the message's only other round trip), then the KV commit runs (the counters with the
+update's done-marker), and the transaction commits only if that commit applied (a duplicate, or
+a commit that raises, rolls the add back), releasing the lock. The backfill and the
+reconciliation hold the same lock EXCLUSIVE while they read counters and write, so they never
+see a KV increment whose database add is still in flight; a process killed between the KV
+commit and the database commit leaves the increment in the KV store only (its transaction rolls
+back), where the backfill's rebuild or the reconciliation (late marker, ``stats.reconcile``)
+finds it. With the database KV store the commit joins this transaction: the two writes are then
+one.
 
 Rows are merged per (chat, day, user), sorted, and written with ONE additive upsert
 (``col = col + excluded.col``), followed, in the same transaction, by one upsert of the coverage
@@ -37,8 +39,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
+from psycopg.pq import TransactionStatus
 
 from stats import keys
 from stats.daylock import lock_statement
@@ -82,6 +85,8 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
     an add whose KV commit did not happen, as if the add came after the commit.
     """
     merged = merge_rows(rows)
+    if merged and _own_transaction(store):
+        return _count_once_two_round_trips(store, commit, merged)
     stage = "add"
     try:
         with transaction.atomic():
@@ -103,6 +108,96 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
     if applied and merged:
         _memo_remember(_touched(merged))
     return applied
+
+
+def _own_transaction(store: KVStore) -> bool:
+    """Whether ``count_once`` may open and end its transaction with statements of its own:
+    PostgreSQL with client-side binding, outside any ``atomic`` block, KV store elsewhere."""
+    return (
+        connection.vendor == "postgresql"
+        and not connection.in_atomic_block
+        and connection.settings_dict.get("AUTOCOMMIT", True)
+        and not _server_side_binding()
+        and not _kv_in_database(store)
+    )
+
+
+def _count_once_two_round_trips(store: KVStore, commit: Commit, merged: list[RowDelta]) -> bool:
+    """``count_once`` in two database round trips: ``BEGIN`` goes in the query with the lock
+    and the add, and ``COMMIT`` (or ``ROLLBACK`` for a duplicate) is the second. The same
+    transaction and the same order as ``transaction.atomic`` gives (the add written and the
+    lock held before the KV commit, committed only once it applied), without the separate
+    ``BEGIN`` and without the per-request health check: a connection that turns out dead is
+    replaced and the query sent again (nothing of it was committed)."""
+    stage = "add"
+    try:
+        try:
+            _begin_lock_and_add(merged)
+            stage = "commit"
+            applied = commit()
+            stage = "end"
+            _execute("COMMIT" if applied else "ROLLBACK")
+        finally:
+            _end_quietly()  # whatever was raised, no transaction stays open (else a no-op)
+    except DatabaseError as exc:
+        if stage == "commit":
+            raise  # the KV commit itself failed: nothing counted
+        if stage == "add":  # the database failed before the KV commit: count in the KV store
+            log.warning("stats day lock or add failed, counting without it: %s", exc)
+            applied = commit()
+        if applied:
+            _poison_failed(store, merged, exc)
+        return applied
+    _memo_remember(_touched(merged))
+    return applied
+
+
+# The add is derived data: its COMMIT need not wait for the WAL to reach the disk. A database
+# crash may lose the last adds that were reported committed, never a part of one, and always a
+# suffix of the history (an exclusive lock holder's own commit flushes every add before it):
+# the same state as live writers killed between their KV commit and their database commit,
+# KV-only increments, which the backfill and the reconciliation rewrite (Ordering).
+_ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
+
+
+def _begin_lock_and_add(merged: Sequence[RowDelta]) -> None:
+    present = [s for s in _lock_and_add_statements(merged) if s is not None]
+    sql = "; ".join(["BEGIN", _ASYNC_COMMIT, *(sql for sql, _ in present)])
+    params = [param for _, params in present for param in params]
+    # The health check would cost a round trip per request; a reused connection that died
+    # (the server restarted) fails this query instead, before anything was committed.
+    reused = connection.connection is not None
+    connection.health_check_done = True
+    try:
+        _execute(sql, params)
+    except (OperationalError, InterfaceError):
+        if not (reused and _connection_broken()):
+            raise
+        connection.close()
+        _execute(sql, params)
+
+
+def _execute(sql: str, params: list[Any] | None = None) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def _connection_broken() -> bool:
+    raw = connection.connection
+    return raw is None or bool(raw.closed) or bool(getattr(raw, "broken", False))
+
+
+def _end_quietly() -> None:
+    """Roll back a transaction left open by ``_count_once_two_round_trips``; a connection
+    that cannot do even that is closed (the server then rolls back)."""
+    raw = connection.connection
+    if raw is None or raw.closed:
+        return
+    try:
+        if raw.info.transaction_status != TransactionStatus.IDLE:
+            _execute("ROLLBACK")
+    except DatabaseError:
+        connection.close()
 
 
 def live_write(*, store: KVStore, rows: Sequence[RowDelta]) -> bool:
@@ -137,9 +232,7 @@ def _lock_and_add(merged: Sequence[RowDelta]) -> None:
     simple-protocol query, which runs them in order."""
     if not merged:
         return
-    lock = lock_statement({(row.chat_id, row.day) for row in merged}, shared=True)
-    statements = [lock, _upsert_statement(merged), _coverage_live_statement(_touched(merged))]
-    present = [statement for statement in statements if statement is not None]
+    present = [s for s in _lock_and_add_statements(merged) if s is not None]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql" and not _server_side_binding():
             cursor.execute(
@@ -149,6 +242,11 @@ def _lock_and_add(merged: Sequence[RowDelta]) -> None:
             return
         for statement in present:
             cursor.execute(*statement)
+
+
+def _lock_and_add_statements(merged: Sequence[RowDelta]) -> list[Statement | None]:
+    lock = lock_statement({(row.chat_id, row.day) for row in merged}, shared=True)
+    return [lock, _upsert_statement(merged), _coverage_live_statement(_touched(merged))]
 
 
 def _server_side_binding() -> bool:
