@@ -48,6 +48,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--zone", default="UTC")
     parser.add_argument("--plans", action="store_true")
+    parser.add_argument(
+        "--no-totals",
+        action="store_true",
+        help="leave the verified days without their stored totals (the rows are summed)",
+    )
     args = parser.parse_args()
 
     import django
@@ -67,11 +72,12 @@ def main() -> None:
         teardown_test_environment()
 
 
-def seed(days: int, users: int, zone: str) -> None:
+def seed(days: int, users: int, zone: str, *, verified: bool = True) -> None:
     from django.db import connection
 
     from stats.models import CATEGORIES, ChatUserProfile, DailyCoverage, StatsChat
     from stats.selectors import utc_today
+    from stats.totals import day_totals_write
     from telegram_bot.models import ChatPreference
 
     rng = random.Random(1)
@@ -133,6 +139,13 @@ def seed(days: int, users: int, zone: str) -> None:
     StatsChat.objects.create(chat_id=CHAT, title="Bench group")
     ChatPreference.objects.create(chat_id=CHAT, time_zone=zone)
     print(f"  seeded {days * users} rows with COPY in {seconds:.1f} s")
+    if verified:  # what finalize stores when it verifies a day complete
+        started = time.perf_counter()
+        with connection.cursor() as cursor:
+            for n in range(days - 1):
+                day_totals_write(cursor, CHAT, first + timedelta(days=n))
+        seconds = time.perf_counter() - started
+        print(f"  stored the totals of {days - 1} verified days in {seconds:.1f} s")
 
 
 def timed(call: Callable[[], Any], repeat: int) -> tuple[float, int]:
@@ -164,7 +177,7 @@ def run(args: argparse.Namespace) -> None:
         f"dashboard: PostgreSQL {connection.pg_version // 10000}, {args.days} days x "
         f"{args.users} members, zone {args.zone}, median of {args.repeat}"
     )
-    seed(args.days, args.users, args.zone)
+    seed(args.days, args.users, args.zone, verified=not args.no_totals)
     user = get_user_model().objects.create_superuser("bench", "bench@example.org", "x")
     client = Client()
     client.force_login(user)
