@@ -5,12 +5,14 @@ same rows measured in the same run. Ratios and query counts, never assertions.
                                                          [--repeat 5] [--zone UTC] [--plans]
 
 Seeds ``--days`` x ``--users`` rows of ``stats_daily_user`` for one chat with ``COPY`` (every
-member active every day, messages spread over the hours), every day's coverage complete, and
-names for every member; then times, in process (server time, no HTTP):
+member active every day, messages spread over the hours), every day's coverage complete, the
+verified days' read totals stored as finalize stores them (``stats.totals``; not with
+``--no-totals``), and names for every member; then times, in process (server time, no HTTP):
 
 - ``COUNT(*)`` of the chat's rows in the range (the baseline);
 - ``GET /api/v1/stats/report`` (days, top 50 members, previous period, growth, heat maps);
-- ``GET /api/v1/stats/daily`` and ``GET /api/v1/stats/members?offset=1000``;
+- ``GET /api/v1/stats/daily``, ``GET /api/v1/stats/members?offset=1000`` and
+  ``GET /api/v1/stats/hours``;
 - ``GET /admin/stats/`` (the page: form and chat list; the browser then calls the report).
 
 Each figure is the median of ``--repeat`` runs after one warm-up, with its SQL query count.
@@ -208,6 +210,7 @@ def run(args: argparse.Namespace) -> None:
             ("GET /api/v1/stats/report", get("/api/v1/stats/report")),
             ("GET /api/v1/stats/daily", get("/api/v1/stats/daily")),
             ("GET /api/v1/stats/members page 21", get("/api/v1/stats/members", offset=1000)),
+            ("GET /api/v1/stats/hours", get("/api/v1/stats/hours")),
             ("GET /admin/stats/ (the page)", get("/admin/stats/")),
         ):
             ms, queries = timed(call, args.repeat)

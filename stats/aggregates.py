@@ -17,6 +17,7 @@ import functools
 from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from typing import Any
 
 from django.db import connection
 
@@ -159,6 +160,21 @@ class StoredDay:
         return self.tail_messages, self.words - self.head_words, self.tail_active
 
 
+def stored_day(values: Sequence[int]) -> StoredDay:
+    """A ``StoredDay`` from the values of ``day_sums_sql``'s expressions, in their order."""
+    messages, words, active, tail_messages, head_words, head_active, tail_active = values[:7]
+    return StoredDay(
+        messages,
+        words,
+        active,
+        tail_messages,
+        head_words,
+        head_active,
+        tail_active,
+        hours=list(values[7:]),
+    )
+
+
 def day_sums_sql(cut: int) -> list[str]:
     """The aggregate expressions of one stored day's ``StoredDay`` fields (sums, then the 24
     hours) over its rows, for the split at ``cut``."""
@@ -197,7 +213,8 @@ def stored_days(chat_id: int, splits: dict[date, Split]) -> dict[date, StoredDay
     One query (a UNION ALL branch per run of days with the same cut)."""
     if not splits:
         return {}
-    branches, params = [], []
+    branches: list[str] = []
+    params: list[Any] = []
     for first, last, cut in _segments(splits):
         branches.append(
             f"SELECT day, {', '.join(day_sums_sql(cut))} "  # noqa: S608 - constant columns, integer cuts, placeholders
@@ -210,7 +227,7 @@ def stored_days(chat_id: int, splits: dict[date, Split]) -> dict[date, StoredDay
     days = {}
     for row in rows:
         values = [int(v or 0) for v in row[1:]]
-        days[as_date(row[0])] = StoredDay(*values[:7], hours=values[7:])
+        days[as_date(row[0])] = stored_day(values)
     return days
 
 
@@ -309,14 +326,15 @@ def range_parts(splits: dict[date, Split], start: date, end: date) -> RangeParts
 
 def _member_source(
     chat_id: int, parts: RangeParts, columns: Sequence[str], users: Sequence[int] | None
-) -> tuple[str, list[object]]:
+) -> tuple[str, list[Any]]:
     """A subquery of (user_id, day, ``columns``) with each row's share in the range: whole
     rows for the days inside it, a UNION ALL branch with the part expressions for each edge
     day of a split range (so the expressions cost nothing on the other rows)."""
     whole = sorted(day for day, (part, _cut) in parts.parts.items() if part == "all")
     edges = sorted((day, part) for day, part in parts.parts.items() if part[0] != "all")
     by_user = f" AND user_id IN ({', '.join(['%s'] * len(users))})" if users else ""
-    branches, params = [], []
+    branches: list[str] = []
+    params: list[Any] = []
     if whole:
         branches.append(
             f"SELECT user_id, day, {', '.join(columns)} FROM {TABLE} "  # noqa: S608 - constant columns, placeholders

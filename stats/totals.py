@@ -110,16 +110,8 @@ def day_totals_read(
         if split is None or split.cut != int(row[1]):
             continue
         values = [int(value) for value in row[2:]]
-        messages, words, active, tail_messages, head_words, head_active, tail_active = values[:7]
-        sums[day] = StoredDay(
-            messages,
-            words,
-            active,
-            tail_messages,
-            head_words,
-            head_active,
-            tail_active,
-            hours=values[len(SUM_COLUMNS) + 1 :],
+        sums[day] = aggregates.stored_day(
+            values[: len(SUM_COLUMNS)] + values[len(SUM_COLUMNS) + 1 :]
         )
         straddling[day - timedelta(days=1)] = values[len(SUM_COLUMNS)]
     return sums, straddling
