@@ -115,3 +115,33 @@ def day_totals_read(
         )
         straddling[day - timedelta(days=1)] = values[len(SUM_COLUMNS)]
     return sums, straddling
+
+
+def totals_fill() -> int:
+    """Store the read totals of the verified days that have none (days verified before the
+    totals existed), oldest first, each in its own transaction under the day's exclusive lock
+    (a live add to the day waits for it, and its trigger then drops the row). Returns how many
+    days it stored. One query for the list, then one transaction a day."""
+    from django.db import transaction
+    from django.db.models import Count, Exists, OuterRef, Q
+
+    from stats.daylock import lock_days
+    from stats.models import CATEGORIES, DailyCoverage, DailyTotals
+
+    has_totals = DailyTotals.objects.filter(chat_id=OuterRef("chat_id"), day=OuterRef("day"))
+    days = (
+        DailyCoverage.objects.filter(day__lt=timezone.now().date())
+        .values("chat_id", "day")
+        .annotate(complete=Count("id", filter=Q(status="complete", poisoned_at__isnull=True)))
+        .filter(complete=len(CATEGORIES))
+        .annotate(stored=Exists(has_totals))
+        .filter(stored=False)
+        .order_by("day", "chat_id")
+        .values_list("chat_id", "day")
+    )
+    stored = 0
+    for chat_id, day in list(days):
+        with transaction.atomic(), connection.cursor() as cursor:
+            lock_days([(chat_id, day)], shared=False)
+            stored += day_totals_write(cursor, chat_id, day)
+    return stored

@@ -5,6 +5,7 @@ write to today's rows."""
 
 from __future__ import annotations
 
+import io
 import time
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -200,3 +201,31 @@ def test_a_split_zone_stores_the_parts_and_the_straddlers(
     assert stored is not None and (stored.zone, stored.cut) == ("Europe/Moscow", 21)
     assert (stored.tail_messages, stored.head_active, stored.tail_active) == (2, 1, 2)
     assert stored.straddlers == 1  # member 1: the tail of ``earlier`` and the head of ``before``
+
+
+@pytest.mark.django_db
+def test_the_command_stores_the_totals_of_verified_days_that_have_none() -> None:
+    from django.core.management import call_command
+
+    from stats.models import CATEGORIES, DailyCoverage
+
+    yesterday = today() - timedelta(days=1)
+    before = yesterday - timedelta(days=1)
+    for day in (before, yesterday, today()):
+        DailyUserStat.objects.create(
+            chat_id=GROUP, day=day, user_id=1, message_count=3, word_count=5, hour_07=3
+        )
+        for category in CATEGORIES:  # verified, except ``before``'s hours and today
+            status = "pending" if day == before and category == "hours" else "complete"
+            DailyCoverage.objects.create(chat_id=GROUP, day=day, category=category, status=status)
+
+    call_command("stats_totals", stdout=io.StringIO())
+
+    stored = totals_of(yesterday)
+    assert stored is not None and (stored.messages, stored.words, stored.hour_07) == (3, 5, 3)
+    assert totals_of(before) is None and totals_of(today()) is None
+    DailyTotals.objects.filter(day=yesterday).update(messages=7)
+    out = io.StringIO()
+    call_command("stats_totals", stdout=out)  # a day with totals is left alone
+    assert totals_of(yesterday).messages == 7  # type: ignore[union-attr]
+    assert "stored the totals of 0 verified days" in out.getvalue()
