@@ -5,12 +5,14 @@ same rows measured in the same run. Ratios and query counts, never assertions.
                                                          [--repeat 5] [--zone UTC] [--plans]
 
 Seeds ``--days`` x ``--users`` rows of ``stats_daily_user`` for one chat with ``COPY`` (every
-member active every day, messages spread over the hours), every day's coverage complete, and
-names for every member; then times, in process (server time, no HTTP):
+member active every day, messages spread over the hours), every day's coverage complete, the
+verified days' read totals stored as finalize stores them (``stats.totals``; not with
+``--no-totals``), and names for every member; then times, in process (server time, no HTTP):
 
 - ``COUNT(*)`` of the chat's rows in the range (the baseline);
 - ``GET /api/v1/stats/report`` (days, top 50 members, previous period, growth, heat maps);
-- ``GET /api/v1/stats/daily`` and ``GET /api/v1/stats/members?offset=1000``;
+- ``GET /api/v1/stats/daily``, ``GET /api/v1/stats/members?offset=1000`` and
+  ``GET /api/v1/stats/hours``;
 - ``GET /admin/stats/`` (the page: form and chat list; the browser then calls the report).
 
 Each figure is the median of ``--repeat`` runs after one warm-up, with its SQL query count.
@@ -48,6 +50,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--zone", default="UTC")
     parser.add_argument("--plans", action="store_true")
+    parser.add_argument(
+        "--no-totals",
+        action="store_true",
+        help="leave the verified days without their stored totals (the rows are summed)",
+    )
     args = parser.parse_args()
 
     import django
@@ -67,11 +74,12 @@ def main() -> None:
         teardown_test_environment()
 
 
-def seed(days: int, users: int, zone: str) -> None:
+def seed(days: int, users: int, zone: str, *, verified: bool = True) -> None:
     from django.db import connection
 
     from stats.models import CATEGORIES, ChatUserProfile, DailyCoverage, StatsChat
     from stats.selectors import utc_today
+    from stats.totals import day_totals_write
     from telegram_bot.models import ChatPreference
 
     rng = random.Random(1)
@@ -133,6 +141,13 @@ def seed(days: int, users: int, zone: str) -> None:
     StatsChat.objects.create(chat_id=CHAT, title="Bench group")
     ChatPreference.objects.create(chat_id=CHAT, time_zone=zone)
     print(f"  seeded {days * users} rows with COPY in {seconds:.1f} s")
+    if verified:  # what finalize stores when it verifies a day complete
+        started = time.perf_counter()
+        with connection.cursor() as cursor:
+            for n in range(days - 1):
+                day_totals_write(cursor, CHAT, first + timedelta(days=n))
+        seconds = time.perf_counter() - started
+        print(f"  stored the totals of {days - 1} verified days in {seconds:.1f} s")
 
 
 def timed(call: Callable[[], Any], repeat: int) -> tuple[float, int]:
@@ -164,7 +179,7 @@ def run(args: argparse.Namespace) -> None:
         f"dashboard: PostgreSQL {connection.pg_version // 10000}, {args.days} days x "
         f"{args.users} members, zone {args.zone}, median of {args.repeat}"
     )
-    seed(args.days, args.users, args.zone)
+    seed(args.days, args.users, args.zone, verified=not args.no_totals)
     user = get_user_model().objects.create_superuser("bench", "bench@example.org", "x")
     client = Client()
     client.force_login(user)
@@ -195,6 +210,7 @@ def run(args: argparse.Namespace) -> None:
             ("GET /api/v1/stats/report", get("/api/v1/stats/report")),
             ("GET /api/v1/stats/daily", get("/api/v1/stats/daily")),
             ("GET /api/v1/stats/members page 21", get("/api/v1/stats/members", offset=1000)),
+            ("GET /api/v1/stats/hours", get("/api/v1/stats/hours")),
             ("GET /admin/stats/ (the page)", get("/admin/stats/")),
         ):
             ms, queries = timed(call, args.repeat)

@@ -13,9 +13,11 @@ into the local hour it starts in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from typing import Any
 
 from django.db import connection
 
@@ -53,8 +55,10 @@ def _offset(moment: datetime, zone: tzinfo) -> int:
     return int(delta.total_seconds() // 60) if delta is not None else 0
 
 
-def day_hours(day: date, zone: tzinfo) -> list[tuple[date, int]]:
-    """For each UTC hour of the stored ``day``: the local day and local hour it starts in."""
+@functools.lru_cache(maxsize=4096)
+def day_hours(day: date, zone: tzinfo) -> tuple[tuple[date, int], ...]:
+    """For each UTC hour of the stored ``day``: the local day and local hour it starts in
+    (cached: a year's report asks for 733 of them)."""
     midnight = datetime(day.year, day.month, day.day, tzinfo=UTC)
     first, last = _offset(midnight, zone), _offset(midnight + timedelta(hours=23), zone)
     hours = []
@@ -62,10 +66,10 @@ def day_hours(day: date, zone: tzinfo) -> list[tuple[date, int]]:
         offset = first if first == last else _offset(midnight + timedelta(hours=hour), zone)
         days, minute = divmod(hour * 60 + offset, 1440)
         hours.append((day + timedelta(days=days), minute // 60))
-    return hours
+    return tuple(hours)
 
 
-def split_of(hours: list[tuple[date, int]]) -> Split:
+def split_of(hours: Sequence[tuple[date, int]]) -> Split:
     """The split of a stored day from its ``day_hours``."""
     local = hours[0][0]
     for hour in range(1, 24):
@@ -119,7 +123,7 @@ def _part_sql(column: str, cut: int, part: str) -> str:
     return f"({column} - {_head_sql(column, cut)})"
 
 
-def _as_date(value: object) -> date:
+def as_date(value: object) -> date:
     return value if isinstance(value, date) else date.fromisoformat(str(value))
 
 
@@ -156,26 +160,64 @@ class StoredDay:
         return self.tail_messages, self.words - self.head_words, self.tail_active
 
 
+def stored_day(values: Sequence[int]) -> StoredDay:
+    """A ``StoredDay`` from the values of ``day_sums_sql``'s expressions, in their order."""
+    messages, words, active, tail_messages, head_words, head_active, tail_active = values[:7]
+    return StoredDay(
+        messages,
+        words,
+        active,
+        tail_messages,
+        head_words,
+        head_active,
+        tail_active,
+        hours=list(values[7:]),
+    )
+
+
+def day_sums_sql(cut: int) -> list[str]:
+    """The aggregate expressions of one stored day's ``StoredDay`` fields (sums, then the 24
+    hours) over its rows, for the split at ``cut``."""
+    active = "COUNT(*) FILTER (WHERE message_count > 0)"
+    if cut >= 24:  # the whole day is one local day: no parts to sum
+        parts = ["0", "SUM(word_count)", active, "0"]
+    else:
+        tail = _tail_messages_sql(cut)
+        parts = [
+            f"SUM({tail})",
+            f"SUM({_head_sql('word_count', cut)})",
+            f"COUNT(*) FILTER (WHERE message_count - {tail} > 0)",
+            f"COUNT(*) FILTER (WHERE {tail} > 0)",
+        ]
+    hours = [f"SUM({column})" for column in HOUR_COLUMNS]
+    return ["SUM(message_count)", "SUM(word_count)", active, *parts, *hours]
+
+
+def straddlers_sql(before_cut: int, cut: int) -> str:
+    """A scalar subquery: the members with messages both in the last part of the stored day
+    given by the first two placeholders (chat, day; split at ``before_cut``) and in the first
+    part of the next stored day (the third placeholder, split at ``cut``)."""
+    if before_cut >= 24:
+        return "0"
+    tail = _qualify(_tail_messages_sql(before_cut), "a")
+    head = _qualify(f"(message_count - {_tail_messages_sql(cut)})", "b")
+    return (
+        f"(SELECT COUNT(*) FROM {TABLE} a JOIN {TABLE} b ON b.chat_id = a.chat_id "  # noqa: S608 - constant columns, integer cuts, placeholders
+        f"AND b.user_id = a.user_id WHERE a.chat_id = %s AND a.day = %s AND b.day = %s "
+        f"AND {tail} > 0 AND {head} > 0)"
+    )
+
+
 def stored_days(chat_id: int, splits: dict[date, Split]) -> dict[date, StoredDay]:
     """Per stored day: totals, active members, the parts of a split day, the 24 hour sums.
     One query (a UNION ALL branch per run of days with the same cut)."""
     if not splits:
         return {}
-    branches, params = [], []
-    active = "COUNT(*) FILTER (WHERE message_count > 0)"
-    hours = ", ".join(f"SUM({column})" for column in HOUR_COLUMNS)
+    branches: list[str] = []
+    params: list[Any] = []
     for first, last, cut in _segments(splits):
-        if cut >= 24:  # the whole day is one local day: no parts to sum
-            parts = f"0, SUM(word_count), {active}, 0"
-        else:
-            tail = _tail_messages_sql(cut)
-            parts = (
-                f"SUM({tail}), SUM({_head_sql('word_count', cut)}), "
-                f"COUNT(*) FILTER (WHERE message_count - {tail} > 0), "
-                f"COUNT(*) FILTER (WHERE {tail} > 0)"
-            )
         branches.append(
-            f"SELECT day, SUM(message_count), SUM(word_count), {active}, {parts}, {hours} "  # noqa: S608 - constant columns, integer cuts, placeholders
+            f"SELECT day, {', '.join(day_sums_sql(cut))} "  # noqa: S608 - constant columns, integer cuts, placeholders
             f"FROM {TABLE} WHERE chat_id = %s AND day >= %s AND day <= %s GROUP BY day"
         )
         params += [chat_id, first, last]
@@ -185,15 +227,18 @@ def stored_days(chat_id: int, splits: dict[date, Split]) -> dict[date, StoredDay
     days = {}
     for row in rows:
         values = [int(v or 0) for v in row[1:]]
-        days[_as_date(row[0])] = StoredDay(*values[:7], hours=values[7:])
+        days[as_date(row[0])] = stored_day(values)
     return days
 
 
-def straddlers(chat_id: int, splits: dict[date, Split]) -> dict[date, int]:
+def straddlers(
+    chat_id: int, splits: dict[date, Split], known: Container[date] = ()
+) -> dict[date, int]:
     """Per stored day D: members active both in D's last part and in D+1's first part (the
-    same local day), so that a local day counts them once. One query; {} without splits."""
+    same local day), so that a local day counts them once. One query; {} without splits or
+    when every pair's D is in ``known``."""
     cuts = {day: split.cut for day, split in splits.items() if split.cut < 24}
-    pairs = [day for day in cuts if day + timedelta(days=1) in splits]
+    pairs = [day for day in cuts if day + timedelta(days=1) in splits and day not in known]
     if not pairs:
         return {}
     tail = _case_by_day("a", {day: _tail_messages_sql(cuts[day]) for day in pairs})
@@ -216,7 +261,8 @@ def straddlers(chat_id: int, splits: dict[date, Split]) -> dict[date, int]:
             sql,
             [chat_id, first, last, chat_id, first + timedelta(days=1), last + timedelta(days=1)],
         )
-        return {_as_date(day): int(count) for day, count in cursor.fetchall()}
+        counts = {as_date(day): int(count) for day, count in cursor.fetchall()}
+    return {day: count for day, count in counts.items() if day in pairs}
 
 
 def _case_by_day(alias: str, expressions: dict[date, str]) -> str:
@@ -280,14 +326,15 @@ def range_parts(splits: dict[date, Split], start: date, end: date) -> RangeParts
 
 def _member_source(
     chat_id: int, parts: RangeParts, columns: Sequence[str], users: Sequence[int] | None
-) -> tuple[str, list[object]]:
+) -> tuple[str, list[Any]]:
     """A subquery of (user_id, day, ``columns``) with each row's share in the range: whole
     rows for the days inside it, a UNION ALL branch with the part expressions for each edge
     day of a split range (so the expressions cost nothing on the other rows)."""
     whole = sorted(day for day, (part, _cut) in parts.parts.items() if part == "all")
     edges = sorted((day, part) for day, part in parts.parts.items() if part[0] != "all")
     by_user = f" AND user_id IN ({', '.join(['%s'] * len(users))})" if users else ""
-    branches, params = [], []
+    branches: list[str] = []
+    params: list[Any] = []
     if whole:
         branches.append(
             f"SELECT user_id, day, {', '.join(columns)} FROM {TABLE} "  # noqa: S608 - constant columns, placeholders
@@ -337,7 +384,7 @@ def member_rows(
         MemberRow(
             int(row[0]),
             {c: int(v or 0) for c, v in zip(VALUE_COLUMNS, row[1:11], strict=True)},
-            _as_date(row[11]) if row[11] is not None else None,
+            as_date(row[11]) if row[11] is not None else None,
         )
         for row in fetched
     ]

@@ -93,6 +93,69 @@ class DailyUserStat(models.Model):
         return [getattr(self, f"hour_{hour:02d}") for hour in range(24)]
 
 
+class DailyTotals(models.Model):
+    """The sums of one stored (UTC) day of a chat, as the read path would compute them from
+    ``stats_daily_user`` for the chat's time zone ``zone`` (``stats.aggregates.StoredDay``),
+    written when finalize or the reconciliation verify the day complete.
+
+    A row always equals its day's rows: triggers on ``stats_daily_user`` (migration 0005)
+    delete the totals of (chat, day) and (chat, day + 1) on any insert, update or delete of a
+    row of ``day`` before the database's today (UTC), so a late live add, a backfill rewrite
+    or an erasure drops it. Today's rows (the live path) fire nothing, and no totals exist
+    for today (the write checks the database's own clock). ``straddlers``: members with
+    messages both in the last part of ``day - 1`` and the first part of ``day`` (one local
+    day, counted once). Used only when ``zone`` and ``cut`` are the chat's current ones.
+    """
+
+    chat_id = models.BigIntegerField()
+    day = models.DateField()
+    zone = models.CharField(max_length=64)
+    cut = models.SmallIntegerField()
+    messages = _count()
+    words = _count()
+    active = _count()
+    tail_messages = _count()
+    head_words = _count()
+    head_active = _count()
+    tail_active = _count()
+    straddlers = _count()
+    hour_00 = _count()
+    hour_01 = _count()
+    hour_02 = _count()
+    hour_03 = _count()
+    hour_04 = _count()
+    hour_05 = _count()
+    hour_06 = _count()
+    hour_07 = _count()
+    hour_08 = _count()
+    hour_09 = _count()
+    hour_10 = _count()
+    hour_11 = _count()
+    hour_12 = _count()
+    hour_13 = _count()
+    hour_14 = _count()
+    hour_15 = _count()
+    hour_16 = _count()
+    hour_17 = _count()
+    hour_18 = _count()
+    hour_19 = _count()
+    hour_20 = _count()
+    hour_21 = _count()
+    hour_22 = _count()
+    hour_23 = _count()
+    verified_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        db_table = "stats_daily_totals"
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "day"], name="stats_daily_totals_chat_day")
+        ]
+        verbose_name_plural = "daily totals"
+
+    def __str__(self) -> str:
+        return f"{self.chat_id} {self.day}: {self.messages}"
+
+
 class CoverageStatus(models.TextChoices):
     # the live writer has not touched this category of the day yet
     NONE = "none", _("none")

@@ -53,6 +53,7 @@ KEY_FAMILIES = {
 NOT_PERSONAL = {
     "activity:": "daily message totals per chat",
     "stats.DailyCoverage": "how far a chat's days are verified",
+    "stats.DailyTotals": "a chat's daily sums over all its members",
     "stats.BackfillState": "the backfill job's state",
     "stats.StatsChat": "titles of the counted chats",
     "stats.StatsSettings": "operator switches",

@@ -39,13 +39,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db.models import Sum
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from stats import aggregates, keys
+from stats import aggregates, keys, totals
 from stats.aggregates import RangeParts, Split, StoredDay
 from stats.config import counter_ttl_ms
 from stats.models import CATEGORIES, ChatUserProfile, DailyCoverage, DailyUserStat, StatsChat
@@ -352,10 +353,17 @@ def stats_report(
     splits = {day: aggregates.split_of(hours) for day, hours in hours_of.items()}
     parts = aggregates.range_parts(splits, start, end)
     splits = {day: split for day, split in splits.items() if day in parts.parts}
-    coverage = _coverage(chat_id, parts)
-    sums = aggregates.stored_days(chat_id, splits) if series else {}
-    straddling = aggregates.straddlers(chat_id, splits) if series else {}
     oldest_kv = kv_oldest_day(stored_today)
+    if not series:  # no days to show: only the days whose KV counters may repair members
+        splits = {day: split for day, split in splits.items() if day >= oldest_kv}
+    coverage = _coverage(chat_id, min(splits, default=None), max(splits, default=None))
+    sums: dict[date, StoredDay] = {}
+    straddling: dict[date, int] = {}
+    if series:  # the verified days' stored totals; the other days summed from their rows
+        sums, straddling = totals.day_totals_read(chat_id, splits, zone)
+        unsummed = {day: split for day, split in splits.items() if day not in sums}
+        sums.update(aggregates.stored_days(chat_id, unsummed))
+        straddling.update(aggregates.straddlers(chat_id, splits, known=straddling))
     # The failed-writes index of every day the counters may still hold, in one round trip.
     kv_days = [day for day in sorted(splits) if day >= oldest_kv]
     indexes = store.get_many([keys.failed_key(chat_id, day) for day in kv_days])
@@ -377,21 +385,22 @@ def stats_report(
     }
     # The KV daily totals of the days not verified, in one round trip (a stored day's total
     # does not split: only for chats whose days are UTC days).
-    totals = [
+    unverified = [
         day
         for day, view in stored.items()
-        if view.source != "database"
+        if series
+        and view.source != "database"
         and day >= oldest_kv
         and splits[day].cut >= 24
         and (sums[day].active or coverage.get(day) or day == stored_today)
     ]
-    for day, total in zip(
-        totals, store.get_many([keys.activity_key(chat_id, d) for d in totals]), strict=True
-    ):
+    live_totals = store.get_many([keys.activity_key(chat_id, d) for d in unverified])
+    for day, total in zip(unverified, live_totals, strict=True):
         stored[day].live_total = total if isinstance(total, int) else None
-    days, week = _local_days(start, end, splits, stored, sums, straddling, hours_of)
-    if not series:
-        days = []
+    days: list[DayView] = []
+    week = [[0] * 24 for _ in range(7)]
+    if series:
+        days, week = _local_days(start, end, splits, stored, sums, straddling, hours_of)
     return Report(chat_id, start, end, today, zone, days, week, parts, repairs)
 
 
@@ -402,7 +411,7 @@ def _local_days(
     stored: dict[date, DayView],
     sums: dict[date, StoredDay],
     straddling: dict[date, int],
-    hours_of: dict[date, list[tuple[date, int]]],
+    hours_of: dict[date, tuple[tuple[date, int], ...]],
 ) -> tuple[list[DayView], list[list[int]]]:
     """The chat's days from the stored days' parts, and the hour-of-week heat map."""
     heads = {split.local: day for day, split in splits.items()}
@@ -473,7 +482,7 @@ def _stored_view(
     day: date,
     *,
     today: date,
-    rows: Mapping[str, DailyCoverage],
+    rows: Mapping[str, CoverageRow],
     sums: StoredDay,
     split: Split,
     store: KVStore | None,
@@ -634,12 +643,22 @@ def known_chats(store: KVStore) -> list[tuple[int, str]]:
     return chats
 
 
-def _coverage(chat_id: int, parts: RangeParts) -> dict[date, dict[str, DailyCoverage]]:
-    rows: dict[date, dict[str, DailyCoverage]] = {}
-    if parts.first is None:
+class CoverageRow(NamedTuple):
+    """What a read needs of a ``DailyCoverage`` row (tuples: a year is 2,190 of them)."""
+
+    status: str
+    reason: str
+    poisoned: bool
+
+
+def _coverage(
+    chat_id: int, first: date | None, last: date | None
+) -> dict[date, dict[str, CoverageRow]]:
+    rows: dict[date, dict[str, CoverageRow]] = {}
+    if first is None or last is None or first > last:
         return rows
-    for row in DailyCoverage.objects.filter(
-        chat_id=chat_id, day__gte=parts.first, day__lte=parts.last
-    ):
-        rows.setdefault(row.day, {})[row.category] = row
+    for day, category, status, reason, poisoned_at in DailyCoverage.objects.filter(
+        chat_id=chat_id, day__gte=first, day__lte=last
+    ).values_list("day", "category", "status", "reason", "poisoned_at"):
+        rows.setdefault(day, {})[category] = CoverageRow(status, reason, poisoned_at is not None)
     return rows

@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, timedelta, tzinfo
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from stats import keys, verify
@@ -64,6 +64,8 @@ from stats.config import counter_ttl_ms
 from stats.daylock import lock_days
 from stats.models import BackfillState, BackfillStatus, DailyCoverage
 from stats.poison import poison_read, poison_retire
+from stats.totals import zone_of
+from telegram_bot.models import ChatPreference
 from telegram_bot.state import KVStore
 
 DAYS_WALK = "days"
@@ -78,9 +80,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "finalize": (keys.POISON, DAYS_WALK),
 }
 # One key may need this much: the page scan + a finalize day (every column's total); the
-# state write + the day lock + a base key (aggregate, coverage, profile, chat).
+# page query, the day lock and the state write + a finalize day (the sums, the coverage rows,
+# the verdict, the read totals).
 MIN_READS = 1 + verify.TOTAL_READS
-MIN_STATEMENTS = 6
+MIN_STATEMENTS = 7
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,7 @@ class Staged:
     seen_chats: set[int] = field(default_factory=set)
     poison: list[tuple[int, date, str, int]] = field(default_factory=list)
     totals: list[tuple[int, date, dict[str, int | None]]] = field(default_factory=list)
+    zones: dict[int, tzinfo] = field(default_factory=dict)  # the finalize page's chats
     verified_from: int = 0
 
 
@@ -139,17 +143,18 @@ def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
     prefix = FAMILIES[lease.phase][lease.step]
     if prefix == DAYS_WALK:
         staged = Staged(reads=0, statements=3)  # the page query, the day lock, the state write
-        page, next_cursor = _days_page(lease, limits.max_keys)
+        page, next_cursor, zones = _days_page(lease, limits.max_keys)
         ordered = True
     else:
         staged = Staged(reads=1, statements=2)  # the page scan, the day lock, the state write
         page, next_cursor = store.scan(prefix, lease.cursor, limits.max_keys)
-        ordered = scan_is_ordered(store)
+        ordered, zones = scan_is_ordered(store), {}
     done = set(lease.page_done)
     # A position saved with a page_offset but no page_done (an older version) is redone from
     # the page's start: writing a key again changes nothing, skipping one loses it.
     todo = [key for key in page if key not in done]
     taken: list[str] = []
+    staged.zones = zones
     with transaction.atomic():
         # Every day of the page, before any counter is read (module docstring).
         lock_days(_days_of(todo, lease), shared=False)
@@ -205,9 +210,10 @@ def scan_is_ordered(store: KVStore) -> bool:
     return urlsplit(store.url).scheme in ("memory", "db")
 
 
-def _days_page(lease: Lease, limit: int) -> tuple[list[str], str | None]:
+def _days_page(lease: Lease, limit: int) -> tuple[list[str], str | None, dict[int, tzinfo]]:
     """One page of the (chat, day) pairs whose message counts this run rebuilt, as
-    ``"chat:day"`` items in order, and the cursor after it (like a KV scan).
+    ``"chat:day"`` items in order, the cursor after it (like a KV scan), and the time zones
+    of the page's chats (read in the same query, for the days' read totals).
 
     Only days whose counters have not started to expire: a day's totals are its oldest keys
     (each is created by the day's first message with that column), so near the end of the
@@ -226,9 +232,15 @@ def _days_page(lease: Lease, limit: int) -> tuple[list[str], str | None]:
             raise ValueError(f"bad finalize cursor {lease.cursor!r}")
         chat_id, day = chat_day
         query = query.filter(Q(chat_id__gt=chat_id) | Q(chat_id=chat_id, day__gt=day))
-    pairs = query.order_by("chat_id", "day").values_list("chat_id", "day")[:limit]
-    page = [f"{chat_id}:{day.isoformat()}" for chat_id, day in pairs]
-    return page, (page[-1] if len(page) == limit else None)
+    zone = ChatPreference.objects.filter(chat_id=OuterRef("chat_id")).values("time_zone")[:1]
+    rows = list(
+        query.order_by("chat_id", "day")
+        .annotate(zone=Subquery(zone))
+        .values_list("chat_id", "day", "zone")[:limit]
+    )
+    page = [f"{chat_id}:{day.isoformat()}" for chat_id, day, _zone in rows]
+    zones = {chat_id: zone_of(name) for chat_id, _day, name in rows}
+    return page, (page[-1] if len(page) == limit else None), zones
 
 
 def skew_ms() -> int:
@@ -247,8 +259,9 @@ def _cost(key: str, lease: Lease, staged: Staged) -> tuple[int, int]:
         if lease.step == 0:
             poisoned = keys.parse_poison_key(key)
             return (1, 1) if poisoned and poisoned[1] < lease.cutoff_day else (0, 0)
-        # every column's total; the sums, the missing coverage rows, the verdict
-        return (verify.TOTAL_READS, 3) if keys.parse_chat_day(key) else (0, 0)
+        # every column's total; the sums, the missing coverage rows, the verdict, the read
+        # totals (``stats.totals``; the chat's zone came with the page)
+        return (verify.TOTAL_READS, 4) if keys.parse_chat_day(key) else (0, 0)
     counter = keys.parse_counter_key(key)
     if counter is None or counter.day >= lease.cutoff_day:
         return 0, 0
@@ -348,7 +361,9 @@ def _write(lease: Lease, position: Lease, staged: Staged, taken: int) -> Lease:
         for chat_id, day, category, at in sorted(staged.poison):
             rejected += not fenced.coverage_poison_import(chat_id, day, category, at)
         for chat_id, day, totals in sorted(staged.totals, key=lambda t: t[:2]):
-            rejected += not finalize_day(fenced, chat_id, day, totals, staged.verified_from)
+            rejected += not finalize_day(
+                fenced, chat_id, day, totals, staged.verified_from, staged.zones.get(chat_id)
+            )
         if rejected or not _advance(lease, position, taken, now):
             raise LeaseLostError(rejected)
     return dataclasses.replace(
@@ -364,13 +379,14 @@ def finalize_day(
     day: date,
     totals: dict[str, int | None],
     verified_from: int,
+    zone: tzinfo | None = None,
 ) -> bool:
     """The gate: complete only when every column's SUM equals its KV daily total and the day
     has messages (``stats.verify``); the caller holds the day's lock exclusive. Returns
     whether the fenced writes applied."""
     reason = verify.verdict(fenced.column_sums(chat_id, day), totals)
     if not reason:
-        return fenced.day_complete(chat_id, day, verified_from)
+        return fenced.day_complete(chat_id, day, verified_from, zone)
     return fenced.day_not_complete(chat_id, day, reason)
 
 

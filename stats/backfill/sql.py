@@ -16,7 +16,7 @@ constants; every value is a bound parameter.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from typing import Any
 
 from django.db import connection
@@ -24,6 +24,7 @@ from django.db import connection
 from stats import verify
 from stats.backfill.state import JOB_NAME, Lease
 from stats.models import CATEGORIES
+from stats.totals import day_totals_write
 
 FENCE = (
     "EXISTS (SELECT 1 FROM stats_backfill_state WHERE job_name = %s AND version = %s "
@@ -121,11 +122,15 @@ class Fenced:
     def column_sums(self, chat_id: int, day: date) -> dict[str, int]:
         return verify.column_sums(self.cursor, chat_id, day)
 
-    def day_complete(self, chat_id: int, day: date, verified_from: int) -> bool:
+    def day_complete(
+        self, chat_id: int, day: date, verified_from: int, zone: tzinfo | None = None
+    ) -> bool:
         """Every column verified: all six categories of the day are complete (rows created
         where missing), and a poison mark older than ``verified_from`` (the verification's
         start, less the clock skew allowed) is cleared: the numbers were checked after it. A
-        category poisoned since stays as it was (not complete)."""
+        category poisoned since stays as it was (not complete). The day's read totals are
+        stored too (``stats.totals``; ``zone``: the chat's, else looked up): the rows were
+        just verified and the lock keeps them."""
         now = self.now
         rows = [value for c in CATEGORIES for value in (chat_id, day, c, now)]
         self.cursor.execute(
@@ -135,16 +140,17 @@ class Fenced:
             + " ON CONFLICT (chat_id, day, category) DO NOTHING",
             rows,
         )
-        return bool(
-            self._execute(
-                "UPDATE stats_daily_coverage SET status = CASE WHEN poisoned_at IS NULL "
-                "OR poisoned_at < %s THEN 'complete' WHEN status = 'complete' THEN 'pending' "
-                "ELSE status END, poisoned_at = CASE WHEN poisoned_at < %s THEN NULL "
-                "ELSE poisoned_at END, reason = '', updated_at = %s "
-                "WHERE chat_id = %s AND day = %s AND {FENCE}",
-                [verified_from, verified_from, now, chat_id, day],
-            )
+        applied = self._execute(
+            "UPDATE stats_daily_coverage SET status = CASE WHEN poisoned_at IS NULL "
+            "OR poisoned_at < %s THEN 'complete' WHEN status = 'complete' THEN 'pending' "
+            "ELSE status END, poisoned_at = CASE WHEN poisoned_at < %s THEN NULL "
+            "ELSE poisoned_at END, reason = '', updated_at = %s "
+            "WHERE chat_id = %s AND day = %s AND {FENCE}",
+            [verified_from, verified_from, now, chat_id, day],
         )
+        if applied:
+            day_totals_write(self.cursor, chat_id, day, zone)
+        return bool(applied)
 
     def day_not_complete(self, chat_id: int, day: date, reason: str) -> bool:
         """Verification failed: record why on the messages row; nothing of the day stays
