@@ -108,13 +108,16 @@ SUPPORT_REOPEN_DAYS = env.number("SUPPORT_REOPEN_DAYS", 7, minimum=0, maximum=36
 STATS_BUFFER_TTL_DAYS = env.number("STATS_BUFFER_TTL_DAYS", 7, minimum=1, maximum=60)
 STATS_COUNTER_TTL_DAYS = env.number("STATS_COUNTER_TTL_DAYS", 60, minimum=2, maximum=3650)
 STATS_BACKFILL_LEASE_SECONDS = env.number("STATS_BACKFILL_LEASE_SECONDS", 600, minimum=30)
-STATS_BACKFILL_MAX_KEYS = env.number("STATS_BACKFILL_MAX_KEYS", 50, minimum=1, maximum=10_000)
-# A slice must afford one finalize day (34 totals + its page) and one base key (+ day lock).
+# Slice bounds (stats/README.md, Backfill): keys, KV values read, rows written per slice. The
+# rows of a table go in one statement; the bounds keep a slice's memory (a few MB) and its
+# transaction, which holds the days' exclusive locks, short (tens of milliseconds). A slice must
+# afford one finalize day (34 totals + its page) and one base key (+ day lock, state write).
+STATS_BACKFILL_MAX_KEYS = env.number("STATS_BACKFILL_MAX_KEYS", 5000, minimum=1, maximum=10_000)
 STATS_BACKFILL_MAX_KV_READS = env.number(
-    "STATS_BACKFILL_MAX_KV_READS", 300, minimum=35, maximum=100_000
+    "STATS_BACKFILL_MAX_KV_READS", 12_000, minimum=35, maximum=100_000
 )
 STATS_BACKFILL_MAX_STATEMENTS = env.number(
-    "STATS_BACKFILL_MAX_STATEMENTS", 90, minimum=6, maximum=100_000
+    "STATS_BACKFILL_MAX_STATEMENTS", 12_000, minimum=6, maximum=100_000
 )
 # A message for a day that closes within this margin leaves a late marker (clock skew between
 # web nodes and the worker); the reconciliation re-verifies at most this many days a minute.

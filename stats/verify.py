@@ -16,10 +16,12 @@ from typing import Any
 
 from stats import keys
 from telegram_bot.state import KVStore
+from telegram_bot.state.base import MAX_SCAN_LIMIT
 
 # message_count first: its verdicts keep their names (missing_activity_total, ...).
 VERIFIED_COLUMNS: tuple[str, ...] = tuple(keys.COLUMN_CATEGORY)
 TOTAL_READS = len(VERIFIED_COLUMNS)
+GET_MANY_KEYS = MAX_SCAN_LIMIT  # the most keys one ``get_many`` takes
 
 
 def read_totals(store: KVStore, chat_id: int, day: date) -> dict[str, int | None]:
@@ -29,6 +31,24 @@ def read_totals(store: KVStore, chat_id: int, day: date) -> dict[str, int | None
         value = store.get(keys.total_key(column, chat_id, day))
         totals[column] = value if isinstance(value, int) and not isinstance(value, bool) else None
     return totals
+
+
+def read_totals_many(store: KVStore, days: list[tuple[int, date]]) -> list[dict[str, int | None]]:
+    """``read_totals`` of every (chat, day) of ``days``, in order, with ``get_many`` calls of
+    at most 1,000 keys (``TOTAL_READS`` reads a day)."""
+    wanted = [keys.total_key(column, c, d) for c, d in days for column in VERIFIED_COLUMNS]
+    values: list[Any] = []
+    for start in range(0, len(wanted), GET_MANY_KEYS):
+        values += store.get_many(wanted[start : start + GET_MANY_KEYS])
+    return [
+        {
+            column: value if isinstance(value, int) and not isinstance(value, bool) else None
+            for column, value in zip(
+                VERIFIED_COLUMNS, values[n * TOTAL_READS : (n + 1) * TOTAL_READS], strict=True
+            )
+        }
+        for n in range(len(days))
+    ]
 
 
 def column_sums(cursor: Any, chat_id: int, day: date) -> dict[str, int]:

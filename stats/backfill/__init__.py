@@ -6,8 +6,10 @@ a run fixes its cutoff day (today UTC) at start and walks, phase by phase, the c
 families below it: base (messages, plus member and chat names), words, media, categories
 (profanity, violations), activity hours, and finalize (poison marks onto coverage rows, then
 every column of each chat and day verified against its KV daily total, ``stats.verify``).
-Slices are bounded (``Limits``); the cursor and the offset in the page are saved with every
-slice, so a run survives a crash and goes on from there once the 600 s lease has expired.
+Slices are bounded (``Limits``) and batched (``batch``: the keys chosen first, their days
+locked in one statement, their values read with ``get_many``, each table's rows written in one
+statement); the cursor and the keys done in its page are saved with every slice, so a run
+survives a crash and goes on from there once the 600 s lease has expired.
 Every write is fenced on the lease (``sql.Fenced``).
 
 A run is due when none has run yet, when a day has closed since the last one, or when a closed

@@ -11,11 +11,17 @@ value is then the right one and never below the database's. A KV value below it 
 store lost data (a Redis that restarted empty): the database keeps what it has, and the
 verification reports the day as not complete. Table and column names come from module
 constants; every value is a bound parameter.
+
+The backfill's slices write each table's rows in one statement (``*_many``): on PostgreSQL the
+rows travel as one array per column (``unnest ... WITH ORDINALITY``, inserted in the order
+given, so row locks are taken in the caller's sorted order, like the live writer's); on SQLite
+as ``VALUES`` in chunks that stay under its parameter limit. Such a statement applies to every
+row or, fenced out, to none: its row count tells which.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime, tzinfo
 from typing import Any
 
@@ -26,6 +32,7 @@ from stats.backfill.state import JOB_NAME, Lease
 from stats.models import CATEGORIES
 from stats.totals import day_totals_write
 
+COLUMNS = frozenset(verify.VERIFIED_COLUMNS)
 FENCE = (
     "EXISTS (SELECT 1 FROM stats_backfill_state WHERE job_name = %s AND version = %s "
     "AND revision = %s AND lease_owner = %s AND status = 'running' AND lease_expires_at > %s)"
@@ -46,6 +53,108 @@ class Fenced:
             expires = connection.ops.adapt_datetimefield_value(now)
             self.fence_sql = FENCE
             self.fence = [JOB_NAME, lease.version, lease.revision, lease.owner, expires]
+
+    def aggregates_put(self, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> int:
+        """Upsert ``rows`` (chat, day, user, then one value per column of ``columns``, or None
+        where the counter does not exist), each cell ``GREATEST(cell, value)``; return the rows
+        applied (all or, fenced out, none). A None cell is inserted as 0 and leaves an existing
+        cell as it is: ``GREATEST(cell, 0)``, cells being sums of positive increments."""
+        if not set(columns) <= COLUMNS:
+            raise ValueError(f"unknown stats columns {sorted(set(columns) - COLUMNS)}")
+        greatest = "MAX" if connection.vendor == "sqlite" else "GREATEST"
+        names = ", ".join(columns)
+        values = ", ".join(f"COALESCE(s.c{3 + n}, 0)" for n in range(len(columns)))
+        # Column names checked against COLUMNS; every value is a parameter.
+        sql = (
+            f"INSERT INTO stats_daily_user (chat_id, day, user_id, {names}, updated_at) "  # noqa: S608
+            f"SELECT s.c0, s.c1, s.c2, {values}, %s FROM {{ROWS}} WHERE {{FENCE}}{{ORDER}} "
+            "ON CONFLICT (chat_id, day, user_id) DO UPDATE SET "
+            + ", ".join(
+                f"{column} = {greatest}(stats_daily_user.{column}, excluded.{column})"
+                for column in columns
+            )
+            + ", updated_at = excluded.updated_at WHERE {FENCE}"
+        )
+        types = ("bigint", "date", "bigint", *("bigint" for _ in columns))
+        return self._upsert_many(sql, types, rows, [self.now])
+
+    def coverage_rebuilt_many(
+        self, triples: Sequence[tuple[int, date, str]], rebuilt_at: int
+    ) -> int:
+        """``coverage_rebuilt`` for every (chat, day, category); the rows applied."""
+        sql = (
+            "INSERT INTO stats_daily_coverage (chat_id, day, category, status, source, reason, "
+            "rebuilt_at, updated_at) SELECT s.c0, s.c1, s.c2, 'pending', 'backfill', '', %s, %s "
+            "FROM {ROWS} WHERE {FENCE}{ORDER} ON CONFLICT (chat_id, day, category) DO UPDATE SET "
+            "status = CASE WHEN stats_daily_coverage.status = 'none' THEN 'pending' "
+            "ELSE stats_daily_coverage.status END, rebuilt_at = excluded.rebuilt_at, "
+            "updated_at = excluded.updated_at WHERE {FENCE}"
+        )
+        return self._upsert_many(sql, ("bigint", "date", "text"), triples, [rebuilt_at, self.now])
+
+    def profiles_put(self, profiles: Sequence[tuple[int, int, str, str]]) -> int:
+        """``profile_put`` for every (chat, user, name, username); the rows applied."""
+        sql = (
+            "INSERT INTO stats_chat_user_profile (chat_id, user_id, display_name, username, "
+            "updated_at) SELECT s.c0, s.c1, s.c2, s.c3, %s FROM {ROWS} WHERE {FENCE}{ORDER} "
+            "ON CONFLICT (chat_id, user_id) DO UPDATE SET display_name = excluded.display_name, "
+            "username = excluded.username, updated_at = excluded.updated_at WHERE {FENCE}"
+        )
+        rows = [(c, u, name[:200], username[:64]) for c, u, name, username in profiles]
+        return self._upsert_many(sql, ("bigint", "bigint", "text", "text"), rows, [self.now])
+
+    def chats_put(self, chats: Sequence[tuple[int, str, str]]) -> int:
+        """``chat_put`` for every (chat, title, type); the rows applied."""
+        sql = (
+            "INSERT INTO stats_chat (chat_id, title, chat_type, updated_at) "
+            "SELECT s.c0, s.c1, s.c2, %s FROM {ROWS} WHERE {FENCE}{ORDER} "
+            "ON CONFLICT (chat_id) DO UPDATE SET title = excluded.title, "
+            "chat_type = excluded.chat_type, updated_at = excluded.updated_at WHERE {FENCE}"
+        )
+        rows = [(c, title[:255], chat_type[:20]) for c, title, chat_type in chats]
+        return self._upsert_many(sql, ("bigint", "text", "text"), rows, [self.now])
+
+    def _upsert_many(
+        self,
+        sql: str,
+        types: Sequence[str],
+        rows: Sequence[Sequence[Any]],
+        params: Sequence[Any],
+    ) -> int:
+        """Run ``sql`` over ``rows``: an upsert that selects from ``{ROWS}`` (the rows, as
+        ``s`` with columns c0, c1...), with ``params`` for its own placeholders before it,
+        ``{FENCE}`` twice and ``{ORDER}``. One statement on PostgreSQL, chunks on SQLite.
+        Returns the rows applied."""
+        if not rows:
+            return 0
+        sql = sql.replace("{FENCE}", self.fence_sql)
+        names = ", ".join(f"c{n}" for n in range(len(types)))
+        if connection.vendor == "postgresql":
+            arrays = ", ".join(f"%s::{kind}[]" for kind in types)
+            source = f"unnest({arrays}) WITH ORDINALITY AS s({names}, n)"
+            columns = [
+                _array_literal(kind, [row[n] for row in rows]) for n, kind in enumerate(types)
+            ]
+            self.cursor.execute(
+                sql.replace("{ROWS}", source).replace("{ORDER}", " ORDER BY s.n"),
+                [*params, *columns, *self.fence, *self.fence],
+            )
+            return int(self.cursor.rowcount)
+        # SQLite: at most 999 parameters a statement on older builds.
+        chunk = max(1, (900 - len(params) - 2 * len(self.fence)) // len(types))
+        renamed = ", ".join(f"column{n + 1} AS c{n}" for n in range(len(types)))
+        row_sql = "(" + ", ".join(["%s"] * len(types)) + ")"
+        applied = 0
+        for start in range(0, len(rows), chunk):
+            part = rows[start : start + chunk]
+            values = ", ".join([row_sql] * len(part))
+            source = f"(SELECT {renamed} FROM (VALUES {values})) AS s"  # noqa: S608
+            self.cursor.execute(
+                sql.replace("{ROWS}", source).replace("{ORDER}", ""),
+                [*params, *(v for row in part for v in row), *self.fence, *self.fence],
+            )
+            applied += int(self.cursor.rowcount)
+        return applied
 
     def _upsert(self, sql: str, values: list[Any]) -> bool:
         sql = sql.replace("{FENCE}", self.fence_sql)
@@ -171,3 +280,20 @@ class Fenced:
             [self.now, chat_id, day],
         )
         return applied
+
+
+def _array_literal(kind: str, values: list[Any]) -> str:
+    """A PostgreSQL array literal of ``values`` (None: NULL), cast to ``kind[]`` by the
+    statement. Numbers and dates need no quoting; text is quoted and escaped."""
+    items: Iterable[str]
+    if kind == "text":
+        items = ("NULL" if v is None else _quote_element(v) for v in values)
+    elif None in values:
+        items = ("NULL" if v is None else str(v) for v in values)
+    else:
+        items = map(str, values)
+    return "{" + ",".join(items) + "}"
+
+
+def _quote_element(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -43,10 +43,15 @@ class Command(BaseCommand):
             help="re-verify closed days that got late messages (one bounded pass) and exit",
         )
         parser.add_argument("--max-seconds", type=float, help="stop (resumable) after this long")
-        parser.add_argument("--max-keys", type=int, help="keys per slice (default 50)")
-        parser.add_argument("--max-reads", type=int, help="KV reads per slice (default 300)")
+        parser.add_argument("--max-keys", type=int, help="keys per slice, 1-10000 (default 5000)")
         parser.add_argument(
-            "--max-statements", type=int, help="SQL statements per slice (default 90)"
+            "--max-reads", type=int, help="KV values read per slice, 35-100000 (default 12000)"
+        )
+        parser.add_argument(
+            "--max-statements",
+            type=int,
+            help="rows written per slice, 6-100000 (default 12000; each table's rows go in "
+            "one statement)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -74,7 +74,7 @@ def drop_triggers(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("stats", "0004_daily_user_day_index"),
+        ("stats", "0005_verbose_names"),
     ]
 
     operations = [
