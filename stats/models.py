@@ -28,10 +28,12 @@ def _count(verbose_name: StrOrPromise) -> models.BigIntegerField:
     return models.BigIntegerField(verbose_name, default=0, db_default=0)
 
 
+def _hour_name(hour: int) -> StrOrPromise:
+    return format_lazy(_("messages at {hour}:00 UTC"), hour=f"{hour:02d}")
+
+
 def _hour(hour: int) -> models.IntegerField:
-    return models.IntegerField(
-        format_lazy(_("messages at {hour}:00 UTC"), hour=f"{hour:02d}"), default=0, db_default=0
-    )
+    return models.IntegerField(_hour_name(hour), default=0, db_default=0)
 
 
 class DailyUserStat(models.Model):
@@ -107,50 +109,51 @@ class DailyTotals(models.Model):
     day, counted once). Used only when ``zone`` and ``cut`` are the chat's current ones.
     """
 
-    chat_id = models.BigIntegerField()
-    day = models.DateField()
-    zone = models.CharField(max_length=64)
-    cut = models.SmallIntegerField()
-    messages = _count()
-    words = _count()
-    active = _count()
-    tail_messages = _count()
-    head_words = _count()
-    head_active = _count()
-    tail_active = _count()
-    straddlers = _count()
-    hour_00 = _count()
-    hour_01 = _count()
-    hour_02 = _count()
-    hour_03 = _count()
-    hour_04 = _count()
-    hour_05 = _count()
-    hour_06 = _count()
-    hour_07 = _count()
-    hour_08 = _count()
-    hour_09 = _count()
-    hour_10 = _count()
-    hour_11 = _count()
-    hour_12 = _count()
-    hour_13 = _count()
-    hour_14 = _count()
-    hour_15 = _count()
-    hour_16 = _count()
-    hour_17 = _count()
-    hour_18 = _count()
-    hour_19 = _count()
-    hour_20 = _count()
-    hour_21 = _count()
-    hour_22 = _count()
-    hour_23 = _count()
-    verified_at = models.DateTimeField(db_default=Now())
+    chat_id = models.BigIntegerField(_("chat id"))
+    day = models.DateField(_("day"))
+    zone = models.CharField(_("time zone"), max_length=64)
+    cut = models.SmallIntegerField(_("first hour of the next local day"))
+    messages = _count(_("messages"))
+    words = _count(_("word count"))
+    active = _count(_("active members"))
+    tail_messages = _count(_("messages of the next local day"))
+    head_words = _count(_("words of the first local day"))
+    head_active = _count(_("active members of the first local day"))
+    tail_active = _count(_("active members of the next local day"))
+    straddlers = _count(_("members active on both sides of midnight"))
+    hour_00 = _count(_hour_name(0))
+    hour_01 = _count(_hour_name(1))
+    hour_02 = _count(_hour_name(2))
+    hour_03 = _count(_hour_name(3))
+    hour_04 = _count(_hour_name(4))
+    hour_05 = _count(_hour_name(5))
+    hour_06 = _count(_hour_name(6))
+    hour_07 = _count(_hour_name(7))
+    hour_08 = _count(_hour_name(8))
+    hour_09 = _count(_hour_name(9))
+    hour_10 = _count(_hour_name(10))
+    hour_11 = _count(_hour_name(11))
+    hour_12 = _count(_hour_name(12))
+    hour_13 = _count(_hour_name(13))
+    hour_14 = _count(_hour_name(14))
+    hour_15 = _count(_hour_name(15))
+    hour_16 = _count(_hour_name(16))
+    hour_17 = _count(_hour_name(17))
+    hour_18 = _count(_hour_name(18))
+    hour_19 = _count(_hour_name(19))
+    hour_20 = _count(_hour_name(20))
+    hour_21 = _count(_hour_name(21))
+    hour_22 = _count(_hour_name(22))
+    hour_23 = _count(_hour_name(23))
+    verified_at = models.DateTimeField(_("verified at"), db_default=Now())
 
     class Meta:
         db_table = "stats_daily_totals"
         constraints = [
             models.UniqueConstraint(fields=["chat_id", "day"], name="stats_daily_totals_chat_day")
         ]
-        verbose_name_plural = "daily totals"
+        verbose_name = _("daily totals")
+        verbose_name_plural = _("daily totals")
 
     def __str__(self) -> str:
         return f"{self.chat_id} {self.day}: {self.messages}"
