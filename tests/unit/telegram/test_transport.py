@@ -184,3 +184,83 @@ def test_the_fake_sees_the_clients_calls_on_one_connection_from_threads() -> Non
         )
         assert sent == [(n, str(i)) for n in range(1, 5) for i in range(5)]
         assert server.connections_opened <= 4
+
+
+# --- TLS: the Bot API is reached over HTTPS; the transport verifies the certificate and name -
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str]]:
+    """A loopback HTTPS server with a self-signed certificate for ``localhost``: (port, the
+    certificate's file)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve(conn: socket.socket) -> None:
+        try:
+            with context.wrap_socket(conn, server_side=True) as tls:
+                while read_request(tls):  # type: ignore[arg-type]
+                    tls.sendall(answer())
+        except (OSError, ssl.SSLError):
+            return  # a client that refused the certificate hangs up during the handshake
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=loop, daemon=True).start()
+    try:
+        yield listener.getsockname()[1], str(cert)
+    finally:
+        listener.close()
+
+
+def test_https_calls_go_through_a_verified_connection_and_keep_it(
+    tls_server: tuple[int, str],
+) -> None:
+    import ssl
+
+    port, cert = tls_server
+    transport = KeepAliveTransport(ssl_context=ssl.create_default_context(cafile=cert))
+    with httpx.Client(transport=transport) as client:
+        for _ in range(2):
+            response = client.post(f"https://localhost:{port}/bot1:x/getMe", json={})
+            assert response.status_code == 200
+            assert response.json() == {"ok": True, "result": True}
+        assert sum(len(idle) for idle in transport._idle.values()) == 1  # one, reused
+
+
+def test_an_untrusted_certificate_is_refused_before_anything_is_sent(
+    tls_server: tuple[int, str],
+) -> None:
+    port, _cert = tls_server
+    # the system's trust store
+    with httpx.Client(transport=KeepAliveTransport()) as client, pytest.raises(httpx.ConnectError):
+        client.post(f"https://localhost:{port}/bot1:x/getMe", json={})
+
+
+def test_a_certificate_for_another_name_is_refused(tls_server: tuple[int, str]) -> None:
+    import ssl
+
+    port, cert = tls_server
+    transport = KeepAliveTransport(ssl_context=ssl.create_default_context(cafile=cert))
+    # the certificate names localhost only
+    with httpx.Client(transport=transport) as client, pytest.raises(httpx.ConnectError):
+        client.post(f"https://127.0.0.1:{port}/bot1:x/getMe", json={})
