@@ -18,7 +18,7 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.urls import reverse
@@ -105,7 +105,8 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
         "csv_url": f"{reverse('admin:stats-export')}?{query}",
         "daily_csv_url": f"{reverse('admin:stats-export-daily')}?{query}",
         "has_permission": True,
-        "site_header": _("Community bot administration"),
+        "site_header": admin.site.site_header,
+        "site_title": admin.site.site_title,
     }
     return render(request, "stats/dashboard.html", context, status=400 if errors else 200)
 

@@ -5,7 +5,7 @@ site (``register_view``) before the view runs."""
 from __future__ import annotations
 
 from django import forms
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -82,7 +82,8 @@ def _page(request: HttpRequest, form: forms.Form, title: str, action: str) -> Ht
         "form": form,
         "action": action,
         "has_permission": True,
-        "site_header": _("Community bot administration"),
+        "site_header": admin.site.site_header,
+        "site_title": admin.site.site_title,
     }
     return render(request, "admin/privacy.html", context, status=400 if form.errors else 200)
 

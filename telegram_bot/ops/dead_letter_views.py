@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from functools import wraps
 from typing import Any
 
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import render
@@ -68,7 +68,8 @@ def dead_letter_list(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "next_cursor": next_cursor,
         "has_permission": True,
-        "site_header": _("Community bot administration"),
+        "site_header": admin.site.site_header,
+        "site_title": admin.site.site_title,
     }
     return render(request, "admin/dead_letters.html", context)
 

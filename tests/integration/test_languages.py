@@ -183,6 +183,17 @@ def test_the_admin_site_follows_the_browser(admin_client: Client) -> None:
     assert "Community bot administration" in english.decode()
 
 
+@pytest.mark.parametrize("url", ["/admin/dead-letters/", "/admin/stats/", "/admin/privacy/export/"])
+def test_the_projects_own_admin_pages_carry_the_sites_title(admin_client: Client, url: str) -> None:
+    """The operations pages' browser tab names the site, as the admin's own pages do, not
+    Django's default title."""
+    russian = admin_client.get(url, HTTP_ACCEPT_LANGUAGE="ru").content.decode()
+    english = admin_client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "| Бот сообщества</title>" in russian.replace("\n", "")
+    assert "| Community bot</title>" in english.replace("\n", "")
+    assert "Django" not in russian.split("</title>")[0]
+
+
 def test_a_russian_operator_reads_the_admin_pages_in_russian(admin_client: Client) -> None:
     """The index's app lists, a changelist's columns, filters and values, and a change form's
     fieldsets, labels, choices and help texts: the names of the project's models and fields."""
