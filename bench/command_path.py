@@ -218,14 +218,7 @@ def counting() -> Iterator[Counter[str]]:
 
 
 def _revision() -> str:
-    head = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],  # noqa: S607 - git from PATH, as make does
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-    )
-    return head.stdout.strip() or "unknown"
+    return harness.git_revision() or "unknown"
 
 
 if __name__ == "__main__":

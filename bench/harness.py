@@ -35,6 +35,18 @@ OWNER = 1000
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def git_revision() -> str:
+    """The checkout's short commit ('' outside a git checkout), for reports and profile names."""
+    done = subprocess.run(
+        [shutil.which("git") or "/usr/bin/git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.strip()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -227,14 +227,7 @@ def _wrk_version() -> str:
 
 
 def _commit() -> str:
-    done = subprocess.run(
-        [shutil.which("git") or "/usr/bin/git", "rev-parse", "--short", "HEAD"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.strip() or "?"
+    return harness.git_revision() or "?"
 
 
 if __name__ == "__main__":

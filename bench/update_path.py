@@ -176,15 +176,9 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
 
 
 def _revision() -> str:
-    import subprocess
+    from bench import harness
 
-    head = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],  # noqa: S607 - git from PATH, as make does
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return head.stdout.strip() or "unknown"
+    return harness.git_revision() or "unknown"
 
 
 def quiet_moderation() -> None:
