@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from django.db import connection
 from django.utils import translation
 
 from telegram_bot import languages
@@ -251,6 +252,9 @@ def chat_reachable_again(chat_id: int) -> None:
 
     Every private message pays for this, so it is one DELETE statement (no transaction
     around it, as ``QuerySet.delete`` opens for cascades and signals: a BlockedChat has
-    neither)."""
-    queryset = BlockedChat.objects.filter(chat_id=chat_id)
-    queryset._raw_delete(queryset.db)
+    neither), sent through a cursor rather than Django's private ``QuerySet._raw_delete``."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {BlockedChat._meta.db_table} WHERE chat_id = %s",  # noqa: S608 - the model's own table name
+            [chat_id],
+        )
