@@ -17,8 +17,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from bench import harness, load
 from bench.harness import OWNER, SECRET, TOKEN, CpuWatch, Server, Session
 from bench.load import Load, Outcome, fixed_rate, saturate
@@ -385,19 +383,25 @@ def part_commands(session: Session) -> Section:
     section.rows += latency_rows(targets, found)
     section.rows.append(failure_row(server, failures))
     section.notes.append(
-        "The fake is the suite's (`tests/fakes`, every call checked against the Bot API spec) "
-        "with TCP_NODELAY; the product calls it from the request, so its round trip is inside "
-        "every command's latency."
+        "The fake answers as the suite's (`tests/fakes`, every call checked against the Bot API "
+        "spec) behind a lean asyncio HTTP/1.1 front with TCP_NODELAY (`bench/fake_api.py`); the "
+        "product calls it from the request, so its round trip is inside every command's "
+        "latency. The round trip is measured through the product's own client."
     )
     return section
 
 
 def _fake_round_trip(fake: Server, calls: int) -> float:
+    """p50 of one sendMessage through the product's own client (``TelegramClient`` over its
+    keep-alive transport), as a command pays it: httpx's default transport alone would add
+    about half a millisecond of client work."""
+    from telegram_bot.client import TelegramClient
+
     times = []
-    with httpx.Client(base_url=fake.url(f"/bot{TOKEN}/")) as client:
+    with TelegramClient(TOKEN, fake.url("")) as client:
         for _ in range(calls):
             started = time.perf_counter()
-            client.post("sendMessage", json={"chat_id": OWNER + 1, "text": "ping"})
+            client.send_message(chat_id=OWNER + 1, text="ping")
             times.append((time.perf_counter() - started) * 1000)
     return statistics.median(times)
 
