@@ -99,6 +99,28 @@ def test_a_base_url_path_prefix_is_kept() -> None:
     assert c.base_url == "https://proxy.internal/telegram"
 
 
+def test_a_call_goes_straight_to_the_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    """httpx.Client.send (auth, redirects, cookies, hooks) cost a third of a call's CPU; a
+    Bot API call skips it and still sends the client's headers and timeouts."""
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"ok": True, "result": True})
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("sent through httpx.Client.send")
+
+    monkeypatch.setattr(httpx.Client, "send", refuse)
+    timeout = httpx.Timeout(5.0, read=7.0)
+    with TelegramClient(FAKE_TOKEN, transport=httpx.MockTransport(answer), timeout=timeout) as c:
+        assert c.delete_webhook() is True
+        assert c.call("deleteWebhook", request_timeout=3.0) is True
+    assert [r.headers["User-Agent"] for r in seen] == ["telegram-community-bot"] * 2
+    assert seen[0].extensions["timeout"]["read"] == 7.0
+    assert seen[1].extensions["timeout"] == httpx.Timeout(3.0).as_dict()
+
+
 # -- error mapping -----------------------------------------------------------------------------
 
 
