@@ -11,6 +11,8 @@ import os
 from datetime import timedelta
 from pathlib import Path
 
+from django.utils.translation import gettext_lazy
+
 from config.env import ConfigError, Env, generated_secret_key, parse_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -231,7 +233,8 @@ Q_CLUSTER = {
     # Missed runs are not replayed after downtime; jobs catch up from their own state.
     "catch_up": False,
     "save_limit": 250,
-    "label": "Task queue",
+    # django-q2 names its app after this label; lazy, so the admin index shows it translated.
+    "label": gettext_lazy("Task queue"),
     "poll": 1,
 }
 # SIGTERM/SIGINT stops the worker within this many seconds: running tasks get that long, then
@@ -256,7 +259,7 @@ INSTALLED_APPS = [
     # comes before django_q: its qcluster command (with a bounded stop) replaces django-q2's.
     "telegram_bot",
     "django_q",
-    "axes",
+    "telegram_bot.ops.third_party.LoginAttemptsConfig",
     # For its bundled Swagger UI (template and static files): /api/v1/docs loads nothing from
     # a CDN.
     "ninja",

@@ -114,6 +114,20 @@ def test_the_operations_pages_are_named_in_russian() -> None:
             assert str(view.title) != english, english
 
 
+def test_every_app_of_the_admin_index_is_named_in_russian() -> None:
+    """Third-party apps too: their models come translated, their app names did not ("Axes",
+    django-q2's label)."""
+    from django.apps import apps
+    from django.utils import translation
+
+    for label in ("axes", "django_q", "auth"):
+        config = apps.get_app_config(label)
+        with translation.override("en"):
+            english = str(config.verbose_name)
+        with translation.override("ru"):
+            assert str(config.verbose_name) != english, label
+
+
 # -- the names the admin site shows: models, fields, choices, columns, fieldsets, filters --------
 PROJECT_APPS = ("telegram_bot", "support", "community", "content", "moderation", "stats")
 # Texts that read the same in Russian: Django's own name of an automatic primary key.
