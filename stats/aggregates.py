@@ -358,8 +358,8 @@ def _runs(days: Sequence[date]) -> list[tuple[date, date]]:
 class MemberSource:
     """A subquery of (user_id, day, columns) for a range (``_member_source``), and the
     months it reads from their member sums: ``check`` is a scalar expression, the sum of
-    ``2 ** n`` for each month ``months[n]`` that has its sums in the statement's snapshot
-    (the others are to be read again from their rows)."""
+    ``2 ** n`` for each month ``months[n]`` that has its sums, or no row, in the statement's
+    snapshot (the others are to be read again from their rows)."""
 
     sql: str
     params: list[Any]
@@ -438,29 +438,38 @@ def _member_source(
             f"WHERE chat_id = %s AND day = %s{by_user}"
         )
         params += [chat_id, day, *user_params]
-    exists = f"EXISTS (SELECT 1 FROM {MONTHS_TABLE} WHERE chat_id = %s AND month = %s)"  # noqa: S608 - a constant name
     months_read = tuple(sorted(summed))
     flags = " + ".join(
-        f"(CASE WHEN {exists} THEN {1 << n} ELSE 0 END)" for n in range(len(months_read))
+        f"(CASE WHEN {_MONTH_READY} THEN {1 << n} ELSE 0 END)" for n in range(len(months_read))
     )
     return MemberSource(
         " UNION ALL ".join(branches),
         params,
         months_read,
         f"({flags})" if months_read else "0",
-        [value for month in months_read for value in (chat_id, month)],
+        [value for month in months_read for value in _month_ready_params(chat_id, month)],
     )
+
+
+# A month read from its member sums reads right when it has them, or when it has no row (the
+# months before a chat's first message: nothing either way).
+_MONTH_READY = (
+    f"(EXISTS (SELECT 1 FROM {MONTHS_TABLE} WHERE chat_id = %s AND month = %s) "  # noqa: S608 - constant names
+    f"OR NOT EXISTS (SELECT 1 FROM {TABLE} WHERE chat_id = %s AND day >= %s AND day <= %s))"
+)
+
+
+def _month_ready_params(chat_id: int, month: date) -> list[Any]:
+    return [chat_id, month, chat_id, month, month_last(month)]
 
 
 def _months_summed(chat_id: int, months: Sequence[date]) -> set[date]:
-    """Which of ``months`` have member sums. One query."""
-    exists = (
-        f"SELECT %s WHERE EXISTS (SELECT 1 FROM {MONTHS_TABLE} WHERE chat_id = %s AND month = %s)"  # noqa: S608 - a constant name
-    )
+    """Which of ``months`` read right from their sums (``_MONTH_READY``). One query."""
+    ready = f"SELECT %s WHERE {_MONTH_READY}"
     with connection.cursor() as cursor:
         cursor.execute(
-            " UNION ALL ".join([exists] * len(months)),
-            [value for month in months for value in (month, chat_id, month)],
+            " UNION ALL ".join([ready] * len(months)),
+            [value for month in months for value in [month, *_month_ready_params(chat_id, month)]],
         )
         return {as_date(row[0]) for row in cursor.fetchall()}
 
@@ -475,7 +484,7 @@ def _summed_read(
     """Run ``statement`` over the range's member source, its last column ``check``, and read
     again, from rows, the months whose sums were not there (when no row came back, the ones
     ``_months_summed`` does not find). One statement when every month it reads from sums has
-    them (two when some have none, such as months before the chat's first message)."""
+    them or have no row (two when some months with rows have none)."""
     unsummed: set[date] = set()
     while True:
         source = _member_source(chat_id, parts, columns, users, unsummed)

@@ -191,6 +191,10 @@ def test_the_reads_are_the_same_with_and_without_the_month_sums(zone: str) -> No
 
     assert with_sums == without
     assert any("stats_member_months" in q["sql"] for q in queries.captured_queries)
+    # Some months without their sums (the month a range starts in, a whole month): the same.
+    MemberMonth.objects.filter(month__in=[first, last_month()]).delete()
+    assert [range_reads(GROUP, zone, start, end) for start, end in ranges] == without
+    assert month_fill() == 2
     # And they are read: a sum nothing else has shows in the ranking (an update of the sums
     # fires no trigger).
     MemberMonth.objects.filter(chat_id=GROUP, month=last_month(), user_id=1).update(
@@ -330,8 +334,8 @@ def test_the_ranking_is_one_statement_when_the_months_have_sums() -> None:
         aggregates.member_rows(GROUP, parts_of(start), limit=10)
         aggregates.period_totals(GROUP, parts_of(start))
     assert len(queries.captured_queries) == 2
-    # Months without sums (before the chat's first rows; or a write dropped them): read again
-    # from their rows, one more statement.
+    # A month with rows and no sums (a write dropped them): read again from its rows, one
+    # statement more; the months before the chat's first rows have no sums and need none.
     earlier = parts_of(start - timedelta(days=120))
     DailyUserStat.objects.filter(chat_id=GROUP, day=last_month()).update(profanity_count=3)
     with CaptureQueriesContext(connection) as queries:
