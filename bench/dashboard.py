@@ -77,6 +77,7 @@ def main() -> None:
 def seed(days: int, users: int, zone: str, *, verified: bool = True) -> None:
     from django.db import connection
 
+    from stats.member_months import month_fill
     from stats.models import CATEGORIES, ChatUserProfile, DailyCoverage, StatsChat
     from stats.selectors import utc_today
     from stats.totals import day_totals_write
@@ -148,6 +149,10 @@ def seed(days: int, users: int, zone: str, *, verified: bool = True) -> None:
                 day_totals_write(cursor, CHAT, first + timedelta(days=n))
         seconds = time.perf_counter() - started
         print(f"  stored the totals of {days - 1} verified days in {seconds:.1f} s")
+        started = time.perf_counter()
+        months = month_fill()
+        seconds = time.perf_counter() - started
+        print(f"  stored the member sums of {months} closed months in {seconds:.1f} s")
 
 
 def timed(call: Callable[[], Any], repeat: int) -> tuple[float, int]:

@@ -244,11 +244,16 @@ def dashboard(quick: bool) -> Section:
     StatsChat.objects.create(chat_id=CHAT, title="Bench chat", chat_type="supergroup")
     # The verified days' read totals, as finalize stores them when it verifies a day (today is
     # never verified: its rows are summed).
+    from stats.member_months import month_fill
     from stats.totals import totals_fill
 
     totals_started = time.perf_counter()
     totals_days = totals_fill()
     totals_seconds = time.perf_counter() - totals_started
+    # The member sums of the closed months, as finalize stores them once a month has closed.
+    months_started = time.perf_counter()
+    months_stored = month_fill()
+    months_seconds = time.perf_counter() - months_started
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE")
     staff = get_user_model().objects.create_superuser("bench", "bench@example.org", "x" * 20)
@@ -307,8 +312,9 @@ def dashboard(quick: bool) -> Section:
         f"{rows:,} rows in `stats_daily_user` for one chat ({days_n} days x {users:,} members, "
         f"COPY in {seed_seconds:.1f} s), every day's coverage complete, the read totals of "
         f"the {totals_days} verified days (`stats_daily_totals`, as finalize stores them, "
-        f"{totals_seconds:.1f} s; today's rows are summed), member profiles and the chat row; "
-        "then ANALYZE.",
+        f"{totals_seconds:.1f} s; today's rows are summed), the member sums of the "
+        f"{months_stored} closed months (`stats_member_months`, {months_seconds:.1f} s; the "
+        "other days' rows are summed), member profiles and the chat row; then ANALYZE.",
         "Each page through the Django test client as a logged-in superuser, in this process "
         "(no HTTP server): the median of up to 3 runs (fewer when a run is slow); the query "
         "count and the time in SQL (the driver's execute) of the first run. The dashboard page "

@@ -13,8 +13,9 @@ into the local hour it starts in.
 
 from __future__ import annotations
 
+import calendar
 import functools
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Any
@@ -22,6 +23,8 @@ from typing import Any
 from django.db import connection
 
 TABLE = "stats_daily_user"
+# Per-member sums of closed months (stats.member_months).
+MONTHS_TABLE = "stats_member_months"
 VALUE_COLUMNS = (
     "message_count",
     "word_count",
@@ -324,31 +327,181 @@ def range_parts(splits: dict[date, Split], start: date, end: date) -> RangeParts
     return RangeParts(parts)
 
 
+def month_of(day: date) -> date:
+    return day.replace(day=1)
+
+
+def month_last(month: date) -> date:
+    return month.replace(day=calendar.monthrange(month.year, month.month)[1])
+
+
+def whole_months(days: Iterable[date]) -> list[date]:
+    """The calendar months every day of which is in ``days``."""
+    counts: dict[date, int] = {}
+    for day in set(days):
+        counts[month_of(day)] = counts.get(month_of(day), 0) + 1
+    return sorted(month for month, count in counts.items() if count == month_last(month).day)
+
+
+def _runs(days: Sequence[date]) -> list[tuple[date, date]]:
+    """Runs of consecutive days of the sorted ``days``: (first, last) each."""
+    runs: list[tuple[date, date]] = []
+    for day in days:
+        if runs and runs[-1][1] + timedelta(days=1) == day:
+            runs[-1] = (runs[-1][0], day)
+        else:
+            runs.append((day, day))
+    return runs
+
+
+@dataclass(frozen=True)
+class MemberSource:
+    """A subquery of (user_id, day, columns) for a range (``_member_source``), and the
+    months it reads from their member sums: ``check`` is a scalar expression, the sum of
+    ``2 ** n`` for each month ``months[n]`` that has its sums, or no row, in the statement's
+    snapshot (the others are to be read again from their rows)."""
+
+    sql: str
+    params: list[Any]
+    months: tuple[date, ...]
+    check: str
+    check_params: list[Any]
+
+
 def _member_source(
-    chat_id: int, parts: RangeParts, columns: Sequence[str], users: Sequence[int] | None
-) -> tuple[str, list[Any]]:
+    chat_id: int,
+    parts: RangeParts,
+    columns: Sequence[str],
+    users: Sequence[int] | None,
+    unsummed: Container[date] = (),
+) -> MemberSource:
     """A subquery of (user_id, day, ``columns``) with each row's share in the range: whole
     rows for the days inside it, a UNION ALL branch with the part expressions for each edge
-    day of a split range (so the expressions cost nothing on the other rows)."""
+    day of a split range (so the expressions cost nothing on the other rows).
+
+    A calendar month whose every day is inside the range is read from its per-member sums
+    (``stats.member_months``: one row per member, ``day`` its last stored day of the month),
+    unless it is in ``unsummed``. So is the month the range starts in when the range goes on
+    past its end and keeps more of its days than it leaves: its sums less its rows before the
+    range (``day`` NULL: they count in no ``MAX(day)``; a member's last day of the month counts
+    only when inside the range, and then it is their last day of the month inside it). The
+    other days (the open month, a short partial month) are read from their rows. The caller
+    reads ``check`` in the same statement and reads again with the months that had no sums
+    in ``unsummed`` (``_months_summed``): the sums and the rows are then of one snapshot, and
+    a write that dropped a month's sums committed its rows with them."""
     whole = sorted(day for day, (part, _cut) in parts.parts.items() if part == "all")
     edges = sorted((day, part) for day, part in parts.parts.items() if part[0] != "all")
-    by_user = f" AND user_id IN ({', '.join(['%s'] * len(users))})" if users else ""
+    user_params = list(users or [])
+    by_user = f" AND user_id IN ({', '.join(['%s'] * len(user_params))})" if users else ""
+    names = ", ".join(columns)
     branches: list[str] = []
     params: list[Any] = []
-    if whole:
+    months = [month for month in whole_months(whole) if month not in unsummed]
+    head = month_of(whole[0]) if whole else None
+    if (
+        head is None
+        or head in unsummed
+        or month_last(head) > whole[-1]
+        or whole[0] == head
+        or (whole[0] - head).days >= (month_last(head) - whole[0]).days + 1
+    ):
+        head = None  # no month to take less its first days
+    if months:
         branches.append(
-            f"SELECT user_id, day, {', '.join(columns)} FROM {TABLE} "  # noqa: S608 - constant columns, placeholders
+            f"SELECT user_id, last_day AS day, {names} FROM {MONTHS_TABLE} "  # noqa: S608 - constant columns, placeholders
+            f"WHERE chat_id = %s AND month IN ({', '.join(['%s'] * len(months))}){by_user}"
+        )
+        params += [chat_id, *months, *user_params]
+    if head is not None:
+        branches.append(
+            f"SELECT user_id, CASE WHEN last_day >= %s THEN last_day END AS day, {names} "  # noqa: S608 - constant columns, placeholders
+            f"FROM {MONTHS_TABLE} WHERE chat_id = %s AND month = %s{by_user}"
+        )
+        params += [whole[0], chat_id, head, *user_params]
+        negated = ", ".join(f"-{column} AS {column}" for column in columns)
+        branches.append(
+            f"SELECT user_id, NULL AS day, {negated} FROM {TABLE} "  # noqa: S608 - constant columns, placeholders
+            f"WHERE chat_id = %s AND day >= %s AND day < %s{by_user}"
+        )
+        params += [chat_id, head, whole[0], *user_params]
+    summed = (*months, *([head] if head is not None else []))
+    for first, last in _runs([day for day in whole if month_of(day) not in summed]):
+        branches.append(
+            f"SELECT user_id, day, {names} FROM {TABLE} "  # noqa: S608 - constant columns, placeholders
             f"WHERE chat_id = %s AND day >= %s AND day <= %s{by_user}"
         )
-        params += [chat_id, whole[0], whole[-1], *(users or [])]
+        params += [chat_id, first, last, *user_params]
     for day, (part, cut) in edges:
         shares = ", ".join(f"{_part_sql(c, cut, part)} AS {c}" for c in columns)
         branches.append(
             f"SELECT user_id, day, {shares} FROM {TABLE} "  # noqa: S608 - constant columns, integer cuts, placeholders
             f"WHERE chat_id = %s AND day = %s{by_user}"
         )
-        params += [chat_id, day, *(users or [])]
-    return " UNION ALL ".join(branches), params
+        params += [chat_id, day, *user_params]
+    months_read = tuple(sorted(summed))
+    flags = " + ".join(
+        f"(CASE WHEN {_MONTH_READY} THEN {1 << n} ELSE 0 END)" for n in range(len(months_read))
+    )
+    return MemberSource(
+        " UNION ALL ".join(branches),
+        params,
+        months_read,
+        f"({flags})" if months_read else "0",
+        [value for month in months_read for value in _month_ready_params(chat_id, month)],
+    )
+
+
+# A month read from its member sums reads right when it has them, or when it has no row (the
+# months before a chat's first message: nothing either way).
+_MONTH_READY = (
+    f"(EXISTS (SELECT 1 FROM {MONTHS_TABLE} WHERE chat_id = %s AND month = %s) "  # noqa: S608 - constant names
+    f"OR NOT EXISTS (SELECT 1 FROM {TABLE} WHERE chat_id = %s AND day >= %s AND day <= %s))"
+)
+
+
+def _month_ready_params(chat_id: int, month: date) -> list[Any]:
+    return [chat_id, month, chat_id, month, month_last(month)]
+
+
+def _months_summed(chat_id: int, months: Sequence[date]) -> set[date]:
+    """Which of ``months`` read right from their sums (``_MONTH_READY``). One query."""
+    ready = f"SELECT %s WHERE {_MONTH_READY}"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            " UNION ALL ".join([ready] * len(months)),
+            [value for month in months for value in [month, *_month_ready_params(chat_id, month)]],
+        )
+        return {as_date(row[0]) for row in cursor.fetchall()}
+
+
+def _summed_read(
+    chat_id: int,
+    parts: RangeParts,
+    columns: Sequence[str],
+    users: Sequence[int] | None,
+    statement: Callable[[MemberSource], tuple[str, list[Any]]],
+) -> list[tuple[Any, ...]]:
+    """Run ``statement`` over the range's member source, its last column ``check``, and read
+    again, from rows, the months whose sums were not there (when no row came back, the ones
+    ``_months_summed`` does not find). One statement when every month it reads from sums has
+    them or have no row (two when some months with rows have none)."""
+    unsummed: set[date] = set()
+    while True:
+        source = _member_source(chat_id, parts, columns, users, unsummed)
+        sql, params = statement(source)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            fetched = cursor.fetchall()
+        if not source.months:
+            return fetched
+        if fetched:
+            present = int(fetched[0][-1])
+            missing = {m for n, m in enumerate(source.months) if not present & (1 << n)}
+        else:
+            missing = set(source.months) - _months_summed(chat_id, source.months)
+        if not missing:
+            return fetched
+        unsummed |= missing
 
 
 def member_rows(
@@ -361,25 +514,28 @@ def member_rows(
     users: Iterable[int] | None = None,
 ) -> tuple[list[MemberRow], int]:
     """Members of the range with messages, ranked by ``order`` (then messages, then user id):
-    (one page, how many members in all). One query (two for a page past the last member)."""
+    (one page, how many members in all). One query when every whole month of the range has
+    its member sums or none has (two for a page past the last member)."""
     ids = None if users is None else sorted(set(users))
     if not parts.parts or ids == []:
         return [], 0
-    source, params = _member_source(chat_id, parts, VALUE_COLUMNS, ids)
     sums = ", ".join(f"SUM({column})" for column in VALUE_COLUMNS)
     ranking = ORDERS[order]
     ranked = "MAX(day)" if ranking == "last_day" else f"SUM({ranking})"
-    sql = (
-        f"SELECT user_id, {sums}, MAX(day), COUNT(*) OVER () FROM ({source}) r "  # noqa: S608 - constant columns, placeholders
-        f"GROUP BY user_id HAVING SUM(message_count) > 0 "
-        f"ORDER BY {ranked} DESC, SUM(message_count) DESC, user_id"
-    )
-    if limit is not None:
-        sql += " LIMIT %s OFFSET %s"
-        params += [limit, offset]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        fetched = cursor.fetchall()
+
+    def statement(source: MemberSource) -> tuple[str, list[Any]]:
+        sql = (
+            f"SELECT user_id, {sums}, MAX(day), COUNT(*) OVER (), {source.check} "  # noqa: S608 - constant columns, placeholders
+            f"FROM ({source.sql}) r GROUP BY user_id HAVING SUM(message_count) > 0 "
+            f"ORDER BY {ranked} DESC, SUM(message_count) DESC, user_id"
+        )
+        params = [*source.check_params, *source.params]
+        if limit is not None:
+            sql += " LIMIT %s OFFSET %s"
+            params += [limit, offset]
+        return sql, params
+
+    fetched = _summed_read(chat_id, parts, VALUE_COLUMNS, ids, statement)
     rows = [
         MemberRow(
             int(row[0]),
@@ -397,18 +553,21 @@ def member_rows(
 
 
 def period_totals(chat_id: int, parts: RangeParts) -> tuple[int, int, int]:
-    """(messages, words, members with messages) of a range, from the database. One query."""
+    """(messages, words, members with messages) of a range, from the database. One query
+    when every whole month of the range has its member sums or none has."""
     if not parts.parts:
         return 0, 0, 0
-    source, params = _member_source(chat_id, parts, ("message_count", "word_count"), None)
-    sql = (
-        "SELECT SUM(m), SUM(w), COUNT(*) FILTER (WHERE m > 0) FROM ("  # noqa: S608 - constant columns, placeholders
-        "SELECT user_id, SUM(message_count) AS m, SUM(word_count) AS w "
-        f"FROM ({source}) r GROUP BY user_id) s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        messages, words, members = cursor.fetchone()
+
+    def statement(source: MemberSource) -> tuple[str, list[Any]]:
+        sql = (
+            "SELECT SUM(m), SUM(w), COUNT(*) FILTER (WHERE m > 0), "  # noqa: S608 - constant columns, placeholders
+            f"{source.check} FROM (SELECT user_id, SUM(message_count) AS m, "
+            f"SUM(word_count) AS w FROM ({source.sql}) r GROUP BY user_id) s"
+        )
+        return sql, [*source.check_params, *source.params]
+
+    fetched = _summed_read(chat_id, parts, ("message_count", "word_count"), None, statement)
+    messages, words, members = fetched[0][:3]
     return int(messages or 0), int(words or 0), int(members or 0)
 
 

@@ -159,6 +159,50 @@ class DailyTotals(models.Model):
         return f"{self.chat_id} {self.day}: {self.messages}"
 
 
+class MemberMonth(models.Model):
+    """One member's sums of the stored (UTC) days of one closed calendar month of a chat: the
+    sums of their ``stats_daily_user`` rows of that month (``stats.member_months``), read by
+    the member ranking instead of the month's rows when the whole month is in the range.
+
+    Written only for a month whose every day is before the database's today (UTC), under the
+    exclusive lock of every day of the month (``stats.daylock``). A chat-month's rows always
+    equal the rows they were summed from: triggers on ``stats_daily_user`` (migration 0008)
+    delete every row of (chat, month) on any insert, update or delete of a row of a day of a
+    closed month (a late live add, a backfill rewrite, an erasure moving rows to an anonymous
+    id). ``last_day``: the member's last stored day of the month (any row, as the ranking's
+    ``MAX(day)``).
+    """
+
+    chat_id = models.BigIntegerField(_("chat id"))
+    month = models.DateField(_("month"))
+    user_id = models.BigIntegerField(_("user id"))
+    message_count = _count(_("messages"))
+    word_count = _count(_("word count"))
+    voice_count = _count(_("voice messages"))
+    voice_seconds = _count(_("voice seconds"))
+    video_note_count = _count(_("video notes"))
+    video_note_seconds = _count(_("video note seconds"))
+    profanity_count = _count(_("profanity"))
+    violations_low = _count(_("low violations"))
+    violations_medium = _count(_("medium violations"))
+    violations_high = _count(_("high violations"))
+    last_day = models.DateField(_("last stored day"))
+    days = models.IntegerField(_("stored days"), default=0, db_default=0)
+
+    class Meta:
+        db_table = "stats_member_months"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["chat_id", "month", "user_id"], name="stats_member_months_chat_month_user"
+            )
+        ]
+        verbose_name = _("member's monthly totals")
+        verbose_name_plural = _("members' monthly totals")
+
+    def __str__(self) -> str:
+        return f"{self.chat_id} {self.month} {self.user_id}: {self.message_count}"
+
+
 class CoverageStatus(models.TextChoices):
     # the live writer has not touched this category of the day yet
     NONE = "none", _("none")

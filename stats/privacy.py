@@ -29,9 +29,10 @@ from typing import Any
 from django.db import transaction
 
 from stats import keys
+from stats.aggregates import VALUE_COLUMNS
 from stats.config import counter_ttl_ms
 from stats.daylock import lock_days
-from stats.models import ChatUserProfile, DailyUserStat
+from stats.models import ChatUserProfile, DailyUserStat, MemberMonth
 from telegram_bot.privacy import Subject, delete_keys, keys_naming
 from telegram_bot.state import Increment, KVStore
 
@@ -43,6 +44,8 @@ LAST_PREFIX = keys.last_message_key(0, 0).removesuffix("0:0")
 MODELS = {
     "stats.DailyUserStat": "a member's daily numbers per chat (messages, words, media, hours)",
     "stats.ChatUserProfile": "a member's display name and username per chat",
+    "stats.MemberMonth": "a member's sums of their daily numbers per chat and closed month "
+    "(an erasure's move of the daily numbers drops them: triggers)",
 }
 KEY_FAMILIES = {
     "stats": "daily counters per chat, day and member; late markers and the failed-write "
@@ -67,6 +70,15 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
         "daily": [
             {"chat_id": row.chat_id, "day": row.day, **{c: getattr(row, c) for c in COLUMNS}}
             for row in rows
+        ],
+        "monthly": [
+            {
+                "chat_id": row.chat_id,
+                "month": row.month,
+                **{c: getattr(row, c) for c in VALUE_COLUMNS},
+                "last_day": row.last_day,
+            }
+            for row in MemberMonth.objects.filter(user_id=user_id).order_by("chat_id", "month")
         ],
         "profiles": list(
             ChatUserProfile.objects.filter(user_id=user_id).values(

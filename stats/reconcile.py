@@ -36,7 +36,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from stats import keys, verify
+from stats import keys, member_months, verify
 from stats.backfill.slices import skew_ms
 from stats.backfill.sql import Fenced
 from stats.backfill.state import now_ms
@@ -88,6 +88,8 @@ def reconcile_run(
         users = marked[(chat_id, day)]
         if reconcile_day(store, chat_id, day, sorted(users)):
             verified += 1
+            # The late write dropped the member sums of a closed month: store them again.
+            member_months.months_after_verified([(chat_id, day)], today)
         else:
             reopened += 1
         for user_id, value in users.items():

@@ -10,6 +10,7 @@ from datetime import date
 
 from stats.backfill.slices import Limits, SliceReport, slice_run
 from stats.backfill.state import LeaseLostError, lease_acquire, lease_release, new_owner
+from stats.member_months import months_after_verified
 from telegram_bot.state import KVStore, get_store
 
 log = logging.getLogger(__name__)
@@ -47,18 +48,27 @@ def backfill_run(
     log.info("backfill %s as %s at %s", acquired.outcome, lease.owner, lease.phase)
     deadline = None if max_seconds is None else time.monotonic() + max_seconds
     slices = keys = 0
+    finalized: set[tuple[int, date]] = set()
+
+    def ended(report: RunReport) -> RunReport:
+        # The member sums of the closed months of the days finalize went through (their rows'
+        # rewrites dropped them), each month in its own transaction under its days' locks.
+        months_after_verified(finalized)
+        return report
+
     while True:
         try:
             report = slice_run(lease, limits, store)
         except LeaseLostError as exc:
             log.warning("backfill stopped: %s", exc)
-            return RunReport("lease_lost", slices, keys, exc.rejected_writes, lease.phase)
+            return ended(RunReport("lease_lost", slices, keys, exc.rejected_writes, lease.phase))
         slices, keys, lease = slices + 1, keys + report.keys, report.lease
+        finalized.update(report.finalized)
         if progress is not None:
             progress(report)
         if report.finished:
-            return RunReport("done", slices, keys)
+            return ended(RunReport("done", slices, keys))
         out_of_time = deadline is not None and time.monotonic() >= deadline
         if out_of_time or (max_slices is not None and slices >= max_slices):
             lease_release(lease)
-            return RunReport("paused", slices, keys, phase=lease.phase)
+            return ended(RunReport("paused", slices, keys, phase=lease.phase))

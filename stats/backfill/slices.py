@@ -145,6 +145,7 @@ class SliceReport:
     reads: int
     statements: int  # writes, as counted against ``max_statements``
     finished: bool
+    finalized: tuple[tuple[int, date], ...] = ()  # the (chat, day)s finalize verified or not
 
 
 def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
@@ -165,6 +166,7 @@ def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
         reads=staged.reads,
         statements=staged.statements,
         finished=not new_lease.phase,
+        finalized=tuple((chat_id, day) for chat_id, day, _ in staged.totals),
     )
 
 

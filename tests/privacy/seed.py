@@ -27,6 +27,7 @@ from moderation.flood import flood_key
 from moderation.models import Warning, WarnState
 from moderation.rights import admins_key
 from stats import keys as stats_keys
+from stats.member_months import month_write
 from stats.models import ChatUserProfile, DailyUserStat
 from telegram_bot.audit import Actor, audit_record
 from telegram_bot.jobs.models import Job
@@ -172,6 +173,13 @@ def _seed_apps(store: KVStore) -> None:
             chat_id=chat_id, user_id=USER, display_name=f"{FIRST} {LAST}", username=USERNAME
         )
     store.set(stats_keys.joined_key(CHATS[0], USER), now)
+    # A day of a closed month, and the member sums of that month (an erasure drops them).
+    closed = datetime.now(UTC).date() - timedelta(days=45)
+    for user_id in (USER, OTHER):
+        DailyUserStat.objects.create(
+            chat_id=CHATS[0], day=closed, user_id=user_id, message_count=2, word_count=3, hour_10=2
+        )
+    assert month_write(CHATS[0], closed) == 2
     failed = {"users": {str(USER): ["word_count"], str(OTHER): ["message_count"]}}
     store.set(stats_keys.failed_key(CHATS[1], datetime.now(UTC).date()), failed)
     Post.objects.create(channel="@news", text="news", created_by=f"telegram:{USER}")

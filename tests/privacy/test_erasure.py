@@ -52,7 +52,8 @@ def test_the_export_holds_every_app_s_data_about_the_member(store: KVStore) -> N
     )
     tickets = document["apps"]["support"]["tickets"]
     assert tickets and "Zebulon" in tickets[0]["messages"][0]["text"]
-    assert len(document["apps"]["stats"]["daily"]) == 4  # two chats, two days
+    assert len(document["apps"]["stats"]["daily"]) == 5  # two chats, two days; a closed month's
+    assert len(document["apps"]["stats"]["monthly"]) == 1  # that month's sums
     assert not any(row.get("user_id") == OTHER for row in document["apps"]["stats"]["daily"])
 
 
@@ -70,7 +71,7 @@ def test_after_erasure_no_table_or_key_holds_the_member_and_totals_stay(
     assert chat_totals() == totals
     assert kv_totals(store) == kv_before
     assert list(DailyUserStat.objects.filter(user_id=OTHER).values()) == other_rows
-    assert result.counts["stats"]["days"] == 4
+    assert result.counts["stats"]["days"] == 5
     assert result.counts["support"]["tickets"] == 1
     entry = AuditEntry.objects.get(action=ERASE_ACTION)
     assert entry.pk == result.audit_id and entry.actor_name == "site:operator"

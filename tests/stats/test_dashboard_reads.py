@@ -15,7 +15,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from community.models import MemberCount, MemberMovement
-from stats.models import DailyUserStat
+from stats.aggregates import month_of
+from stats.member_months import month_write
+from stats.models import DailyUserStat, MemberMonth
 from telegram_bot import insights
 from telegram_bot.models import ChatPreference
 
@@ -109,15 +111,23 @@ def test_members_are_paged_and_ranked_in_the_database(admin_client: Client) -> N
 def test_a_report_costs_the_same_queries_for_a_day_or_a_year(admin_client: Client) -> None:
     for offset in range(0, 300, 7):
         rows(offset, {u: (1, 1, 0) for u in range(1, 6)})
-    counts = []
-    for days in (1, 365):
+    months = {month_of(TODAY - timedelta(days=offset)) for offset in range(0, 300, 7)}
+    for month in months:  # the member sums of the closed months (stats.member_months)
+        month_write(CHAT, month)
+
+    def queries_of(days: int) -> int:
         query = {"chat_id": CHAT, "start": TODAY - timedelta(days=days - 1), "end": TODAY}
         with CaptureQueriesContext(connection) as queries:
             assert admin_client.get("/api/v1/stats/report", query).status_code == 200
-        counts.append(len(queries))
+        return len(queries)
+
+    counts = [queries_of(1), queries_of(365)]
     # Session, user, zone, coverage, day sums, KV indexes and totals, members, growth (2),
     # previous period (and its growth), profiles, last messages: none per day or member.
     assert counts[0] == counts[1] <= 16
+    # Closed months with rows and no sums: the ranking and the previous period read again.
+    MemberMonth.objects.all().delete()
+    assert queries_of(365) == counts[0] + 1
 
 
 @pytest.mark.django_db
