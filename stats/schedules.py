@@ -12,4 +12,7 @@ SCHEDULES: list[ScheduleSpec] = [
     ScheduleSpec(name="stats_backfill", func="stats.tasks.backfill_tick", minutes=1),
     # Late messages for closed days: re-verified within a minute or two (stats.reconcile).
     ScheduleSpec(name="stats_reconcile", func="stats.tasks.reconcile_tick", minutes=1),
+    # Closed months whose member sums a write dropped and no verification stored again (an
+    # erasure): read from rows, slower, until this stores them (stats.member_months).
+    ScheduleSpec(name="stats_month_sums", func="stats.tasks.month_sums_tick", minutes=360),
 ]

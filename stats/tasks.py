@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from stats.backfill import backfill_run
+from stats.member_months import month_fill
 from stats.reconcile import reconcile_run
 
 # The schedule fires every minute; the cluster's timeout is 120 s.
@@ -17,3 +18,9 @@ def backfill_tick() -> str:
 def reconcile_tick() -> str:
     """Re-verify closed days that received late messages since the last pass (bounded)."""
     return reconcile_run().outcome
+
+
+def month_sums_tick() -> str:
+    """Store the member sums of closed months that have none: a month an erasure (or any write
+    no verification followed) dropped the sums of is read from its rows until then."""
+    return f"stored {month_fill()} months"

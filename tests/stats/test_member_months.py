@@ -29,8 +29,11 @@ from stats.member_months import month_fill, month_write, months_after_verified
 from stats.models import CATEGORIES, DailyCoverage, DailyUserStat, MemberMonth
 from stats.privacy import erase
 from stats.reconcile import reconcile_run
+from stats.schedules import SCHEDULES
 from stats.selectors import previous_period, stats_report
+from stats.tasks import month_sums_tick
 from telegram_bot.privacy import Subject
+from telegram_bot.scheduling import declared_schedules
 from telegram_bot.state import KVStore, override_store
 from tests.builders import make_message_update
 from tests.stats.test_ordering import GateStore, in_thread, post
@@ -293,9 +296,11 @@ def test_an_erasure_drops_the_months_of_the_member_s_rows(wired: KVStore, post_u
     erase(Subject(user_id=2, anonymous_id=2**52 + 9, marker_prefix="lock:erase:t:"), wired)
 
     assert not MemberMonth.objects.filter(user_id=2).exists()
-    assert month_fill() == 1
+    assert month_sums_tick() == "stored 1 months"  # the schedule stores them again
     assert sums_match_rows(GROUP, last_month())
     assert not MemberMonth.objects.filter(user_id=2).exists()
+    spec = next(spec for spec in SCHEDULES if spec.name == "stats_month_sums")
+    assert spec in declared_schedules() and spec.func == "stats.tasks.month_sums_tick"
 
 
 @pytest.mark.django_db
