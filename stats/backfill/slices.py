@@ -4,13 +4,14 @@ values in a few round trips, write each table's rows in one statement, advance.
 A slice takes at most ``max_keys`` keys, spends at most ``max_reads`` KV reads (each value
 read counts, however many one ``get_many`` carries; each scan call counts one) and
 ``max_statements`` writes: each row it upserts, plus the day lock and the state write (each
-finalize day counts its three statements). The rows of a table go in one statement
-(``sql.Fenced.*_many``), so a slice sends about six statements whatever its size; the
-budget counts rows so that it bounds the transaction's work, which holds the days'
-exclusive locks. When a budget runs out, the slice stops in the middle of a scan page, and
-where the next slice resumes never depends on positions in a page, which shift when a key
-before them expires (counters expire continuously) or, on Redis, when a rehash reorders a
-SCAN batch:
+finalize day counts its three writes: the coverage rows created where missing, their verdict
+and the day's totals row; its sums query and its chat's zone lookup are reads of the
+database, not counted). The rows of a table go in one statement (``sql.Fenced.*_many``), so a
+slice sends about six statements whatever its size; the budget counts rows so that it bounds
+the transaction's work, which holds the days' exclusive locks. When a budget runs out, the
+slice stops in the middle of a scan page, and where the next slice resumes never depends on
+positions in a page, which shift when a key before them expires (counters expire
+continuously) or, on Redis, when a rehash reorders a SCAN batch:
 
 - ordered scans (the memory and database stores, and the finalize walk over coverage rows):
   the scan cursor is the last key returned, so the saved cursor is the last key TAKEN and the
@@ -36,7 +37,19 @@ and it repairs whatever a crashed or failed live write left out. A KV value belo
 means the KV store lost data; the database keeps its figure and finalize does not verify the
 day. A column whose key does not exist is left alone: the live writer only ever adds to columns
 whose key exists, since the KV commit comes first. (Rebuilding whole rows instead would need a
-prefix scan per row, which on Redis walks the whole keyspace.)
+prefix scan per row, which on Redis walks the whole keyspace.) A row none of whose cells would
+change is not written again (``Fenced.counters_put``).
+
+One row write a member-day: the first phase, activity hours, reads each member-day's messages
+and words counters along with its hour counters (``batch.ALONG``, while the slice's budgets
+allow) and writes them in the same row. Every counted message adds to an hour counter, so
+every member-day with messages has one, and the base and words phases after it find those
+rows right: they read every counter of their family again and write only what differs (a
+counter without an hour counter: its other counters expired first, the KV store lost them,
+the budget left them out; or an increment since). So each of those phases is still the whole
+guarantee for its family, whatever the hours phase read, and a crash between the phases, or a
+live write in between (under the day's shared lock, to both stores), changes nothing in what
+a run writes: each counter is read under its day's exclusive lock and written never lower.
 
 Finalize verifies every column of a day against its KV daily total (``stats.verify``), under
 the day's exclusive lock too.
@@ -85,8 +98,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "media": (keys.MEDIA,),
     "categories": (keys.CATEGORY,),
     "activity_hours": (keys.HOURS,),
-    # Poison marks first (onto the coverage rows), then the parity gate for every day the
-    # base phase rebuilt in this run: a walk over coverage rows, not KV keys (DAYS_WALK).
+    # Poison marks first (onto the coverage rows), then the parity gate for every day whose
+    # messages this run rebuilt: a walk over coverage rows, not KV keys (DAYS_WALK).
     "finalize": (keys.POISON, DAYS_WALK),
 }
 # One key may need this much: the page scan + a finalize day (every column's total); the
@@ -286,18 +299,8 @@ def _write(lease: Lease, position: Lease, staged: Staged, taken: int) -> Lease:
     rejected = 0
     with transaction.atomic(), connection.cursor() as cursor:
         fenced = Fenced(cursor, lease, now)
-        if staged.rows:
-            columns = sorted({column for values in staged.rows.values() for column in values})
-            items = sorted(staged.rows.items())
-            rows: list[tuple[Any, ...]]
-            if len(columns) == 1:  # the base and words phases: no column can be missing
-                (only,) = columns
-                rows = [(*row, values[only]) for row, values in items]
-            else:
-                rows = [
-                    (*row, *(values.get(column) for column in columns)) for row, values in items
-                ]
-            rejected += len(rows) - fenced.aggregates_put(columns, rows)
+        if staged.cells and not fenced.counters_put(staged.cells):
+            rejected += len({cell[:3] for cell in staged.cells})
         triples = sorted(staged.triples)
         rejected += len(triples) - fenced.coverage_rebuilt_many(triples, rebuilt_at(lease))
         profiles = [
