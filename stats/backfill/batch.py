@@ -64,13 +64,40 @@ class Staged:
         return {(c[0], c[1]) for _, c in self.counters} | set(self.days)
 
 
+@dataclass
+class Imported:
+    """The member and chat names a run has chosen to import so far (kept by ``runner`` for
+    one ``backfill_run``): the base phase then reads and writes each once a run, not once a
+    slice (a slice of 5,000 counters meets about as many members, most of them met before).
+    A slice that fails ends the run, and with it this memory. Bounded: past ``LIMIT`` names it
+    forgets them all, which only means reading them again."""
+
+    LIMIT = 500_000
+
+    profiles: set[tuple[int, int]] = field(default_factory=set)
+    chats: set[int] = field(default_factory=set)
+
+    def add(self, staged: Staged) -> None:
+        if len(self.profiles) + len(staged.seen_profiles) > self.LIMIT:
+            self.profiles.clear()
+        self.profiles |= staged.seen_profiles
+        self.chats |= staged.seen_chats
+
+
 class Chooser:
     """Takes keys of one phase step into ``staged`` while ``budget`` allows."""
 
     def __init__(
-        self, phase: str, step: int, prefix: str, cutoff_day: date, staged: Staged
+        self,
+        phase: str,
+        step: int,
+        prefix: str,
+        cutoff_day: date,
+        staged: Staged,
+        imported: Imported | None = None,
     ) -> None:
         self.phase, self.step, self.cutoff_day, self.staged = phase, step, cutoff_day, staged
+        self.imported = imported or Imported()
         self.parse = CounterParser(prefix, cutoff_day) if phase != "finalize" else None
         self.prefix = prefix
         self.along = ALONG.get(prefix, ())
@@ -88,6 +115,7 @@ class Chooser:
         staged, parse = self.staged, self.parse
         rows, triples = staged.planned_rows, staged.planned_triples
         profiles, chats = staged.seen_profiles, staged.seen_chats
+        known_profiles, known_chats = self.imported.profiles, self.imported.chats
         counters, along, along_rows = staged.counters, self.along, staged.along_rows
         base = self.phase == "base"
         head, with_field = len(self.prefix), parse.parts == 4
@@ -100,8 +128,12 @@ class Chooser:
                 row, triple = (chat_id, day, user_id), (chat_id, day, category)
                 cost_reads = 1
                 cost_writes = (row not in rows) + (triple not in triples)
-                new_profile = base and (chat_id, user_id) not in profiles
-                new_chat = base and chat_id not in chats
+                new_profile = (
+                    base
+                    and (chat_id, user_id) not in profiles
+                    and (chat_id, user_id) not in known_profiles
+                )
+                new_chat = base and chat_id not in chats and chat_id not in known_chats
                 if base:
                     cost_reads += new_profile + new_chat
                     cost_writes += new_profile + new_chat

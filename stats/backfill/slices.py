@@ -63,6 +63,7 @@ that is no longer ours, rolls the whole slice back and raises ``LeaseLostError``
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -74,7 +75,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from stats import keys, verify
-from stats.backfill.batch import Budget, Chooser, Staged, read_staged
+from stats.backfill.batch import Budget, Chooser, Imported, Staged, read_staged
 from stats.backfill.sql import Fenced
 from stats.backfill.state import (
     JOB_NAME,
@@ -102,6 +103,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     # messages this run rebuilt: a walk over coverage rows, not KV keys (DAYS_WALK).
     "finalize": (keys.POISON, DAYS_WALK),
 }
+COUNTER_PHASES = frozenset(phase for phase in FAMILIES if phase != "finalize")
 # One key may need this much: the page scan + a finalize day (every column's total); the
 # state write + the day lock + a base key (aggregate, coverage, profile, chat).
 MIN_READS = 1 + verify.TOTAL_READS
@@ -160,10 +162,63 @@ class SliceReport:
     finished: bool
 
 
-def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
-    """Run the slice at the lease's position; raise LeaseLostError if the lease is gone."""
+@dataclass(frozen=True)
+class Chosen:
+    """The keys of a slice, chosen from ``start``'s position (no value read, nothing locked)."""
+
+    start: Lease
+    taken: int
+    position: Lease  # where the slice after it starts
+    staged: Staged
+
+    def starts_at(self, lease: Lease) -> bool:
+        start = self.start
+        return (start.phase, start.step, start.cursor, start.page_done, start.cutoff_day) == (
+            lease.phase,
+            lease.step,
+            lease.cursor,
+            lease.page_done,
+            lease.cutoff_day,
+        )
+
+
+def slice_choose(
+    lease: Lease, limits: Limits, store: KVStore, imported: Imported | None = None
+) -> Chosen:
+    """Choose the keys of the slice at the lease's position: KV scans only (and, in
+    finalize's day walk, a query of coverage rows). ``imported``: the names this run has
+    imported already, not read again (read only: ``slice_run`` adds a slice's names)."""
     staged = Staged()
-    taken, position = _choose(lease, limits, store, staged)
+    taken, position = _choose(lease, limits, store, staged, imported)
+    return Chosen(lease, taken, position, staged)
+
+
+def slice_run(
+    lease: Lease,
+    limits: Limits,
+    store: KVStore,
+    *,
+    chosen: Chosen | None = None,
+    chosen_next: Callable[[Lease], None] | None = None,
+    imported: Imported | None = None,
+) -> SliceReport:
+    """Run the slice at the lease's position; raise LeaseLostError if the lease is gone.
+
+    ``chosen``: its keys, chosen beforehand (used only if chosen from this very position).
+    ``chosen_next``: called with the next slice's position once this slice's keys are chosen,
+    before its transaction, so that the caller may choose the next slice's keys meanwhile
+    (``runner``): choosing reads no value and locks nothing, so it may run before this slice
+    commits, like any scan that precedes a slice's lock. ``imported``: the member and chat
+    names this run imported in the slices before (``batch.Imported``)."""
+    if chosen is None or not chosen.starts_at(lease):
+        chosen = slice_choose(lease, limits, store, imported)
+    staged, taken, position = chosen.staged, chosen.taken, chosen.position
+    if imported is not None:
+        # The names of this slice, for the next slices of the run (the run ends if this slice
+        # fails, and with it the memory).
+        imported.add(staged)
+    if chosen_next is not None:
+        chosen_next(position)
     with transaction.atomic():
         # Every day of the chosen keys, before any counter is read (module docstring).
         lock_days(staged.days_locked(), shared=False)
@@ -181,13 +236,15 @@ def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
     )
 
 
-def _choose(lease: Lease, limits: Limits, store: KVStore, staged: Staged) -> tuple[int, Lease]:
+def _choose(
+    lease: Lease, limits: Limits, store: KVStore, staged: Staged, imported: Imported | None
+) -> tuple[int, Lease]:
     """Choose the slice's keys, page by page, within its limits (no value is read yet: their
     days are locked first); return how many keys it takes and the position after them."""
     prefix = FAMILIES[lease.phase][lease.step]
     walk_days = prefix == DAYS_WALK
     ordered = walk_days or scan_is_ordered(store)
-    chooser = Chooser(lease.phase, lease.step, prefix, lease.cutoff_day, staged)
+    chooser = Chooser(lease.phase, lease.step, prefix, lease.cutoff_day, staged, imported)
     budget = Budget(limits.max_reads, limits.max_statements)
     cursor, done, taken = lease.cursor, set(lease.page_done), 0
     # The first page: its query, the day lock and the state write; or its scan call, the day

@@ -65,8 +65,8 @@ class Fenced:
         a row by column), are gathered into rows by (chat, day, user), and rows whose every cell
         already holds at least its value are left out before the upsert: they would not change,
         and an upsert of an existing row writes a new version of it (its indexes, its trigger)
-        even then. A backfill run after the first finds most rows unchanged; a phase after the
-        one that wrote a row's cells (the words counters the base phase read) finds them all so.
+        even then. A backfill run after the first finds most rows unchanged; the base and words
+        phases find so the rows whose counters the hours phase read along.
         The rows are upserted in (chat, day, user) order, like the live writer's."""
         if not cells:
             return True
