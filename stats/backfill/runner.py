@@ -1,4 +1,8 @@
-"""Run the backfill: take the lease, run slices until done or out of time, give it back."""
+"""Run the backfill: take the lease, run slices until done or out of time, give it back.
+
+Between slices the run keeps the names it has imported (``batch.Imported``: each member's and
+chat's name is read once a run, not once a slice) and, on Redis, chooses the next slice's keys
+in a thread while a slice writes (``ChoosingAhead``)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,8 @@ continuously) or, on Redis, when a rehash reorders a SCAN batch:
 A slice walks as many scan pages (at most 1,000 keys each) as its limits allow; pages it
 finishes move the cursor on, the page it stops in is saved as above.
 
-Ordering against the live writer: the keys are chosen first (scans only, no value read), then
+Ordering against the live writer: the keys are chosen first (scans only, no value read; the
+runner may choose them in a thread while the slice before is still writing, ``Chosen``), then
 one transaction takes the day lock (``stats.daylock``) EXCLUSIVE for every closed (chat, day)
 of the chosen keys, reads their values, writes, and commits. The live writer holds the same
 lock SHARED from before its KV commit to its database commit, so no increment is half-written
