@@ -1,11 +1,12 @@
 """The stats app's KV key layout, in one place.
 
-Counters are grouped by backfill phase, so that each phase walks one prefix:
+Counters are grouped by backfill phase, so that each phase walks one prefix (the activity
+hours phase, which runs first, also reads each member-day's messages and words counters):
 
 | key | holds | phase |
 |---|---|---|
-| ``stats:messages:{chat}:{day}:{user}`` | messages | base |
-| ``stats:words:{chat}:{day}:{user}`` | words | words |
+| ``stats:messages:{chat}:{day}:{user}`` | messages | base (and activity_hours) |
+| ``stats:words:{chat}:{day}:{user}`` | words | words (and activity_hours) |
 | ``stats:media:{chat}:{day}:{user}:{field}`` | voice/video-note count, seconds | media |
 | ``stats:cat:{chat}:{day}:{user}:{field}`` | profanity, violations_low/medium/high | categories |
 | ``stats:hour:{chat}:{day}:{user}:{HH}`` | messages in that UTC hour | activity_hours |

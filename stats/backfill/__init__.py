@@ -3,9 +3,11 @@ that never lower a cell, under the days' exclusive locks (``stats.daylock``).
 
 Seeds 000-001 (DESIGN section 8). A singleton job with its state in ``stats_backfill_state``;
 a run fixes its cutoff day (today UTC) at start and walks, phase by phase, the counter
-families below it: base (messages, plus member and chat names), words, media, categories
-(profanity, violations), activity hours, and finalize (poison marks onto coverage rows, then
-every column of each chat and day verified against its KV daily total, ``stats.verify``).
+families below it: activity hours (with each member-day's messages and words counters read
+along, so that one row write carries them all), base (messages, plus member and chat names),
+words, media, categories (profanity, violations), and finalize (poison marks onto coverage
+rows, then every column of each chat and day verified against its KV daily total,
+``stats.verify``). The phases after the first write only the rows that differ.
 Slices are bounded (``Limits``) and batched (``batch``: the keys chosen first, their days
 locked in one statement, their values read with ``get_many``, each table's rows written in one
 statement); the cursor and the keys done in its page are saved with every slice, so a run

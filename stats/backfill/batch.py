@@ -2,11 +2,12 @@
 
 ``Chooser`` takes scanned keys into the slice while its budgets allow, charging each key what
 it will cost (a value read; a row, a coverage row, a member's name and a chat's name the first
-time the slice meets them), without reading anything: the slice locks the days of what it
-chose first. ``read_staged`` then reads every value in ``get_many`` calls of at most 1,000 keys
-and stages the rows to write. Counter keys are parsed by ``CounterParser``, the rules of
-``stats.keys.parse_counter_key`` at a fraction of the cost (the ``(chat, day)`` part once per
-slice).
+time the slice meets them; the counters read along with it, ``ALONG``), without reading
+anything: the slice locks the days of what it chose first. ``read_staged`` then reads every
+value in ``get_many`` calls of at most 1,000 keys and stages one cell per counter read, which
+``sql.Fenced.counters_put`` gathers into rows. Counter keys are parsed by ``CounterParser``,
+the rules of ``stats.keys.parse_counter_key`` at a fraction of the cost (the ``(chat, day)``
+part once per slice).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from telegram_bot.state.base import MAX_SCAN_LIMIT
 
 # (chat, day, user, column, category) of a counter key of a closed day
 Counter = tuple[int, date, int, str, str]
+# (chat, day, user, column, value) of a counter read
+Cell = tuple[int, date, int, str, int]
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,11 @@ class Staged:
     counters: list[tuple[str, Counter]] = field(default_factory=list)
     planned_rows: set[tuple[int, date, int]] = field(default_factory=set)
     planned_triples: set[tuple[int, date, str]] = field(default_factory=set)
+    along_rows: set[tuple[int, date, int]] = field(default_factory=set)
     poison_keys: list[tuple[str, tuple[int, date, str]]] = field(default_factory=list)
     days: list[tuple[int, date]] = field(default_factory=list)
-    # read, to write
-    rows: dict[tuple[int, date, int], dict[str, int]] = field(default_factory=dict)
+    # read, to write: one (chat, day, user, column, value) a counter read
+    cells: list[Cell] = field(default_factory=list)
     triples: set[tuple[int, date, str]] = field(default_factory=set)
     profiles: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)
     seen_profiles: set[tuple[int, int]] = field(default_factory=set)
@@ -60,25 +64,61 @@ class Staged:
         return {(c[0], c[1]) for _, c in self.counters} | set(self.days)
 
 
+@dataclass
+class Imported:
+    """The member and chat names a run has chosen to import so far (kept by ``runner`` for
+    one ``backfill_run``): the base phase then reads and writes each once a run, not once a
+    slice (a slice of 5,000 counters meets about as many members, most of them met before).
+    A slice that fails ends the run, and with it this memory. Bounded: past ``LIMIT`` names it
+    forgets them all, which only means reading them again."""
+
+    LIMIT = 500_000
+
+    profiles: set[tuple[int, int]] = field(default_factory=set)
+    chats: set[int] = field(default_factory=set)
+
+    def add(self, staged: Staged) -> None:
+        if len(self.profiles) + len(staged.seen_profiles) > self.LIMIT:
+            self.profiles.clear()
+        self.profiles |= staged.seen_profiles
+        self.chats |= staged.seen_chats
+
+
 class Chooser:
     """Takes keys of one phase step into ``staged`` while ``budget`` allows."""
 
     def __init__(
-        self, phase: str, step: int, prefix: str, cutoff_day: date, staged: Staged
+        self,
+        phase: str,
+        step: int,
+        prefix: str,
+        cutoff_day: date,
+        staged: Staged,
+        imported: Imported | None = None,
     ) -> None:
         self.phase, self.step, self.cutoff_day, self.staged = phase, step, cutoff_day, staged
+        self.imported = imported or Imported()
         self.parse = CounterParser(prefix, cutoff_day) if phase != "finalize" else None
+        self.prefix = prefix
+        self.along = ALONG.get(prefix, ())
 
     def take(self, todo: list[str], budget: Budget) -> int:
         """Take keys from the start of ``todo`` until one does not fit; how many it took. A
-        key that needs nothing (a day from the cutoff on, not a well-formed key) is free."""
+        key that needs nothing (a day from the cutoff on, not a well-formed key) is free.
+
+        With a key of a family in ``ALONG``, the counters of the same member-day listed there
+        are read too (once a member-day in a slice), while the budgets allow: their cells then
+        go in the same row write. The phases that walk those families still walk all of them,
+        so a counter read along is never the only chance it gets."""
         if self.parse is None:
             return self._take_finalize(todo, budget)
         staged, parse = self.staged, self.parse
         rows, triples = staged.planned_rows, staged.planned_triples
         profiles, chats = staged.seen_profiles, staged.seen_chats
-        counters = staged.counters
+        known_profiles, known_chats = self.imported.profiles, self.imported.chats
+        counters, along, along_rows = staged.counters, self.along, staged.along_rows
         base = self.phase == "base"
+        head, with_field = len(self.prefix), parse.parts == 4
         reads, writes = staged.reads, staged.statements
         taken = 0
         for key in todo:
@@ -88,8 +128,12 @@ class Chooser:
                 row, triple = (chat_id, day, user_id), (chat_id, day, category)
                 cost_reads = 1
                 cost_writes = (row not in rows) + (triple not in triples)
-                new_profile = base and (chat_id, user_id) not in profiles
-                new_chat = base and chat_id not in chats
+                new_profile = (
+                    base
+                    and (chat_id, user_id) not in profiles
+                    and (chat_id, user_id) not in known_profiles
+                )
+                new_chat = base and chat_id not in chats and chat_id not in known_chats
                 if base:
                     cost_reads += new_profile + new_chat
                     cost_writes += new_profile + new_chat
@@ -104,6 +148,21 @@ class Chooser:
                     profiles.add((chat_id, user_id))
                 if new_chat:
                     chats.add(chat_id)
+                if along and row not in along_rows and reads + len(along) <= budget.reads:
+                    new_triples = [
+                        (chat_id, day, other)
+                        for _, _, other in along
+                        if (chat_id, day, other) not in triples
+                    ]
+                    if writes + len(new_triples) <= budget.writes:
+                        reads += len(along)
+                        writes += len(new_triples)
+                        triples.update(new_triples)
+                        along_rows.add(row)
+                        # the member-day part of the key, "{chat}:{day}:{user}"
+                        member_day = key[head : key.rindex(":")] if with_field else key[head:]
+                        for family, column, other in along:
+                            counters.append((family + member_day, (*row, column, other)))
             taken += 1
         staged.reads, staged.statements = reads, writes
         return taken
@@ -140,6 +199,16 @@ _FIELDS: dict[str, dict[str, tuple[str, str]]] = {
         for name in keys.CATEGORY_FIELDS
     },
     keys.HOURS: {f"{hour:02d}": (f"hour_{hour:02d}", "hours") for hour in range(24)},
+}
+# The counters read along with a key of a family (``Chooser.take``): (family, column,
+# category). The first phase, activity hours, reads each member-day's messages and words
+# counters with its hour counters, so that one row write carries them all: every counted
+# message adds to an hour counter, so every member-day with messages has one.
+ALONG: dict[str, tuple[tuple[str, str, str], ...]] = {
+    keys.HOURS: (
+        (keys.MESSAGES, "message_count", "messages"),
+        (keys.WORDS, "word_count", "words"),
+    ),
 }
 _USER_ID = re.compile(r"-?[0-9]{1,20}")
 
@@ -198,15 +267,11 @@ def read_staged(store: KVStore, staged: Staged) -> None:
     wanted += [keys.last_message_key(chat_id, user_id) for chat_id, user_id in profiles]
     wanted += [keys.chat_key(chat_id) for chat_id in chats]
     values = get_many(store, wanted)
-    rows, triples = staged.rows, staged.triples
-    for (_, (chat_id, day, user_id, column, category)), value in zip(
-        staged.counters, values, strict=False
-    ):
-        if isinstance(value, int):  # else expired since the scan
-            row = rows.get((chat_id, day, user_id))
-            if row is None:
-                row = rows[(chat_id, day, user_id)] = {}
-            row[column] = value
+    cells, triples = staged.cells, staged.triples
+    for (_, counter), value in zip(staged.counters, values, strict=False):
+        if isinstance(value, int):  # else expired since the scan (or, words, never written)
+            chat_id, day, user_id, column, category = counter
+            cells.append((chat_id, day, user_id, column, value))
             triples.add((chat_id, day, category))
     names = values[len(staged.counters) :]
     for (chat_id, user_id), last in zip(profiles, names, strict=False):

@@ -1,15 +1,29 @@
-"""Run the backfill: take the lease, run slices until done or out of time, give it back."""
+"""Run the backfill: take the lease, run slices until done or out of time, give it back.
+
+Between slices the run keeps the names it has imported (``batch.Imported``: each member's and
+chat's name is read once a run, not once a slice) and, on Redis, chooses the next slice's keys
+in a thread while a slice writes (``ChoosingAhead``)."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
+from urllib.parse import urlsplit
 
-from stats.backfill.slices import Limits, SliceReport, slice_run
-from stats.backfill.state import LeaseLostError, lease_acquire, lease_release, new_owner
+from stats.backfill.batch import Imported
+from stats.backfill.slices import (
+    COUNTER_PHASES,
+    Chosen,
+    Limits,
+    SliceReport,
+    slice_choose,
+    slice_run,
+)
+from stats.backfill.state import Lease, LeaseLostError, lease_acquire, lease_release, new_owner
 from stats.member_months import months_after_verified
 from telegram_bot.state import KVStore, get_store
 
@@ -56,19 +70,71 @@ def backfill_run(
         months_after_verified(finalized)
         return report
 
-    while True:
+    with ChoosingAhead(store, limits) as ahead:
+        while True:
+            try:
+                report = slice_run(
+                    lease,
+                    limits,
+                    store,
+                    chosen=ahead.take(),
+                    chosen_next=ahead.start if ahead.enabled else None,
+                    imported=ahead.imported,
+                )
+            except LeaseLostError as exc:
+                log.warning("backfill stopped: %s", exc)
+                lost = RunReport("lease_lost", slices, keys, exc.rejected_writes, lease.phase)
+                return ended(lost)
+            slices, keys, lease = slices + 1, keys + report.keys, report.lease
+            finalized.update(report.finalized)
+            if progress is not None:
+                progress(report)
+            if report.finished:
+                return ended(RunReport("done", slices, keys))
+            out_of_time = deadline is not None and time.monotonic() >= deadline
+            if out_of_time or (max_slices is not None and slices >= max_slices):
+                lease_release(lease)
+                return ended(RunReport("paused", slices, keys, phase=lease.phase))
+
+
+class ChoosingAhead:
+    """Chooses the next slice's keys in a thread while the current slice locks, reads and
+    writes: its scan and parsing (Python) then overlap the slice's waits on the database and
+    the KV store. Only for the counter phases on Redis: their choice is KV scans alone, and
+    the Redis client is safe to share between threads (the database's day walk of finalize,
+    and the in-process and database stores, are chosen in the slice's own thread)."""
+
+    def __init__(self, store: KVStore, limits: Limits) -> None:
+        self.store, self.limits = store, limits
+        # the names this run has imported (batch.Imported), whichever thread chooses
+        self.imported = Imported()
+        self.enabled = urlsplit(store.url).scheme in ("redis", "rediss", "unix")
+        self.executor: ThreadPoolExecutor | None = None
+        self.pending: Future[Chosen] | None = None
+
+    def __enter__(self) -> ChoosingAhead:
+        if self.enabled:
+            self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="backfill")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+
+    def start(self, position: Lease) -> None:
+        """Choose the slice at ``position`` (a counter phase's) in the thread."""
+        if self.executor is not None and position.phase in COUNTER_PHASES:
+            self.pending = self.executor.submit(
+                slice_choose, position, self.limits, self.store, self.imported
+            )
+
+    def take(self) -> Chosen | None:
+        """What the thread chose, if anything; a failure there is left to the slice, which
+        chooses again (and fails the same way, in its own thread)."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return None
         try:
-            report = slice_run(lease, limits, store)
-        except LeaseLostError as exc:
-            log.warning("backfill stopped: %s", exc)
-            return ended(RunReport("lease_lost", slices, keys, exc.rejected_writes, lease.phase))
-        slices, keys, lease = slices + 1, keys + report.keys, report.lease
-        finalized.update(report.finalized)
-        if progress is not None:
-            progress(report)
-        if report.finished:
-            return ended(RunReport("done", slices, keys))
-        out_of_time = deadline is not None and time.monotonic() >= deadline
-        if out_of_time or (max_slices is not None and slices >= max_slices):
-            lease_release(lease)
-            return ended(RunReport("paused", slices, keys, phase=lease.phase))
+            return pending.result()
+        except Exception:  # chosen again by the slice itself
+            return None

@@ -4,13 +4,14 @@ values in a few round trips, write each table's rows in one statement, advance.
 A slice takes at most ``max_keys`` keys, spends at most ``max_reads`` KV reads (each value
 read counts, however many one ``get_many`` carries; each scan call counts one) and
 ``max_statements`` writes: each row it upserts, plus the day lock and the state write (each
-finalize day counts its three statements). The rows of a table go in one statement
-(``sql.Fenced.*_many``), so a slice sends about six statements whatever its size; the
-budget counts rows so that it bounds the transaction's work, which holds the days'
-exclusive locks. When a budget runs out, the slice stops in the middle of a scan page, and
-where the next slice resumes never depends on positions in a page, which shift when a key
-before them expires (counters expire continuously) or, on Redis, when a rehash reorders a
-SCAN batch:
+finalize day counts its three writes: the coverage rows created where missing, their verdict
+and the day's totals row; its sums query and its chat's zone lookup are reads of the
+database, not counted). The rows of a table go in one statement (``sql.Fenced.*_many``), so a
+slice sends about six statements whatever its size; the budget counts rows so that it bounds
+the transaction's work, which holds the days' exclusive locks. When a budget runs out, the
+slice stops in the middle of a scan page, and where the next slice resumes never depends on
+positions in a page, which shift when a key before them expires (counters expire
+continuously) or, on Redis, when a rehash reorders a SCAN batch:
 
 - ordered scans (the memory and database stores, and the finalize walk over coverage rows):
   the scan cursor is the last key returned, so the saved cursor is the last key TAKEN and the
@@ -23,7 +24,8 @@ SCAN batch:
 A slice walks as many scan pages (at most 1,000 keys each) as its limits allow; pages it
 finishes move the cursor on, the page it stops in is saved as above.
 
-Ordering against the live writer: the keys are chosen first (scans only, no value read), then
+Ordering against the live writer: the keys are chosen first (scans only, no value read; the
+runner may choose them in a thread while the slice before is still writing, ``Chosen``), then
 one transaction takes the day lock (``stats.daylock``) EXCLUSIVE for every closed (chat, day)
 of the chosen keys, reads their values, writes, and commits. The live writer holds the same
 lock SHARED from before its KV commit to its database commit, so no increment is half-written
@@ -36,7 +38,19 @@ and it repairs whatever a crashed or failed live write left out. A KV value belo
 means the KV store lost data; the database keeps its figure and finalize does not verify the
 day. A column whose key does not exist is left alone: the live writer only ever adds to columns
 whose key exists, since the KV commit comes first. (Rebuilding whole rows instead would need a
-prefix scan per row, which on Redis walks the whole keyspace.)
+prefix scan per row, which on Redis walks the whole keyspace.) A row none of whose cells would
+change is not written again (``Fenced.counters_put``).
+
+One row write a member-day: the first phase, activity hours, reads each member-day's messages
+and words counters along with its hour counters (``batch.ALONG``, while the slice's budgets
+allow) and writes them in the same row. Every counted message adds to an hour counter, so
+every member-day with messages has one, and the base and words phases after it find those
+rows right: they read every counter of their family again and write only what differs (a
+counter without an hour counter: its other counters expired first, the KV store lost them,
+the budget left them out; or an increment since). So each of those phases is still the whole
+guarantee for its family, whatever the hours phase read, and a crash between the phases, or a
+live write in between (under the day's shared lock, to both stores), changes nothing in what
+a run writes: each counter is read under its day's exclusive lock and written never lower.
 
 Finalize verifies every column of a day against its KV daily total (``stats.verify``), under
 the day's exclusive lock too.
@@ -50,6 +64,7 @@ that is no longer ours, rolls the whole slice back and raises ``LeaseLostError``
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
@@ -61,7 +76,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from stats import keys, verify
-from stats.backfill.batch import Budget, Chooser, Staged, read_staged
+from stats.backfill.batch import Budget, Chooser, Imported, Staged, read_staged
 from stats.backfill.sql import Fenced
 from stats.backfill.state import (
     JOB_NAME,
@@ -85,10 +100,11 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "media": (keys.MEDIA,),
     "categories": (keys.CATEGORY,),
     "activity_hours": (keys.HOURS,),
-    # Poison marks first (onto the coverage rows), then the parity gate for every day the
-    # base phase rebuilt in this run: a walk over coverage rows, not KV keys (DAYS_WALK).
+    # Poison marks first (onto the coverage rows), then the parity gate for every day whose
+    # messages this run rebuilt: a walk over coverage rows, not KV keys (DAYS_WALK).
     "finalize": (keys.POISON, DAYS_WALK),
 }
+COUNTER_PHASES = frozenset(phase for phase in FAMILIES if phase != "finalize")
 # One key may need this much: the page scan + a finalize day (every column's total); the
 # state write + the day lock + a base key (aggregate, coverage, profile, chat).
 MIN_READS = 1 + verify.TOTAL_READS
@@ -148,10 +164,63 @@ class SliceReport:
     finalized: tuple[tuple[int, date], ...] = ()  # the (chat, day)s finalize verified or not
 
 
-def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
-    """Run the slice at the lease's position; raise LeaseLostError if the lease is gone."""
+@dataclass(frozen=True)
+class Chosen:
+    """The keys of a slice, chosen from ``start``'s position (no value read, nothing locked)."""
+
+    start: Lease
+    taken: int
+    position: Lease  # where the slice after it starts
+    staged: Staged
+
+    def starts_at(self, lease: Lease) -> bool:
+        start = self.start
+        return (start.phase, start.step, start.cursor, start.page_done, start.cutoff_day) == (
+            lease.phase,
+            lease.step,
+            lease.cursor,
+            lease.page_done,
+            lease.cutoff_day,
+        )
+
+
+def slice_choose(
+    lease: Lease, limits: Limits, store: KVStore, imported: Imported | None = None
+) -> Chosen:
+    """Choose the keys of the slice at the lease's position: KV scans only (and, in
+    finalize's day walk, a query of coverage rows). ``imported``: the names this run has
+    imported already, not read again (read only: ``slice_run`` adds a slice's names)."""
     staged = Staged()
-    taken, position = _choose(lease, limits, store, staged)
+    taken, position = _choose(lease, limits, store, staged, imported)
+    return Chosen(lease, taken, position, staged)
+
+
+def slice_run(
+    lease: Lease,
+    limits: Limits,
+    store: KVStore,
+    *,
+    chosen: Chosen | None = None,
+    chosen_next: Callable[[Lease], None] | None = None,
+    imported: Imported | None = None,
+) -> SliceReport:
+    """Run the slice at the lease's position; raise LeaseLostError if the lease is gone.
+
+    ``chosen``: its keys, chosen beforehand (used only if chosen from this very position).
+    ``chosen_next``: called with the next slice's position once this slice's keys are chosen,
+    before its transaction, so that the caller may choose the next slice's keys meanwhile
+    (``runner``): choosing reads no value and locks nothing, so it may run before this slice
+    commits, like any scan that precedes a slice's lock. ``imported``: the member and chat
+    names this run imported in the slices before (``batch.Imported``)."""
+    if chosen is None or not chosen.starts_at(lease):
+        chosen = slice_choose(lease, limits, store, imported)
+    staged, taken, position = chosen.staged, chosen.taken, chosen.position
+    if imported is not None:
+        # The names of this slice, for the next slices of the run (the run ends if this slice
+        # fails, and with it the memory).
+        imported.add(staged)
+    if chosen_next is not None:
+        chosen_next(position)
     with transaction.atomic():
         # Every day of the chosen keys, before any counter is read (module docstring).
         lock_days(staged.days_locked(), shared=False)
@@ -170,13 +239,15 @@ def slice_run(lease: Lease, limits: Limits, store: KVStore) -> SliceReport:
     )
 
 
-def _choose(lease: Lease, limits: Limits, store: KVStore, staged: Staged) -> tuple[int, Lease]:
+def _choose(
+    lease: Lease, limits: Limits, store: KVStore, staged: Staged, imported: Imported | None
+) -> tuple[int, Lease]:
     """Choose the slice's keys, page by page, within its limits (no value is read yet: their
     days are locked first); return how many keys it takes and the position after them."""
     prefix = FAMILIES[lease.phase][lease.step]
     walk_days = prefix == DAYS_WALK
     ordered = walk_days or scan_is_ordered(store)
-    chooser = Chooser(lease.phase, lease.step, prefix, lease.cutoff_day, staged)
+    chooser = Chooser(lease.phase, lease.step, prefix, lease.cutoff_day, staged, imported)
     budget = Budget(limits.max_reads, limits.max_statements)
     cursor, done, taken = lease.cursor, set(lease.page_done), 0
     # The first page: its query, the day lock and the state write; or its scan call, the day
@@ -288,18 +359,8 @@ def _write(lease: Lease, position: Lease, staged: Staged, taken: int) -> Lease:
     rejected = 0
     with transaction.atomic(), connection.cursor() as cursor:
         fenced = Fenced(cursor, lease, now)
-        if staged.rows:
-            columns = sorted({column for values in staged.rows.values() for column in values})
-            items = sorted(staged.rows.items())
-            rows: list[tuple[Any, ...]]
-            if len(columns) == 1:  # the base and words phases: no column can be missing
-                (only,) = columns
-                rows = [(*row, values[only]) for row, values in items]
-            else:
-                rows = [
-                    (*row, *(values.get(column) for column in columns)) for row, values in items
-                ]
-            rejected += len(rows) - fenced.aggregates_put(columns, rows)
+        if staged.cells and not fenced.counters_put(staged.cells):
+            rejected += len({cell[:3] for cell in staged.cells})
         triples = sorted(staged.triples)
         rejected += len(triples) - fenced.coverage_rebuilt_many(triples, rebuilt_at(lease))
         profiles = [

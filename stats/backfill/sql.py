@@ -16,7 +16,9 @@ The backfill's slices write each table's rows in one statement (``*_many``): on 
 rows travel as one array per column (``unnest ... WITH ORDINALITY``, inserted in the order
 given, so row locks are taken in the caller's sorted order, like the live writer's); on SQLite
 as ``VALUES`` in chunks that stay under its parameter limit. Such a statement applies to every
-row or, fenced out, to none: its row count tells which.
+row or, fenced out, to none: its row count tells which. The counters' upsert
+(``counters_put``) leaves out the rows that would not change, so its row count cannot tell: it
+returns the fence's verdict from the same statement instead.
 """
 
 from __future__ import annotations
@@ -54,29 +56,85 @@ class Fenced:
             self.fence_sql = FENCE
             self.fence = [JOB_NAME, lease.version, lease.revision, lease.owner, expires]
 
-    def aggregates_put(self, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]) -> int:
-        """Upsert ``rows`` (chat, day, user, then one value per column of ``columns``, or None
-        where the counter does not exist), each cell ``GREATEST(cell, value)``; return the rows
-        applied (all or, fenced out, none). A None cell is inserted as 0 and leaves an existing
-        cell as it is: ``GREATEST(cell, 0)``, cells being sums of positive increments."""
+    def counters_put(self, cells: Sequence[tuple[int, date, int, str, int]]) -> bool:
+        """Write counter values ``cells`` (chat, day, user, column, value): each cell becomes
+        ``GREATEST(cell, value)``, a missing row is inserted (its other cells 0). Return whether
+        they applied: all of them, or (fenced out) none.
+
+        PostgreSQL: one statement. The cells travel as five arrays (one element a counter, not
+        a row by column), are gathered into rows by (chat, day, user), and rows whose every cell
+        already holds at least its value are left out before the upsert: they would not change,
+        and an upsert of an existing row writes a new version of it (its indexes, its trigger)
+        even then. A backfill run after the first finds most rows unchanged; the base and words
+        phases find so the rows whose counters the hours phase read along.
+        The rows are upserted in (chat, day, user) order, like the live writer's."""
+        if not cells:
+            return True
+        columns = sorted({cell[3] for cell in cells})
         if not set(columns) <= COLUMNS:
             raise ValueError(f"unknown stats columns {sorted(set(columns) - COLUMNS)}")
-        greatest = "MAX" if connection.vendor == "sqlite" else "GREATEST"
+        if connection.vendor != "postgresql":
+            return self._counters_put_rows(columns, cells)
+        index = {column: n for n, column in enumerate(columns)}
+        pivot = ", ".join(
+            f"max(s.c4) FILTER (WHERE s.c3 = {n}) AS v{n}" for n in range(len(columns))
+        )
+        changed = " OR ".join(f"d.{column} < v.v{n}" for n, column in enumerate(columns))
+        names = ", ".join(columns)
+        values = ", ".join(f"COALESCE(v.v{n}, 0)" for n in range(len(columns)))
+        # Column names checked against COLUMNS; every value is a parameter.
+        sql = (
+            f"WITH fence AS (SELECT {self.fence_sql} AS ok), "  # noqa: S608
+            f"v AS (SELECT s.c0, s.c1, s.c2, {pivot} FROM unnest(%s::bigint[], %s::date[], "
+            "%s::bigint[], %s::int[], %s::bigint[]) AS s(c0, c1, c2, c3, c4) "
+            "GROUP BY s.c0, s.c1, s.c2), "
+            f"put AS (INSERT INTO stats_daily_user (chat_id, day, user_id, {names}, updated_at) "
+            f"SELECT v.c0, v.c1, v.c2, {values}, %s FROM v LEFT JOIN stats_daily_user d "
+            "ON d.chat_id = v.c0 AND d.day = v.c1 AND d.user_id = v.c2 "
+            f"WHERE (SELECT ok FROM fence) AND (d.id IS NULL OR {changed}) "
+            "ORDER BY v.c0, v.c1, v.c2 "
+            "ON CONFLICT (chat_id, day, user_id) DO UPDATE SET "
+            + ", ".join(
+                f"{column} = GREATEST(stats_daily_user.{column}, excluded.{column})"
+                for column in columns
+            )
+            + ", updated_at = excluded.updated_at RETURNING 1) "
+            "SELECT (SELECT ok FROM fence), (SELECT count(*) FROM put)"
+        )
+        arrays = [
+            _array_literal("bigint", [cell[0] for cell in cells]),
+            _array_literal("date", [cell[1] for cell in cells]),
+            _array_literal("bigint", [cell[2] for cell in cells]),
+            _array_literal("int", [index[cell[3]] for cell in cells]),
+            _array_literal("bigint", [cell[4] for cell in cells]),
+        ]
+        self.cursor.execute(sql, [*self.fence, *arrays, self.now])
+        ok, _written = self.cursor.fetchone()
+        return bool(ok)
+
+    def _counters_put_rows(
+        self, columns: list[str], cells: Sequence[tuple[int, date, int, str, int]]
+    ) -> bool:
+        """``counters_put`` on SQLite: every row upserted, in chunks of ``VALUES``."""
+        by_row: dict[tuple[int, date, int], dict[str, int]] = {}
+        for chat_id, day, user_id, column, value in cells:
+            row = by_row.setdefault((chat_id, day, user_id), {})
+            row[column] = max(value, row.get(column, value))
+        rows = [(*row, *(v.get(c) for c in columns)) for row, v in sorted(by_row.items())]
         names = ", ".join(columns)
         values = ", ".join(f"COALESCE(s.c{3 + n}, 0)" for n in range(len(columns)))
-        # Column names checked against COLUMNS; every value is a parameter.
         sql = (
             f"INSERT INTO stats_daily_user (chat_id, day, user_id, {names}, updated_at) "  # noqa: S608
             f"SELECT s.c0, s.c1, s.c2, {values}, %s FROM {{ROWS}} WHERE {{FENCE}}{{ORDER}} "
             "ON CONFLICT (chat_id, day, user_id) DO UPDATE SET "
             + ", ".join(
-                f"{column} = {greatest}(stats_daily_user.{column}, excluded.{column})"
+                f"{column} = MAX(stats_daily_user.{column}, excluded.{column})"
                 for column in columns
             )
             + ", updated_at = excluded.updated_at WHERE {FENCE}"
         )
         types = ("bigint", "date", "bigint", *("bigint" for _ in columns))
-        return self._upsert_many(sql, types, rows, [self.now])
+        return self._upsert_many(sql, types, rows, [self.now]) == len(rows)
 
     def coverage_rebuilt_many(
         self, triples: Sequence[tuple[int, date, str]], rebuilt_at: int

@@ -24,8 +24,8 @@ from stats.poison import poison_flag, poison_flag_clear, poison_marks
 from telegram_bot.state import KVStore
 
 JOB_NAME = "daily_aggregates_v1"
-STATE_VERSION = 1
-PHASES = ("base", "words", "media", "categories", "activity_hours", "finalize")
+STATE_VERSION = 2  # 2: activity hours first (a run saved by 1 starts again)
+PHASES = ("activity_hours", "base", "words", "media", "categories", "finalize")
 
 
 class LeaseLostError(Exception):

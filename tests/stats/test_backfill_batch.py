@@ -135,9 +135,11 @@ def test_a_slice_costs_a_few_statements_and_round_trips_whatever_its_keys(
         base = words = 0
     else:
         base, words = 6, 4  # the lock, rows, coverage, (profiles, chats,) the state
+    # the hours phase reads each member-day's messages and words counters with its hour
+    # counter: 1,680 counters, in two get_many calls of at most 1,000 keys
+    assert per_phase["activity_hours"] == [(keys_per_phase, words, 3)]
     assert per_phase["base"] == [(keys_per_phase, base, 2)]
     assert per_phase["words"] == [(keys_per_phase, words, 2)]
-    assert per_phase["activity_hours"] == [(keys_per_phase, words, 2)]
     # voice count and seconds: twice the keys, two scan pages, one get_many of the closed days'
     assert per_phase["media"] == [(2 * keys_per_phase, words, 3)]
     # the 24 closed days: 34 totals each in one get_many; 3 statements a day
@@ -167,9 +169,11 @@ def test_a_slice_spanning_many_days_and_chats_locks_each_day_once_in_one_stateme
     # the closed days of the slice, each once (today's keys lock nothing), sorted
     expected = sorted(day_lock_key(chat_id, day) for chat_id in CHATS for day in DAYS)
     assert locked == ",".join(str(key) for key in expected)
-    assert report.phase == "base" and report.lease.phase == "words"
-    messages = {row: values[0] for row, values in truth.items()}
-    assert {row: values[0] for row, values in stored().items()} == messages
+    assert report.phase == "activity_hours" and report.lease.phase == "base"
+    # the hours phase wrote each member-day's messages and words with its hours
+    assert {row: (m, w, h) for row, (m, w, _, h) in stored().items()} == {
+        row: (m, w, h) for row, (m, w, _, h) in truth.items()
+    }
 
 
 def test_a_lease_lost_mid_batch_writes_nothing(
@@ -188,14 +192,22 @@ def test_a_lease_lost_mid_batch_writes_nothing(
     monkeypatch.setattr(slices, "read_staged", lease_taken_while_reading)
     with pytest.raises(LeaseLostError) as lost:
         slice_run(lease, BIG, kv)
-    # every row, coverage row, profile and chat of the batch was refused by the fence
+    # every row and coverage row of the batch was refused by the fence
     expected_rows = len(CHATS) * len(DAYS) * len(USERS)
     assert lost.value.rejected_writes > expected_rows
     assert not DailyUserStat.objects.exists()
     assert not DailyCoverage.objects.exists()
-    assert not ChatUserProfile.objects.exists() and not StatsChat.objects.exists()
     state = BackfillState.objects.get(job_name=JOB_NAME)
-    assert (state.phase, state.cursor, state.keys_done) == ("base", "", 0)
+    assert (state.phase, state.cursor, state.keys_done) == ("activity_hours", "", 0)
+    # the base phase's batch: its profiles and chats too
+    BackfillState.objects.update(phase="base")
+    lease = lease_acquire(owner="A", store=kv).lease
+    assert lease is not None and lease.phase == "base"
+    with pytest.raises(LeaseLostError) as lost:
+        slice_run(lease, BIG, kv)
+    assert lost.value.rejected_writes > expected_rows + len(CHATS) * len(USERS)
+    assert not DailyUserStat.objects.exists() and not DailyCoverage.objects.exists()
+    assert not ChatUserProfile.objects.exists() and not StatsChat.objects.exists()
 
 
 def test_a_statement_refused_mid_slice_rolls_back_the_statements_before_it(
@@ -204,7 +216,8 @@ def test_a_statement_refused_mid_slice_rolls_back_the_statements_before_it(
     seed(kv)
     lease = lease_acquire(owner="A", store=kv, force=True).lease
     assert lease is not None
-    monkeypatch.setattr(Fenced, "profiles_put", lambda self, profiles: 0)  # fenced out
+    # fenced out (the statement after the rows')
+    monkeypatch.setattr(Fenced, "coverage_rebuilt_many", lambda self, triples, at: 0)
     with pytest.raises(LeaseLostError):
         slice_run(lease, BIG, kv)
     assert not DailyUserStat.objects.exists()  # written before the refusal, rolled back
@@ -218,24 +231,65 @@ def test_a_stale_workers_batches_are_refused_in_the_statements(db: None, kv: KVS
     fresh = lease_acquire(owner="B", store=kv).lease
     assert fresh is not None
     day = DAYS[0]
-    rows = [(CHATS[0], day, user_id, user_id) for user_id in USERS]
+    cells = [(CHATS[0], day, user_id, "message_count", user_id) for user_id in USERS]
     with transaction.atomic(), connection.cursor() as cursor:
         old, new = Fenced(cursor, stale, timezone.now()), Fenced(cursor, fresh, timezone.now())
-        assert new.aggregates_put(["message_count"], rows) == len(rows)
-        higher = [(c, d, u, 100 * v) for c, d, u, v in rows]
-        assert old.aggregates_put(["message_count"], higher) == 0
+        assert new.counters_put(cells)
+        higher = [(c, d, u, column, 100 * v) for c, d, u, column, v in cells]
+        assert not old.counters_put(higher)
         assert old.coverage_rebuilt_many([(CHATS[0], day, "messages")], 1) == 0
         assert old.profiles_put([(CHATS[0], 1, "name", "user")]) == 0
         assert old.chats_put([(CHATS[0], "title", "group")]) == 0
-        # never lower a cell; a missing counter (None) leaves its cell alone
-        lower = [(c, d, u, 0, None) for c, d, u, _ in rows]
-        assert new.aggregates_put(["message_count", "word_count"], lower) == len(rows)
+        # never lower a cell; a cell not given (no counter) is left alone
+        lower = [(c, d, u, column, 0) for c, d, u, column, _ in cells]
+        assert new.counters_put([*lower, (CHATS[0], day, 1, "word_count", 4)])
     assert {row.user_id: row.message_count for row in DailyUserStat.objects.all()} == {
         user_id: user_id for user_id in USERS
     }
+    assert DailyUserStat.objects.get(user_id=1).word_count == 4
     assert not DailyCoverage.objects.exists() and not ChatUserProfile.objects.exists()
     with pytest.raises(ValueError, match="unknown stats columns"):
-        Fenced(connection.cursor(), fresh, timezone.now()).aggregates_put(["id; --"], rows)
+        Fenced(connection.cursor(), fresh, timezone.now()).counters_put(
+            [(CHATS[0], day, 1, "id; --", 1)]
+        )
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_rows_that_would_not_change_are_not_written_again(db: None, kv: KVStore) -> None:
+    """An upsert of an existing row writes a new version of it even when GREATEST changes
+    nothing: rows whose every cell already holds the value are left out (their version, the
+    ``xmin`` of the transaction that wrote them, stays), the others are written."""
+    lease = lease_acquire(owner="A", store=kv, force=True).lease
+    assert lease is not None
+    day = DAYS[0]
+    cells = [(CHATS[0], day, user_id, "message_count", user_id) for user_id in USERS]
+    with transaction.atomic(), connection.cursor() as cursor:
+        assert Fenced(cursor, lease, timezone.now()).counters_put(cells)
+
+    def versions() -> dict[int, str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT user_id, xmin::text FROM stats_daily_user")
+            return dict(cursor.fetchall())
+
+    before = versions()
+    again = [
+        *cells,  # the same values
+        (CHATS[0], day, 1, "message_count", 0),  # lower
+        (CHATS[0], day, 2, "message_count", 3),  # higher
+        (CHATS[0], day, 3, "word_count", 5),  # a cell not written before
+    ]
+    with transaction.atomic(), connection.cursor() as cursor:
+        assert Fenced(cursor, lease, timezone.now()).counters_put(again)
+    after = versions()
+    assert {user for user in USERS if after[user] != before[user]} == {2, 3}
+    assert dict(DailyUserStat.objects.values_list("user_id", "message_count")) == {
+        user_id: 3 if user_id == 2 else user_id for user_id in USERS
+    }
+    assert DailyUserStat.objects.get(user_id=3).word_count == 5
+    # fenced out: the answer says so even when no row would have changed
+    BackfillState.objects.update(revision=F("revision") + 1)
+    with transaction.atomic(), connection.cursor() as cursor:
+        assert not Fenced(cursor, lease, timezone.now()).counters_put(cells)
 
 
 def test_a_crash_mid_run_resumes_with_exact_results(

@@ -100,7 +100,7 @@ def test_it_fences_out_a_backfill_worker_that_lost_its_lease(
         if lease.owner != "A" or lease.phase != "words":
             return original(lease, position, staged, taken)
         seen["words_slices"] += 1
-        if seen["words_slices"] < 2 or not staged.rows:
+        if seen["words_slices"] < 2 or not staged.cells:
             return original(lease, position, staged, taken)
         # A has read a slice mid-phase and stalls before writing it (here: its transaction,
         # and with it the days' locks, goes; what it read stays in its memory).
@@ -116,7 +116,8 @@ def test_it_fences_out_a_backfill_worker_that_lost_its_lease(
         lease_expires_at=timezone.now() - timedelta(seconds=1)
     )
     lease, position, staged, taken = seen["a"]
-    (chat_id, day, user_id), stale = min(staged.rows.items())
+    chat_id, day, user_id = min(cell[:3] for cell in staged.cells)
+    stale = {cell[3]: cell[4] for cell in staged.cells if cell[:3] == (chat_id, day, user_id)}
     late = conversation.late_message(chat_id, day, user_id, words=5)
     assert post_update(late).json()["outcome"] == "processed"
     report_b = backfill_run(owner="B", limits=SMALL)
