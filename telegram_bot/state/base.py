@@ -126,6 +126,32 @@ class KVStore(ABC):
         """Atomically write ``value`` if the key is absent or expired; say whether it did."""
         return self._set_if_absent(self._raw(check_key(key)), encode(value), check_ttl(ttl_ms))
 
+    def set_if_absent_and_increment(
+        self,
+        key: str,
+        value: Any,
+        ttl_ms: int | None,
+        increments: Sequence[Increment],
+    ) -> list[int] | None:
+        """``set_if_absent`` and, in the same atomic step, ``increments``; their new values.
+
+        When ``key`` is absent or expired: write ``value`` and add every increment (its TTL
+        applies when it creates the key), and return the new values in order. When ``key``
+        holds a value: None, and nothing is written. An increment of a key that holds no
+        integer raises StateError and nothing at all is written; an indexed key is refused.
+        (The update path's claim with the counters its observers take with it: one round trip.)
+        """
+        raw = self._raw(check_not_indexed(check_key(key)))
+        text, ttl = encode(value), check_ttl(ttl_ms)
+        raw_ops = []
+        for op in increments:
+            if not isinstance(op, Increment):
+                raise InvalidValueError(f"only increments go with a claim, not {op!r}")
+            raw_ops.append(self._encode_op(op))
+        if not raw_ops:
+            return [] if self._set_if_absent(raw, text, ttl) else None
+        return self._set_if_absent_and_increment(raw, text, ttl, raw_ops)
+
     def increment(self, key: str, by: int = 1, ttl_ms: int | None = None) -> int:
         """Atomically add ``by`` (missing or expired counts as 0) and return the new value.
 
@@ -239,6 +265,12 @@ class KVStore(ABC):
 
     @abstractmethod
     def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int: ...
+
+    def _set_if_absent_and_increment(
+        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+    ) -> list[int] | None:
+        """Every backend has it; only a test's partial store may go without."""
+        raise NotImplementedError(f"{type(self).__name__} cannot claim with increments")
 
     @abstractmethod
     def _scan(
