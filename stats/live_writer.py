@@ -32,16 +32,19 @@ mark once a backfill phase that started after the failure has rebuilt the catego
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
+from functools import partial
 from typing import Any
 
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
-from psycopg.pq import TransactionStatus
+from psycopg import errors as pg_errors
+from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
 
 from stats import keys
 from stats.daylock import lock_statement
@@ -162,24 +165,79 @@ _ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
 
 def _begin_lock_and_add(merged: Sequence[RowDelta]) -> None:
     present = [s for s in _lock_and_add_statements(merged) if s is not None]
-    sql = "; ".join(["BEGIN", _ASYNC_COMMIT, *(sql for sql, _ in present)])
-    params = [param for _, params in present for param in params]
+    sql = "; ".join(["BEGIN", _ASYNC_COMMIT, *(_render(sql, params) for sql, params in present)])
     # The health check would cost a round trip per request; a reused connection that died
     # (the server restarted) fails this query instead, before anything was committed.
     reused = connection.connection is not None
     connection.health_check_done = True
     try:
-        _execute(sql, params)
+        _execute(sql)
     except (OperationalError, InterfaceError):
         if not (reused and _connection_broken()):
             raise
         connection.close()
-        _execute(sql, params)
+        _execute(sql)
 
 
-def _execute(sql: str, params: list[Any] | None = None) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+def _execute(sql: str) -> None:
+    """Run ``sql`` (literals only: nothing is bound) as one simple query, straight on libpq.
+
+    The live writer's two statements a message need nothing of a cursor: no parameters to
+    adapt (``_render`` wrote them in), no rows to read. Django's cursor and psycopg's would
+    cost more Python than the rest of the message's database work; libpq's ``PQexec``
+    (without the GIL while it waits) is one call. Django's execute wrappers still see the
+    statement, and its query log when it keeps one; errors come as Django's database errors.
+    """
+    connection.ensure_connection()
+    if connection.execute_wrappers:
+        executor: Callable[..., Any] = _execute_libpq
+        for wrapper in reversed(connection.execute_wrappers):
+            executor = partial(wrapper, executor)
+        executor(sql, None, False, {"connection": connection, "cursor": None})
+    else:
+        _execute_libpq(sql, None, False, None)
+    if connection.queries_logged:
+        connection.queries_log.append({"sql": sql, "time": "0.000"})
+
+
+def _execute_libpq(sql: str, params: Any, many: bool, context: Any) -> None:
+    raw = connection.connection
+    with connection.wrap_database_errors:
+        result = raw.pgconn.exec_(sql.encode())
+        if result.status not in (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK):
+            if raw.pgconn.status == ConnStatus.BAD:
+                message = raw.pgconn.error_message.decode(errors="replace").strip()
+                raise pg_errors.OperationalError(f"the connection is lost: {message}")
+            raise pg_errors.error_from_result(result, encoding=raw.info.encoding)
+
+
+_SAFE_TEXT = re.compile(r"^[A-Za-z0-9_ .:-]*$")
+
+
+def _literal(value: Any) -> str:
+    """An SQL literal for the live writer's values: integers, dates, times, and its own
+    names (categories, statuses); anything else is refused rather than quoted."""
+    if type(value) is int:
+        return str(value)
+    if isinstance(value, datetime):
+        return f"'{value.isoformat()}'::timestamptz"
+    if isinstance(value, date):
+        return f"'{value.isoformat()}'::date"
+    if isinstance(value, str) and _SAFE_TEXT.match(value):
+        return f"'{value}'"
+    if isinstance(value, list) and all(type(item) is int for item in value):
+        return "'{" + ",".join(map(str, value)) + "}'"
+    raise TypeError(f"no SQL literal for {type(value).__name__} {value!r:.40}")
+
+
+def _render(sql: str, params: Sequence[Any]) -> str:
+    parts = sql.split("%s")
+    if len(parts) != len(params) + 1:
+        raise ValueError("placeholders and parameters differ")
+    out = [parts[0]]
+    for value, part in zip(params, parts[1:], strict=True):
+        out += (_literal(value), part)
+    return "".join(out)
 
 
 def _connection_broken() -> bool:
