@@ -41,7 +41,16 @@ from datetime import date, datetime
 from functools import partial
 from typing import Any
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 from psycopg import errors as pg_errors
 from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
@@ -88,8 +97,9 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
     an add whose KV commit did not happen, as if the add came after the commit.
     """
     merged = merge_rows(rows)
-    if merged and _own_transaction(store):
-        return _count_once_two_round_trips(store, commit, merged)
+    db = connections[DEFAULT_DB_ALIAS]
+    if merged and _own_transaction(store, db):
+        return _count_once_two_round_trips(store, commit, merged, db)
     stage = "add"
     try:
         with transaction.atomic():
@@ -113,19 +123,21 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
     return applied
 
 
-def _own_transaction(store: KVStore) -> bool:
+def _own_transaction(store: KVStore, db: BaseDatabaseWrapper) -> bool:
     """Whether ``count_once`` may open and end its transaction with statements of its own:
     PostgreSQL with client-side binding, outside any ``atomic`` block, KV store elsewhere."""
     return (
-        connection.vendor == "postgresql"
-        and not connection.in_atomic_block
-        and connection.settings_dict.get("AUTOCOMMIT", True)
-        and not _server_side_binding()
+        db.vendor == "postgresql"
+        and not db.in_atomic_block
+        and db.settings_dict.get("AUTOCOMMIT", True)
+        and db.settings_dict.get("OPTIONS", {}).get("server_side_binding") is not True
         and not _kv_in_database(store)
     )
 
 
-def _count_once_two_round_trips(store: KVStore, commit: Commit, merged: list[RowDelta]) -> bool:
+def _count_once_two_round_trips(
+    store: KVStore, commit: Commit, merged: list[RowDelta], db: BaseDatabaseWrapper
+) -> bool:
     """``count_once`` in two database round trips: ``BEGIN`` goes in the query with the lock
     and the add, and ``COMMIT`` (or ``ROLLBACK`` for a duplicate) is the second. The same
     transaction and the same order as ``transaction.atomic`` gives (the add written and the
@@ -135,13 +147,13 @@ def _count_once_two_round_trips(store: KVStore, commit: Commit, merged: list[Row
     stage = "add"
     try:
         try:
-            _begin_lock_and_add(merged)
+            _begin_lock_and_add(merged, db)
             stage = "commit"
             applied = commit()
             stage = "end"
-            _execute("COMMIT" if applied else "ROLLBACK")
+            _execute("COMMIT" if applied else "ROLLBACK", db)
         finally:
-            _end_quietly()  # whatever was raised, no transaction stays open (else a no-op)
+            _end_quietly(db)  # whatever was raised, no transaction stays open (else a no-op)
     except DatabaseError as exc:
         if stage == "commit":
             raise  # the KV commit itself failed: nothing counted
@@ -163,23 +175,23 @@ def _count_once_two_round_trips(store: KVStore, commit: Commit, merged: list[Row
 _ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
 
 
-def _begin_lock_and_add(merged: Sequence[RowDelta]) -> None:
+def _begin_lock_and_add(merged: Sequence[RowDelta], db: BaseDatabaseWrapper) -> None:
     present = [s for s in _lock_and_add_statements(merged) if s is not None]
     sql = "; ".join(["BEGIN", _ASYNC_COMMIT, *(_render(sql, params) for sql, params in present)])
     # The health check would cost a round trip per request; a reused connection that died
     # (the server restarted) fails this query instead, before anything was committed.
-    reused = connection.connection is not None
-    connection.health_check_done = True
+    reused = db.connection is not None
+    db.health_check_done = True
     try:
-        _execute(sql)
+        _execute(sql, db)
     except (OperationalError, InterfaceError):
-        if not (reused and _connection_broken()):
+        if not (reused and _connection_broken(db)):
             raise
-        connection.close()
-        _execute(sql)
+        db.close()
+        _execute(sql, db)
 
 
-def _execute(sql: str) -> None:
+def _execute(sql: str, db: BaseDatabaseWrapper) -> None:
     """Run ``sql`` (literals only: nothing is bound) as one simple query, straight on libpq.
 
     The live writer's two statements a message need nothing of a cursor: no parameters to
@@ -188,21 +200,24 @@ def _execute(sql: str) -> None:
     (without the GIL while it waits) is one call. Django's execute wrappers still see the
     statement, and its query log when it keeps one; errors come as Django's database errors.
     """
-    connection.ensure_connection()
-    if connection.execute_wrappers:
+    if db.connection is None:
+        db.ensure_connection()
+    context = {"connection": db, "cursor": None}
+    if db.execute_wrappers:
         executor: Callable[..., Any] = _execute_libpq
-        for wrapper in reversed(connection.execute_wrappers):
+        for wrapper in reversed(db.execute_wrappers):
             executor = partial(wrapper, executor)
-        executor(sql, None, False, {"connection": connection, "cursor": None})
+        executor(sql, None, False, context)
     else:
-        _execute_libpq(sql, None, False, None)
-    if connection.queries_logged:
-        connection.queries_log.append({"sql": sql, "time": "0.000"})
+        _execute_libpq(sql, None, False, context)
+    if db.queries_logged:
+        db.queries_log.append({"sql": sql, "time": "0.000"})
 
 
-def _execute_libpq(sql: str, params: Any, many: bool, context: Any) -> None:
-    raw = connection.connection
-    with connection.wrap_database_errors:
+def _execute_libpq(sql: str, params: Any, many: bool, context: dict[str, Any]) -> None:
+    db = context["connection"]
+    raw = db.connection
+    with db.wrap_database_errors:
         result = raw.pgconn.exec_(sql.encode())
         if result.status not in (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK):
             if raw.pgconn.status == ConnStatus.BAD:
@@ -240,22 +255,22 @@ def _render(sql: str, params: Sequence[Any]) -> str:
     return "".join(out)
 
 
-def _connection_broken() -> bool:
-    raw = connection.connection
+def _connection_broken(db: BaseDatabaseWrapper) -> bool:
+    raw = db.connection
     return raw is None or bool(raw.closed) or bool(getattr(raw, "broken", False))
 
 
-def _end_quietly() -> None:
+def _end_quietly(db: BaseDatabaseWrapper) -> None:
     """Roll back a transaction left open by ``_count_once_two_round_trips``; a connection
     that cannot do even that is closed (the server then rolls back)."""
-    raw = connection.connection
+    raw = db.connection
     if raw is None or raw.closed:
         return
     try:
         if raw.info.transaction_status != TransactionStatus.IDLE:
-            _execute("ROLLBACK")
+            _execute("ROLLBACK", db)
     except DatabaseError:
-        connection.close()
+        db.close()
 
 
 def live_write(*, store: KVStore, rows: Sequence[RowDelta]) -> bool:

@@ -15,7 +15,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from telegram_bot.state.keys import MAX_KEY_LENGTH, check_key, check_not_indexed, check_prefix
+from telegram_bot.state.keys import (
+    MAX_KEY_LENGTH,
+    check_key,
+    check_not_indexed,
+    check_op_key,
+    check_prefix,
+)
 
 MAX_SCAN_LIMIT = 1000
 MAX_CURSOR_LENGTH = MAX_KEY_LENGTH + 64  # the last key, plus a backend's own position
@@ -185,14 +191,15 @@ class KVStore(ABC):
         )
 
     def _encode_op(self, op: Op) -> RawOp:
+        ttl = op.ttl_ms
+        if not (ttl is None or (type(ttl) is int and ttl > 0)):
+            check_ttl(ttl)  # raises
         if isinstance(op, Increment):
-            if isinstance(op.by, bool) or not isinstance(op.by, int):
+            if type(op.by) is not int:  # not a bool either
                 raise InvalidValueError(f"increment step must be an integer, got {op.by!r}")
-            key = self._raw(check_not_indexed(check_key(op.key)))
-            return RawOp("i", key, str(op.by), check_ttl(op.ttl_ms))
+            return RawOp("i", self.prefix + check_op_key(op.key), str(op.by), ttl)
         if isinstance(op, Put):
-            key = self._raw(check_not_indexed(check_key(op.key)))
-            return RawOp("s", key, encode(op.value), check_ttl(op.ttl_ms))
+            return RawOp("s", self.prefix + check_op_key(op.key), encode(op.value), ttl)
         raise InvalidValueError(f"unknown KV op {op!r}")
 
     def scan(
