@@ -214,6 +214,24 @@ def test_a_failed_add_outside_a_transaction_counts_in_the_kv_store_and_poisons(
     assert memory.get(keys.poison_key(CHAT, DAY, "messages")) is not None
 
 
+def test_the_queries_sent_straight_on_libpq_carry_only_values_the_writer_makes() -> None:
+    """Nothing is bound: integers, dates, times and the writer's own names are written in;
+    any other value is refused, not quoted."""
+    at = datetime(2026, 12, 1, 17, 5, 6, 7, tzinfo=UTC)
+    sql = live_writer._render(
+        "SELECT %s, %s, %s, %s, %s::bigint[]", [-100, DAY, at, "live", [3, -4]]
+    )
+    assert sql == (
+        f"SELECT -100, '{DAY.isoformat()}'::date, '2026-12-01T17:05:06.000007+00:00'::timestamptz,"
+        " 'live', '{3,-4}'::bigint[]"
+    )
+    for value in ("it's", "a;b", True, 1.5, None, ["1"]):
+        with pytest.raises(TypeError):
+            live_writer._render("SELECT %s", [value])
+    with pytest.raises(ValueError, match="placeholders"):
+        live_writer._render("SELECT %s, %s", [1])
+
+
 # --- the whole webhook path --------------------------------------------------------------------
 @pytest.mark.django_db(transaction=True)
 def test_a_group_message_through_the_webhook_costs_two_database_round_trips(
