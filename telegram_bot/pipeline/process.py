@@ -66,7 +66,8 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
         legacy_done = replay and idempotency.is_done(
             store.get(idempotency.marker_key(update.update_id))
         )
-        claimed = _claim(store, update, replay=replay)
+        counters = _claim_counters(update, replay=replay)
+        claimed = _claim_counting(store, update.update_id, replay=replay, counters=counters)
     except UNAVAILABLE_ERRORS as exc:
         log.warning(
             "update %s: state unavailable, asking Telegram to retry: %s",
@@ -276,15 +277,22 @@ def _refuse(store: KVStore, update: Update, refusal: security.Refusal) -> None:
         log.info("refusal notice to %s not delivered: %s", sender.user_id, exc)
 
 
-def _claim(
-    store: KVStore, update: Update, *, replay: bool
+def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | Outcome:
+    """Our claim on the update, or the Outcome that ends processing here (``_claim_counting``
+    without counters)."""
+    claimed = _claim_counting(store, update_id, replay=replay, counters={})
+    return claimed if isinstance(claimed, Outcome) else claimed[0]
+
+
+def _claim_counting(
+    store: KVStore, update_id: int, *, replay: bool, counters: dict[str, list[ClaimCounter]]
 ) -> tuple[dict[str, Any], Counted | None] | Outcome:
-    """Our claim on the update and the observers' counters taken with it (None when the
-    claim was not a plain one: the observers count for themselves), or the Outcome that ends
-    processing here. A replay claims the update whatever its marker (done, dead, released,
-    gone), so two replays of one letter at once never both run it; its units' markers say
-    what already ran."""
-    update_id = update.update_id
+    """Our claim on the update and the new values of the observers' ``counters`` (by
+    observer) taken with it in the same atomic step, or the Outcome that ends processing
+    here. The values are None when the claim was not a plain one (the marker expired
+    meanwhile, a take-over, a replay): the observers count for themselves then. A replay
+    claims the update whatever its marker (done, dead, released, gone), so two replays of one
+    letter at once never both run it; its units' markers say what already ran."""
     key = idempotency.marker_key(update_id)
     claim = idempotency.new_claim(store)
     ttl = settings.UPDATE_CLAIM_TTL_SECONDS * 1000
@@ -296,8 +304,7 @@ def _claim(
         if store.compare_and_set(key, current, claim, ttl):
             return claim, None
         return Outcome.IN_PROGRESS
-    counters = _claim_counters(update)
-    increments = [Increment(k, 1, ttl_ms) for cs in counters.values() for k, ttl_ms in cs]
+    increments = [Increment(k, 1, ttl_ms) for taken in counters.values() for k, ttl_ms in taken]
     values = store.set_if_absent_and_increment(key, claim, ttl, increments)
     if values is not None:
         counted, start = {}, 0
@@ -315,10 +322,14 @@ def _claim(
     return Outcome.IN_PROGRESS
 
 
-def _claim_counters(update: Update) -> dict[str, list[ClaimCounter]]:
-    """The observers' counters to take with the claim: none for an update the security step
-    will refuse whole (its observers never run)."""
-    if not (security.chat_allowed(update) and security.addressed_to_us(update)):
+def _claim_counters(update: Update, *, replay: bool) -> dict[str, list[ClaimCounter]]:
+    """The observers' counters to take with the claim: none for a replay, none for an update
+    the security step will refuse whole (its observers never run), and none for a command
+    addressed by name (whether it is ours may take a getMe: the observers count themselves)."""
+    if replay or not security.chat_allowed(update):
+        return {}
+    command = update.command()
+    if command is not None and command.mention is not None:
         return {}
     return get_router().claim_counters(update)
 

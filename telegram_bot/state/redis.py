@@ -206,7 +206,8 @@ class RedisStore(KVStore):
         self._apply_once_lua = _Script(_APPLY_ONCE)
         self._claim_lua = _Script(_SET_IF_ABSENT_AND_INCREMENT)
         self._pinned = _Pinned()
-        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()  # for close()
+        self._connections_lock = threading.Lock()
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = "") -> RedisStore:
@@ -229,7 +230,8 @@ class RedisStore(KVStore):
             pool = self.client.connection_pool
             connection = pool.connection_class(**pool.connection_kwargs)
             pinned.connection, pinned.pid = connection, os.getpid()
-            self._connections.add(connection)
+            with self._connections_lock:
+                self._connections.add(connection)
         packed = connection.pack_command(*args)
         reused = connection._sock is not None
         try:
@@ -465,7 +467,9 @@ class RedisStore(KVStore):
             self._command("PING")
 
     def close(self) -> None:
-        for connection in list(self._connections):
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
             connection.disconnect()
         self.client.close()
 

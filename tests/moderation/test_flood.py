@@ -165,6 +165,19 @@ def test_a_message_from_a_chat_not_served_counts_nothing(
     assert flood_counts(memory_store) == []
 
 
+def test_a_command_for_another_bot_counts_nothing(
+    bot: FakeTelegramServer, memory_store: KVStore
+) -> None:
+    """Refused whole (it is not ours): no observer runs, and nothing was counted with the
+    claim either (a command addressed by name is never counted there)."""
+    describe_group(bot)
+    message = member_message()
+    message["text"] = "/stats@some_other_bot"
+    message["entities"] = [{"type": "bot_command", "offset": 0, "length": 21}]
+    assert run({"update_id": next_update_id(), "message": message}) == Outcome.IGNORED
+    assert flood_counts(memory_store) == []
+
+
 def test_statistics_still_count_the_message(bot: FakeTelegramServer) -> None:
     describe_group(bot)
     names = [observer.name for observer in get_router().observers]
