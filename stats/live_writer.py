@@ -232,8 +232,8 @@ _SAFE_TEXT = re.compile(r"^[A-Za-z0-9_ .:-]*$")
 def _literal(value: Any) -> str:
     """An SQL literal for the live writer's values: integers, dates, times, and its own
     names (categories, statuses); anything else is refused rather than quoted."""
-    if type(value) is int:
-        return str(value)
+    if type(value) is int:  # a negative one in parentheses: never "--", and binds before "::"
+        return str(value) if value >= 0 else f"({value})"
     if isinstance(value, datetime):
         return f"'{value.isoformat()}'::timestamptz"
     if isinstance(value, date):

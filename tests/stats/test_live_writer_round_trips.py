@@ -214,6 +214,7 @@ def test_a_failed_add_outside_a_transaction_counts_in_the_kv_store_and_poisons(
     assert memory.get(keys.poison_key(CHAT, DAY, "messages")) is not None
 
 
+@pytest.mark.django_db
 def test_the_queries_sent_straight_on_libpq_carry_only_values_the_writer_makes() -> None:
     """Nothing is bound: integers, dates, times and the writer's own names are written in;
     any other value is refused, not quoted."""
@@ -222,9 +223,12 @@ def test_the_queries_sent_straight_on_libpq_carry_only_values_the_writer_makes()
         "SELECT %s, %s, %s, %s, %s::bigint[]", [-100, DAY, at, "live", [3, -4]]
     )
     assert sql == (
-        f"SELECT -100, '{DAY.isoformat()}'::date, '2026-12-01T17:05:06.000007+00:00'::timestamptz,"
-        " 'live', '{3,-4}'::bigint[]"
+        f"SELECT (-100), '{DAY.isoformat()}'::date, "
+        "'2026-12-01T17:05:06.000007+00:00'::timestamptz, 'live', '{3,-4}'::bigint[]"
     )
+    with connection.cursor() as cursor:  # the smallest bigint, as a day's lock key may be
+        cursor.execute(live_writer._render("SELECT %s::bigint", [-(2**63)]))
+        assert cursor.fetchone()[0] == -(2**63)
     for value in ("it's", "a;b", True, 1.5, None, ["1"]):
         with pytest.raises(TypeError):
             live_writer._render("SELECT %s", [value])
