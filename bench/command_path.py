@@ -164,6 +164,9 @@ def counting() -> Iterator[Counter[str]]:
     import redis
     from django.db import connections
 
+    from stats import live_writer
+    from telegram_bot.state.redis import RedisStore
+
     counts: Counter[str] = Counter()
     patches: list[tuple[Any, str, Any]] = []
 
@@ -176,6 +179,13 @@ def counting() -> Iterator[Counter[str]]:
         def wrapped(self: Any, *command: Any, **options: Any) -> Any:
             counts[f"redis {command[0]}"] += 1
             return old(self, *command, **options)
+
+        return wrapped
+
+    def store_command(old: Any) -> Any:  # the store's own commands (its thread's connection)
+        def wrapped(self: Any, *command: Any) -> Any:
+            counts[f"redis {command[0]}"] += 1
+            return old(self, *command)
 
         return wrapped
 
@@ -193,6 +203,13 @@ def counting() -> Iterator[Counter[str]]:
 
         return wrapped
 
+    def pg_libpq(old: Any) -> Any:  # the live writer's queries, straight on libpq
+        def wrapped(*a: Any) -> Any:
+            counts["postgresql round trips (all)"] += 1
+            return old(*a)
+
+        return wrapped
+
     def http_send(old: Any) -> Any:
         def wrapped(self: Any, request: Any, *a: Any, **k: Any) -> Any:
             counts["bot api " + request.url.path.rsplit("/", 1)[-1]] += 1
@@ -206,8 +223,10 @@ def counting() -> Iterator[Counter[str]]:
         return execute(query, params, many, context)
 
     patch(redis.Redis, "execute_command", redis_command)
+    patch(RedisStore, "_command", store_command)
     patch(redis.client.Pipeline, "execute", redis_pipeline)
     patch(psycopg.Connection, "wait", pg_wait)
+    patch(live_writer, "_execute_libpq", pg_libpq)
     patch(httpx.Client, "send", http_send)
     try:
         with connections["default"].execute_wrapper(sql):

@@ -115,12 +115,18 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
     redis_client = getattr(store, "client", None)
     if redis_client is not None:  # every command but a pipeline's (the path has none)
         send = redis_client.execute_command
+        own = store._command  # the store's own commands (its thread's connection)
 
         def count_command(*command: Any, **options: Any) -> Any:
             commands[f"redis {command[0]}"] += 1
             return send(*command, **options)
 
+        def count_own(*command: Any) -> Any:
+            commands[f"redis {command[0]}"] += 1
+            return own(*command)
+
         redis_client.execute_command = count_command
+        store._command = count_own
     commit = connection.commit
 
     def count_commit() -> None:
@@ -135,6 +141,9 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
         return execute(sql, params, many, context)
 
     wait = None
+    from stats import live_writer
+
+    libpq = live_writer._execute_libpq
     if connection.vendor == "postgresql":  # one wait per round trip, BEGIN and COMMIT included
         import psycopg
 
@@ -144,7 +153,12 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
             commands["postgresql round trips (all)"] += 1
             return wait(self, *args, **kwargs)
 
+        def count_libpq(*args: Any) -> Any:  # the live writer's queries, straight on libpq
+            commands["postgresql round trips (all)"] += 1
+            return libpq(*args)
+
         psycopg.Connection.wait = count_wait  # type: ignore[method-assign]
+        live_writer._execute_libpq = count_libpq  # type: ignore[assignment]
 
     n = args.messages
     bodies = [json.dumps(u) for u in make_updates(n, 90)]
@@ -156,8 +170,10 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
         del connection.commit
         if wait is not None:
             psycopg.Connection.wait = wait  # type: ignore[method-assign]
+        live_writer._execute_libpq = libpq  # type: ignore[assignment]
         if redis_client is not None:
             del redis_client.execute_command
+            del store._command
     lines = [f"round trips per message ({n} unique group messages):"]
     lines += [f"  {count / n:5.2f}  {name}" for name, count in sorted(commands.items())]
     lines.append(f"  {counted['commits'] / n:5.2f}  database transactions committed")

@@ -1,8 +1,11 @@
 """Anti-flood: more than N messages in T seconds from one member -> the chat's action.
 
-On a group message's path this adds one KV round trip: an increment of the member's counter
-for the current T-second window, created with a TTL (``mod:fl:<chat>:<user>:<window>``). The
-settings come from an in-process cache (``moderation.conf``). Only the message that goes over
+On a group message's path this adds no KV round trip: the member's counter for the current
+T-second window (``mod:fl:<chat>:<user>:<window>``, created with a TTL) is one of the
+observer's claim counters (``flood_counters``), incremented in the same atomic step as the
+update's claim; the observer reads its new value. Where the claim was not a plain one (a
+take-over, a replay) it increments the counter itself, one round trip. The settings come from
+an in-process cache (``moderation.conf``). Only the message that goes over
 the limit pays for more (the admin list, the action), once per window. Fixed windows: a burst
 that straddles two windows can reach up to 2N messages before the action, never a false one.
 """
@@ -21,6 +24,8 @@ from moderation.services import Origin, Target
 from telegram_bot.audit import BOT
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import ClaimCounter
+from telegram_bot.updates import Update
 
 
 def clock() -> float:
@@ -31,21 +36,34 @@ def flood_key(chat_id: int, user_id: int, window: int) -> str:
     return f"mod:fl:{chat_id}:{user_id}:{window}"
 
 
-def check_flood(ctx: Context) -> None:
-    message = ctx.update.message
-    if message is None or ctx.chat_id is None:
-        return
+def flood_counters(update: Update) -> list[ClaimCounter]:
+    """The member's counter of the current window, for a member's message in a chat with
+    anti-flood on (else none): taken with the update's claim (``Observer.counters``)."""
+    message = update.message
+    if message is None or update.chat_id is None:
+        return []
     user = message.from_user
     if user is None or not is_member_message(message):
-        return
-    settings = chat_settings(ctx.chat_id)
+        return []
+    settings = chat_settings(update.chat_id)
     if settings.flood_action == Action.NONE:
-        return
+        return []
     window = int(clock()) // settings.flood_seconds
-    count = ctx.store.increment(
-        flood_key(ctx.chat_id, user.id, window), 1, ttl_ms=(settings.flood_seconds + 1) * 1000
-    )
-    if count != settings.flood_messages + 1:
+    key = flood_key(update.chat_id, user.id, window)
+    return [(key, (settings.flood_seconds + 1) * 1000)]
+
+
+def check_flood(ctx: Context) -> None:
+    if ctx.counted is not None:  # counted with the claim
+        counts = list(ctx.counted)
+    else:
+        counts = [ctx.store.increment(key, 1, ttl) for key, ttl in flood_counters(ctx.update)]
+    message = ctx.update.message
+    if not counts or message is None or message.from_user is None or ctx.chat_id is None:
+        return
+    user = message.from_user
+    settings = chat_settings(ctx.chat_id)
+    if counts[0] != settings.flood_messages + 1:
         return  # under the limit, or already acted on in this window
     target = Target(user.id, user.full_name, user.username or "")
     try:

@@ -383,7 +383,14 @@ ROUTES: list[Route] = [
 OBSERVERS: list[Observer] = [
     Observer.on("mod.admins", "chat_member", on_member_change, chat_types=GROUPS),
     Observer.on("mod.admins-self", "my_chat_member", on_member_change, chat_types=GROUPS),
-    Observer.on("mod.flood", "message", flood.check_flood, chat_types=GROUPS, order=100),
+    Observer.on(
+        "mod.flood",
+        "message",
+        flood.check_flood,
+        chat_types=GROUPS,
+        order=100,
+        counters=flood.flood_counters,
+    ),
     Observer.on(
         "mod.violations", "message", violations.act_on_violations, chat_types=GROUPS, order=110
     ),

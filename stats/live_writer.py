@@ -32,16 +32,28 @@ mark once a backfill phase that started after the failure has rebuilt the catego
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
+from functools import partial
 from typing import Any
 
-from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
+from django.db import (
+    DEFAULT_DB_ALIAS,
+    DatabaseError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
-from psycopg.pq import TransactionStatus
+from psycopg import errors as pg_errors
+from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
 
 from stats import keys
 from stats.daylock import lock_statement
@@ -85,8 +97,9 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
     an add whose KV commit did not happen, as if the add came after the commit.
     """
     merged = merge_rows(rows)
-    if merged and _own_transaction(store):
-        return _count_once_two_round_trips(store, commit, merged)
+    db = connections[DEFAULT_DB_ALIAS]
+    if merged and _own_transaction(store, db):
+        return _count_once_two_round_trips(store, commit, merged, db)
     stage = "add"
     try:
         with transaction.atomic():
@@ -110,19 +123,21 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
     return applied
 
 
-def _own_transaction(store: KVStore) -> bool:
+def _own_transaction(store: KVStore, db: BaseDatabaseWrapper) -> bool:
     """Whether ``count_once`` may open and end its transaction with statements of its own:
     PostgreSQL with client-side binding, outside any ``atomic`` block, KV store elsewhere."""
     return (
-        connection.vendor == "postgresql"
-        and not connection.in_atomic_block
-        and connection.settings_dict.get("AUTOCOMMIT", True)
-        and not _server_side_binding()
+        db.vendor == "postgresql"
+        and not db.in_atomic_block
+        and db.settings_dict.get("AUTOCOMMIT", True)
+        and db.settings_dict.get("OPTIONS", {}).get("server_side_binding") is not True
         and not _kv_in_database(store)
     )
 
 
-def _count_once_two_round_trips(store: KVStore, commit: Commit, merged: list[RowDelta]) -> bool:
+def _count_once_two_round_trips(
+    store: KVStore, commit: Commit, merged: list[RowDelta], db: BaseDatabaseWrapper
+) -> bool:
     """``count_once`` in two database round trips: ``BEGIN`` goes in the query with the lock
     and the add, and ``COMMIT`` (or ``ROLLBACK`` for a duplicate) is the second. The same
     transaction and the same order as ``transaction.atomic`` gives (the add written and the
@@ -132,13 +147,13 @@ def _count_once_two_round_trips(store: KVStore, commit: Commit, merged: list[Row
     stage = "add"
     try:
         try:
-            _begin_lock_and_add(merged)
+            _begin_lock_and_add(merged, db)
             stage = "commit"
             applied = commit()
             stage = "end"
-            _execute("COMMIT" if applied else "ROLLBACK")
+            _execute("COMMIT" if applied else "ROLLBACK", db)
         finally:
-            _end_quietly()  # whatever was raised, no transaction stays open (else a no-op)
+            _end_quietly(db)  # whatever was raised, no transaction stays open (else a no-op)
     except DatabaseError as exc:
         if stage == "commit":
             raise  # the KV commit itself failed: nothing counted
@@ -160,44 +175,102 @@ def _count_once_two_round_trips(store: KVStore, commit: Commit, merged: list[Row
 _ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
 
 
-def _begin_lock_and_add(merged: Sequence[RowDelta]) -> None:
+def _begin_lock_and_add(merged: Sequence[RowDelta], db: BaseDatabaseWrapper) -> None:
     present = [s for s in _lock_and_add_statements(merged) if s is not None]
-    sql = "; ".join(["BEGIN", _ASYNC_COMMIT, *(sql for sql, _ in present)])
-    params = [param for _, params in present for param in params]
+    sql = "; ".join(["BEGIN", _ASYNC_COMMIT, *(_render(sql, params) for sql, params in present)])
     # The health check would cost a round trip per request; a reused connection that died
     # (the server restarted) fails this query instead, before anything was committed.
-    reused = connection.connection is not None
-    connection.health_check_done = True
+    reused = db.connection is not None
+    db.health_check_done = True
     try:
-        _execute(sql, params)
+        _execute(sql, db)
     except (OperationalError, InterfaceError):
-        if not (reused and _connection_broken()):
+        if not (reused and _connection_broken(db)):
             raise
-        connection.close()
-        _execute(sql, params)
+        db.close()
+        _execute(sql, db)
 
 
-def _execute(sql: str, params: list[Any] | None = None) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+def _execute(sql: str, db: BaseDatabaseWrapper) -> None:
+    """Run ``sql`` (literals only: nothing is bound) as one simple query, straight on libpq.
+
+    The live writer's two statements a message need nothing of a cursor: no parameters to
+    adapt (``_render`` wrote them in), no rows to read. Django's cursor and psycopg's would
+    cost more Python than the rest of the message's database work; libpq's ``PQexec``
+    (without the GIL while it waits) is one call. Django's execute wrappers still see the
+    statement, and its query log when it keeps one; errors come as Django's database errors.
+    """
+    if db.connection is None:
+        db.ensure_connection()
+    context = {"connection": db, "cursor": None}
+    if db.execute_wrappers:
+        executor: Callable[..., Any] = _execute_libpq
+        for wrapper in reversed(db.execute_wrappers):
+            executor = partial(wrapper, executor)
+        executor(sql, None, False, context)
+    else:
+        _execute_libpq(sql, None, False, context)
+    if db.queries_logged:
+        db.queries_log.append({"sql": sql, "time": "0.000"})
 
 
-def _connection_broken() -> bool:
-    raw = connection.connection
+def _execute_libpq(sql: str, params: Any, many: bool, context: dict[str, Any]) -> None:
+    db = context["connection"]
+    raw = db.connection
+    with db.wrap_database_errors:
+        result = raw.pgconn.exec_(sql.encode())
+        if result.status not in (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK):
+            if raw.pgconn.status == ConnStatus.BAD:
+                message = raw.pgconn.error_message.decode(errors="replace").strip()
+                raise pg_errors.OperationalError(f"the connection is lost: {message}")
+            raise pg_errors.error_from_result(result, encoding=raw.info.encoding)
+
+
+_SAFE_TEXT = re.compile(r"^[A-Za-z0-9_ .:-]*$")
+
+
+def _literal(value: Any) -> str:
+    """An SQL literal for the live writer's values: integers, dates, times, and its own
+    names (categories, statuses); anything else is refused rather than quoted."""
+    if type(value) is int:  # a negative one in parentheses: never "--", and binds before "::"
+        return str(value) if value >= 0 else f"({value})"
+    if isinstance(value, datetime):
+        return f"'{value.isoformat()}'::timestamptz"
+    if isinstance(value, date):
+        return f"'{value.isoformat()}'::date"
+    if isinstance(value, str) and _SAFE_TEXT.match(value):
+        return f"'{value}'"
+    if isinstance(value, list) and all(type(item) is int for item in value):
+        return "'{" + ",".join(map(str, value)) + "}'"
+    raise TypeError(f"no SQL literal for {type(value).__name__} {value!r:.40}")
+
+
+def _render(sql: str, params: Sequence[Any]) -> str:
+    parts = sql.split("%s")
+    if len(parts) != len(params) + 1:
+        raise ValueError("placeholders and parameters differ")
+    out = [parts[0]]
+    for value, part in zip(params, parts[1:], strict=True):
+        out += (_literal(value), part)
+    return "".join(out)
+
+
+def _connection_broken(db: BaseDatabaseWrapper) -> bool:
+    raw = db.connection
     return raw is None or bool(raw.closed) or bool(getattr(raw, "broken", False))
 
 
-def _end_quietly() -> None:
+def _end_quietly(db: BaseDatabaseWrapper) -> None:
     """Roll back a transaction left open by ``_count_once_two_round_trips``; a connection
     that cannot do even that is closed (the server then rolls back)."""
-    raw = connection.connection
+    raw = db.connection
     if raw is None or raw.closed:
         return
     try:
         if raw.info.transaction_status != TransactionStatus.IDLE:
-            _execute("ROLLBACK")
+            _execute("ROLLBACK", db)
     except DatabaseError:
-        connection.close()
+        db.close()
 
 
 def live_write(*, store: KVStore, rows: Sequence[RowDelta]) -> bool:

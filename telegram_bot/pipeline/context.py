@@ -33,6 +33,9 @@ class Context:
     # Set once commit_once has written this update's done-marker; committed once it ran.
     done_marked: bool = False
     committed: bool = False
+    # An observer's claim counters (``Observer.counters``), incremented with the update's
+    # claim: their new values in order; None when they were not (the handler counts itself).
+    counted: tuple[int, ...] | None = None
 
     @property
     def command(self) -> Command | None:

@@ -27,9 +27,9 @@ from telegram_bot.metrics import handler_failed, observe_updates
 from telegram_bot.notifications import chat_reachable_again
 from telegram_bot.pipeline import idempotency, security
 from telegram_bot.pipeline.context import Context
-from telegram_bot.pipeline.router import ROUTE_UNIT, Handler, Router, get_router
+from telegram_bot.pipeline.router import ROUTE_UNIT, ClaimCounter, Handler, Router, get_router
 from telegram_bot.redaction import redact
-from telegram_bot.state import KVStore, get_store
+from telegram_bot.state import Increment, KVStore, get_store
 from telegram_bot.state.dead_letters import DeadLetterStore
 from telegram_bot.state.workflows import WorkflowStore
 from telegram_bot.updates import Update, parse_update
@@ -66,7 +66,8 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
         legacy_done = replay and idempotency.is_done(
             store.get(idempotency.marker_key(update.update_id))
         )
-        claim = _claim(store, update.update_id, replay=replay)
+        counters = _claim_counters(update, replay=replay)
+        claimed = _claim_counting(store, update.update_id, replay=replay, counters=counters)
     except UNAVAILABLE_ERRORS as exc:
         log.warning(
             "update %s: state unavailable, asking Telegram to retry: %s",
@@ -74,12 +75,15 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
             redact(str(exc)),
         )
         return Outcome.UNAVAILABLE
-    if isinstance(claim, Outcome):
-        return claim
+    if isinstance(claimed, Outcome):
+        return claimed
+    claim, counted = claimed
     try:
         # Every text of the update is in the sender's language (telegram_bot.languages).
         with translation.override(languages.for_update(store, update)):
-            outcome, marked = _handle(store, update, replay=replay, legacy_done=legacy_done)
+            outcome, marked = _handle(
+                store, update, replay=replay, legacy_done=legacy_done, counted=counted
+            )
     except UNAVAILABLE_ERRORS as exc:
         log.warning(
             "update %s: state unavailable while handling: %s", update.update_id, redact(str(exc))
@@ -112,8 +116,16 @@ def dead_letters() -> DeadLetterStore:
     return DeadLetterStore(get_store(), retention_ms=retention_ms)
 
 
+Counted = dict[str, tuple[int, ...]]
+
+
 def _handle(
-    store: KVStore, update: Update, *, replay: bool, legacy_done: bool = False
+    store: KVStore,
+    update: Update,
+    *,
+    replay: bool,
+    legacy_done: bool = False,
+    counted: Counted | None = None,
 ) -> tuple[Outcome, bool]:
     """The outcome, and whether the last unit marked the update done itself (commit_once).
 
@@ -150,7 +162,14 @@ def _handle(
     if not units:
         return (Outcome.IGNORED if outcome == Outcome.PROCESSED else outcome), False
     return outcome, _run_units(
-        store, update, sender, router, units, replay=replay, legacy_done=legacy_done
+        store,
+        update,
+        sender,
+        router,
+        units,
+        replay=replay,
+        legacy_done=legacy_done,
+        counted=counted or {},
     )
 
 
@@ -163,6 +182,7 @@ def _run_units(
     *,
     replay: bool,
     legacy_done: bool = False,
+    counted: Counted | None = None,
 ) -> bool:
     """Run the units; True when the last one wrote the update's done-marker. Raises the first
     unit's error (after the others ran) so that the update becomes a dead letter.
@@ -195,6 +215,7 @@ def _run_units(
             client=client,
             unit=name,
             last_unit=last,
+            counted=(counted or {}).get(name),
         )
         try:
             handler(context)
@@ -256,10 +277,22 @@ def _refuse(store: KVStore, update: Update, refusal: security.Refusal) -> None:
         log.info("refusal notice to %s not delivered: %s", sender.user_id, exc)
 
 
-def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | Outcome | None:
-    """Our claim on the update, or the Outcome that ends processing here. A replay claims the
-    update whatever its marker (done, dead, released, gone), so two replays of one letter at
-    once never both run it; its units' markers say what already ran."""
+def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | Outcome:
+    """Our claim on the update, or the Outcome that ends processing here (``_claim_counting``
+    without counters)."""
+    claimed = _claim_counting(store, update_id, replay=replay, counters={})
+    return claimed if isinstance(claimed, Outcome) else claimed[0]
+
+
+def _claim_counting(
+    store: KVStore, update_id: int, *, replay: bool, counters: dict[str, list[ClaimCounter]]
+) -> tuple[dict[str, Any], Counted | None] | Outcome:
+    """Our claim on the update and the new values of the observers' ``counters`` (by
+    observer) taken with it in the same atomic step, or the Outcome that ends processing
+    here. The values are None when the claim was not a plain one (the marker expired
+    meanwhile, a take-over, a replay): the observers count for themselves then. A replay
+    claims the update whatever its marker (done, dead, released, gone), so two replays of one
+    letter at once never both run it; its units' markers say what already ran."""
     key = idempotency.marker_key(update_id)
     claim = idempotency.new_claim(store)
     ttl = settings.UPDATE_CLAIM_TTL_SECONDS * 1000
@@ -269,18 +302,36 @@ def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | 
             return Outcome.IN_PROGRESS  # another worker (or replay) holds it right now
         # From the marker we saw: two replays of one letter at once do not both run it.
         if store.compare_and_set(key, current, claim, ttl):
-            return claim
+            return claim, None
         return Outcome.IN_PROGRESS
-    if store.set_if_absent(key, claim, ttl):
-        return claim
+    increments = [Increment(k, 1, ttl_ms) for taken in counters.values() for k, ttl_ms in taken]
+    values = store.set_if_absent_and_increment(key, claim, ttl, increments)
+    if values is not None:
+        counted, start = {}, 0
+        for name, taken in counters.items():
+            counted[name] = tuple(values[start : start + len(taken)])
+            start += len(taken)
+        return claim, counted
     current = store.get(key)
     if idempotency.is_final(current):
         return Outcome.DUPLICATE
     if current is None and store.set_if_absent(key, claim, ttl):  # expired meanwhile
-        return claim
+        return claim, None
     if idempotency.take_over(store, update_id, current, claim, ttl):  # its process is gone
-        return claim
+        return claim, None
     return Outcome.IN_PROGRESS
+
+
+def _claim_counters(update: Update, *, replay: bool) -> dict[str, list[ClaimCounter]]:
+    """The observers' counters to take with the claim: none for a replay, none for an update
+    the security step will refuse whole (its observers never run), and none for a command
+    addressed by name (whether it is ours may take a getMe: the observers count themselves)."""
+    if replay or not security.chat_allowed(update):
+        return {}
+    command = update.command()
+    if command is not None and command.mention is not None:
+        return {}
+    return get_router().claim_counters(update)
 
 
 def _release(store: KVStore, update_id: int, claim: dict[str, Any] | None) -> None:

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from telegram_bot.pipeline.context import Context
 
 Handler = Callable[["Context"], None]
+# A counter an observer takes with the update's claim: (key, TTL in ms applied on creation).
+ClaimCounter = tuple[str, int | None]
+ClaimCounters = Callable[[Update], Sequence[ClaimCounter]]
 ANY_COMMAND = "*"
 ROUTE_UNIT = "route"  # the unit name of the routed handler (observers have their own)
 _UNIT_NAME_RE = re.compile(r"^[a-z0-9._-]{1,40}$")
@@ -109,6 +112,12 @@ class Observer:
     moderation checks it and a command handler answers it). They run in ascending ``order``
     (then in app order), each in isolation, before the routed handler; see ``pipeline``.
     ``name`` is unique: it names the observer's idempotency marker (``upd:<id>:<name>``).
+
+    ``counters``: the keys the observer adds one to for an update (computed from the update
+    alone), which the pipeline increments in the same atomic step as the update's claim, one
+    KV round trip for both; the handler reads their new values from ``ctx.counted``. Where
+    the claim was not a plain one (a take-over, a replay) ``ctx.counted`` is None and the
+    handler counts itself. A claim that finds the update done or claimed counts nothing.
     """
 
     name: str
@@ -116,6 +125,7 @@ class Observer:
     handler: Handler
     chat_types: frozenset[str] | None = None
     order: int = 100
+    counters: ClaimCounters | None = None
 
     @classmethod
     def on(
@@ -126,10 +136,12 @@ class Observer:
         *,
         chat_types: tuple[str, ...] | None = None,
         order: int = 100,
+        counters: ClaimCounters | None = None,
     ) -> Observer:
         if not _UNIT_NAME_RE.match(name) or name == ROUTE_UNIT:
             raise ValueError(f"observer name {name!r}: 1-40 of a-z 0-9 . _ -, not {ROUTE_UNIT!r}")
-        return cls(name, update_type, handler, frozenset(chat_types) if chat_types else None, order)
+        chats = frozenset(chat_types) if chat_types else None
+        return cls(name, update_type, handler, chats, order, counters)
 
     def accepts(self, update: Update) -> bool:
         if update.type != self.update_type:
@@ -168,6 +180,15 @@ class Router:
     def observers_for(self, update: Update) -> list[Observer]:
         """The observers of this update, in the order they run."""
         return [observer for observer in self.observers if observer.accepts(update)]
+
+    def claim_counters(self, update: Update) -> dict[str, list[ClaimCounter]]:
+        """Per observer of ``update`` that declares ``counters``: the counters it takes with
+        the update's claim (maybe none for this update)."""
+        return {
+            observer.name: list(observer.counters(update))
+            for observer in self.observers
+            if observer.counters is not None and observer.accepts(update)
+        }
 
     def handles(self, update_type: str) -> bool:
         return update_type in self._allowed_updates

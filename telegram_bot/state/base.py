@@ -15,7 +15,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from telegram_bot.state.keys import MAX_KEY_LENGTH, check_key, check_not_indexed, check_prefix
+from telegram_bot.state.keys import (
+    MAX_KEY_LENGTH,
+    check_key,
+    check_not_indexed,
+    check_op_key,
+    check_prefix,
+)
 
 MAX_SCAN_LIMIT = 1000
 MAX_CURSOR_LENGTH = MAX_KEY_LENGTH + 64  # the last key, plus a backend's own position
@@ -126,6 +132,32 @@ class KVStore(ABC):
         """Atomically write ``value`` if the key is absent or expired; say whether it did."""
         return self._set_if_absent(self._raw(check_key(key)), encode(value), check_ttl(ttl_ms))
 
+    def set_if_absent_and_increment(
+        self,
+        key: str,
+        value: Any,
+        ttl_ms: int | None,
+        increments: Sequence[Increment],
+    ) -> list[int] | None:
+        """``set_if_absent`` and, in the same atomic step, ``increments``; their new values.
+
+        When ``key`` is absent or expired: write ``value`` and add every increment (its TTL
+        applies when it creates the key), and return the new values in order. When ``key``
+        holds a value: None, and nothing is written. An increment of a key that holds no
+        integer raises StateError and nothing at all is written; an indexed key is refused.
+        (The update path's claim with the counters its observers take with it: one round trip.)
+        """
+        raw = self._raw(check_not_indexed(check_key(key)))
+        text, ttl = encode(value), check_ttl(ttl_ms)
+        raw_ops = []
+        for op in increments:
+            if not isinstance(op, Increment):
+                raise InvalidValueError(f"only increments go with a claim, not {op!r}")
+            raw_ops.append(self._encode_op(op))
+        if not raw_ops:
+            return [] if self._set_if_absent(raw, text, ttl) else None
+        return self._set_if_absent_and_increment(raw, text, ttl, raw_ops)
+
     def increment(self, key: str, by: int = 1, ttl_ms: int | None = None) -> int:
         """Atomically add ``by`` (missing or expired counts as 0) and return the new value.
 
@@ -159,14 +191,15 @@ class KVStore(ABC):
         )
 
     def _encode_op(self, op: Op) -> RawOp:
+        ttl = op.ttl_ms
+        if not (ttl is None or (type(ttl) is int and ttl > 0)):
+            check_ttl(ttl)  # raises
         if isinstance(op, Increment):
-            if isinstance(op.by, bool) or not isinstance(op.by, int):
+            if type(op.by) is not int:  # not a bool either
                 raise InvalidValueError(f"increment step must be an integer, got {op.by!r}")
-            key = self._raw(check_not_indexed(check_key(op.key)))
-            return RawOp("i", key, str(op.by), check_ttl(op.ttl_ms))
+            return RawOp("i", self.prefix + check_op_key(op.key), str(op.by), ttl)
         if isinstance(op, Put):
-            key = self._raw(check_not_indexed(check_key(op.key)))
-            return RawOp("s", key, encode(op.value), check_ttl(op.ttl_ms))
+            return RawOp("s", self.prefix + check_op_key(op.key), encode(op.value), ttl)
         raise InvalidValueError(f"unknown KV op {op!r}")
 
     def scan(
@@ -239,6 +272,12 @@ class KVStore(ABC):
 
     @abstractmethod
     def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int: ...
+
+    def _set_if_absent_and_increment(
+        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+    ) -> list[int] | None:
+        """Every backend has it; only a test's partial store may go without."""
+        raise NotImplementedError(f"{type(self).__name__} cannot claim with increments")
 
     @abstractmethod
     def _scan(

@@ -140,6 +140,32 @@ class DatabaseStore(KVStore):
             raise StateError(f"cannot increment {raw_key!r}: it does not hold an integer")
         return int(row[0])
 
+    def _set_if_absent_and_increment(
+        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+    ) -> list[int] | None:
+        now = _now_ms()
+        vendor = connections[self.alias].vendor
+        if vendor not in _INCREMENT:
+            raise StateError(f"database KV store does not support {vendor}")
+        values = []
+        try:
+            with transaction.atomic(using=self.alias), self._cursor() as cursor:
+                cursor.execute(
+                    f"{_UPSERT} WHERE {_EXPIRED}", [raw_key, text, _expiry(ttl_ms, now), now]
+                )
+                if cursor.rowcount != 1:
+                    return None
+                for op in ops:
+                    params = [op.key, op.arg, _expiry(op.ttl_ms, now), now, int(op.arg), now, now]
+                    cursor.execute(_INCREMENT[vendor], params)
+                    row = cursor.fetchone()
+                    if row is None:
+                        raise _NotAnIntegerError(op.key)
+                    values.append(int(row[0]))
+        except _NotAnIntegerError as exc:
+            raise StateError(f"cannot increment {exc}: it does not hold an integer") from None
+        return values
+
     def _scan(
         self, raw_prefix: str, cursor: str | None, limit: int
     ) -> tuple[list[str], str | None]:

@@ -102,6 +102,30 @@ class MemoryStore(KVStore):
             self._data[raw_key] = (str(value), self._data[raw_key][1])
             return value
 
+    def _set_if_absent_and_increment(
+        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+    ) -> list[int] | None:
+        with self._lock:
+            now = _now_ms()
+            if self._live(raw_key, now) is not None:
+                return None
+            for op in ops:
+                current = self._live(op.key, now)
+                if current is not None and not is_integer_text(current):
+                    raise StateError(f"cannot increment {op.key!r}: it does not hold an integer")
+            self._put(raw_key, text, self._expiry(ttl_ms, now))
+            values = []
+            for op in ops:
+                current = self._live(op.key, now)
+                if current is None:
+                    value = int(op.arg)
+                    self._put(op.key, str(value), self._expiry(op.ttl_ms, now))
+                else:
+                    value = int(current) + int(op.arg)
+                    self._data[op.key] = (str(value), self._data[op.key][1])
+                values.append(value)
+            return values
+
     def _scan(
         self, raw_prefix: str, cursor: str | None, limit: int
     ) -> tuple[list[str], str | None]:

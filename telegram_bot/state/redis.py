@@ -1,15 +1,28 @@
-"""Redis backend: plain commands and Lua scripts, each operation atomic on the server."""
+"""Redis backend: plain commands and Lua scripts, each operation atomic on the server.
+
+The operations of the update path (get, set, set-if-absent, compare-and-set, increment,
+``apply_once``...) send their command on a connection of their own thread (``_command``), not
+through redis-py's client: no pool lock to take and give back, no retry wrapper and response
+callbacks around a command that is one write and one read. A connection that broke while idle
+(a Redis restart) is replaced and the command sent once more, as the client's retry did; a
+script the server does not know (restarted, flushed) is sent whole once. Scans, the indexed
+families and the backfill's reads keep the client and its pool.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from telegram_bot.errors import StateError, StateUnavailableError
@@ -30,6 +43,28 @@ local existed = redis.call('EXISTS', KEYS[1])
 local value = redis.call('INCRBY', KEYS[1], ARGV[1])
 if existed == 0 and ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return value
+"""
+# set_if_absent_and_increment: KEYS: the key, then one per increment; ARGV: the value, its TTL
+# or '', then per increment its step and its TTL or ''. Every target is checked before anything
+# is written; the new values are returned in order (nil: the key held a value).
+_SET_IF_ABSENT_AND_INCREMENT = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+for i = 2, #KEYS do
+  local current = redis.call('GET', KEYS[i])
+  if current and not string.match(current, '^-?%d+$') then
+    return redis.error_reply('not an integer: ' .. KEYS[i])
+  end
+end
+if ARGV[2] == '' then redis.call('SET', KEYS[1], ARGV[1])
+else redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+local values = {}
+for i = 2, #KEYS do
+  local existed = redis.call('EXISTS', KEYS[i])
+  values[i - 1] = redis.call('INCRBY', KEYS[i], ARGV[2 * i - 1])
+  local ttl = ARGV[2 * i]
+  if existed == 0 and ttl ~= '' then redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+return values
 """
 # apply_once: check every increment target first (a script that fails half-way keeps its
 # earlier writes), then apply the ops and the marker. KEYS: marker, then one key per op. ARGV:
@@ -141,6 +176,21 @@ def _text(value: bytes | str) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
+class _Script:
+    """A Lua script sent as EVALSHA, or whole (EVAL) when the server does not know it."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+
+
+class _Pinned(threading.local):
+    """This thread's connection (one per thread and store, made in this process)."""
+
+    connection: Any = None
+    pid: int = 0
+
+
 class RedisStore(KVStore):
     """KV state in Redis. ``client`` may decode responses or not; both are handled."""
 
@@ -148,12 +198,16 @@ class RedisStore(KVStore):
         super().__init__(prefix=prefix)
         self.client = client
         self.url = url
-        self._replace_script: Callable[..., Any] = client.register_script(_REPLACE_IF_EQUAL)
-        self._increment_script: Callable[..., Any] = client.register_script(_INCREMENT)
-        self._apply_once_script: Callable[..., Any] = client.register_script(_APPLY_ONCE)
         self._indexed_write_script: Callable[..., Any] = client.register_script(_INDEXED_WRITE)
         self._indexed_scan_script: Callable[..., Any] = client.register_script(_INDEXED_SCAN)
         self._indexed_checked: set[str] = set()  # families whose upgrade index is known built
+        self._replace = _Script(_REPLACE_IF_EQUAL)
+        self._increment_lua = _Script(_INCREMENT)
+        self._apply_once_lua = _Script(_APPLY_ONCE)
+        self._claim_lua = _Script(_SET_IF_ABSENT_AND_INCREMENT)
+        self._pinned = _Pinned()
+        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()  # for close()
+        self._connections_lock = threading.Lock()
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = "") -> RedisStore:
@@ -161,6 +215,40 @@ class RedisStore(KVStore):
             url, socket_timeout=2, socket_connect_timeout=2, health_check_interval=30
         )
         return cls(client, url=url, prefix=prefix)
+
+    def _command(self, *args: Any) -> Any:
+        """Send one command on this thread's connection and return the server's answer.
+
+        A connection that fails after serving commands before (it broke while idle: a Redis
+        restart, an idle timeout) is replaced and the command sent once more, as redis-py's
+        client retries; one that fails on its first command raises. Either way a command may
+        have run once on the server without its answer arriving, as with the client.
+        """
+        pinned = self._pinned
+        connection = pinned.connection
+        if connection is None or pinned.pid != os.getpid():
+            pool = self.client.connection_pool
+            connection = pool.connection_class(**pool.connection_kwargs)
+            pinned.connection, pinned.pid = connection, os.getpid()
+            with self._connections_lock:
+                self._connections.add(connection)
+        packed = connection.pack_command(*args)
+        reused = connection._sock is not None
+        try:
+            connection.send_packed_command(packed)
+            return connection.read_response()
+        except (RedisConnectionError, RedisTimeoutError):
+            connection.disconnect()
+            if not reused:
+                raise
+        connection.send_packed_command(packed)
+        return connection.read_response()
+
+    def _eval(self, script: _Script, keys: list[str], args: list[Any]) -> Any:
+        try:
+            return self._command("EVALSHA", script.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return self._command("EVAL", script.source, len(keys), *keys, *args)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -200,12 +288,12 @@ class RedisStore(KVStore):
 
     def _get(self, raw_key: str) -> str | None:
         with self._errors():
-            value = self.client.get(raw_key)
+            value = self._command("GET", raw_key)
         return None if value is None else _text(value)
 
     def _get_many(self, raw_keys: list[str]) -> list[str | None]:
         with self._errors():
-            values = self.client.mget(raw_keys)
+            values = self._command("MGET", *raw_keys)
         return [None if value is None else _text(value) for value in values]
 
     def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None:
@@ -213,36 +301,51 @@ class RedisStore(KVStore):
             self._indexed_write(raw_key, indexes, "set", text, ttl_ms)
             return
         with self._errors():
-            self.client.set(raw_key, text, px=ttl_ms)
+            if ttl_ms is None:
+                self._command("SET", raw_key, text)
+            else:
+                self._command("SET", raw_key, text, "PX", ttl_ms)
 
     def _delete(self, raw_key: str) -> None:
         if (indexes := self._indexes(raw_key)) is not None:
             self._indexed_write(raw_key, indexes, "del")
             return
         with self._errors():
-            self.client.delete(raw_key)
+            self._command("DEL", raw_key)
 
     def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
         if (indexes := self._indexes(raw_key)) is not None:
             return self._indexed_write(raw_key, indexes, "nx", text, ttl_ms)
         with self._errors():
-            return bool(self.client.set(raw_key, text, px=ttl_ms, nx=True))
+            if ttl_ms is None:
+                return self._command("SET", raw_key, text, "NX") is not None
+            return self._command("SET", raw_key, text, "PX", ttl_ms, "NX") is not None
 
     def _replace_if_equal(self, raw_key: str, expected: str, text: str, ttl_ms: int | None) -> bool:
         if (indexes := self._indexes(raw_key)) is not None:
             return self._indexed_write(raw_key, indexes, "eq", text, ttl_ms, expected)
         with self._errors():
-            done = self._replace_script(
-                keys=[raw_key], args=[expected, text, "" if ttl_ms is None else ttl_ms]
+            done = self._eval(
+                self._replace, [raw_key], [expected, text, "" if ttl_ms is None else ttl_ms]
             )
         return bool(done)
 
     def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int:
         with self._errors():
-            value = self._increment_script(
-                keys=[raw_key], args=[by, "" if ttl_ms is None else ttl_ms]
+            value = self._eval(
+                self._increment_lua, [raw_key], [by, "" if ttl_ms is None else ttl_ms]
             )
         return int(value)
+
+    def _set_if_absent_and_increment(
+        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+    ) -> list[int] | None:
+        args: list[Any] = [text, "" if ttl_ms is None else ttl_ms]
+        for op in ops:
+            args += [op.arg, "" if op.ttl_ms is None else op.ttl_ms]
+        with self._errors():
+            values = self._eval(self._claim_lua, [raw_key, *(op.key for op in ops)], args)
+        return None if values is None else [int(value) for value in values]
 
     def _scan(
         self, raw_prefix: str, cursor: str | None, limit: int
@@ -356,14 +459,18 @@ class RedisStore(KVStore):
         )
         args = [marker_text, "" if marker_ttl_ms is None else marker_ttl_ms, packed]
         with self._errors():
-            done = self._apply_once_script(keys=[raw_marker, *(op.key for op in ops)], args=args)
+            done = self._eval(self._apply_once_lua, [raw_marker, *(op.key for op in ops)], args)
         return bool(done)
 
     def _ping(self) -> None:
         with self._errors():
-            self.client.ping()
+            self._command("PING")
 
     def close(self) -> None:
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            connection.disconnect()
         self.client.close()
 
 

@@ -415,6 +415,73 @@ def test_threads_applying_one_update_apply_it_once(kv: KVStore) -> None:
     assert kv.get("counter:once") == 20
 
 
+CLAIM = {"s": "claim", "o": "me"}
+
+
+def test_set_if_absent_and_increment_claims_and_counts_in_one_step(kv: KVStore) -> None:
+    kv.increment("mod:fl:1:2:3", 4)
+    counters = [Increment("mod:fl:1:2:3"), Increment("counter:new", 2, ttl_ms=150)]
+    assert kv.set_if_absent_and_increment("upd:9", CLAIM, 60_000, counters) == [5, 2]
+    assert kv.get("upd:9") == CLAIM
+    assert kv.get("mod:fl:1:2:3") == 5 and kv.get("counter:new") == 2
+    time.sleep(0.25)
+    assert kv.get("counter:new") is None  # the TTL applied when it created the key
+    assert kv.set_if_absent_and_increment("upd:10", CLAIM, 60_000, []) == []
+    assert kv.get("upd:10") == CLAIM
+
+
+def test_set_if_absent_and_increment_counts_nothing_when_the_key_is_there(kv: KVStore) -> None:
+    kv.set("upd:9", DONE)
+    assert kv.set_if_absent_and_increment("upd:9", CLAIM, 60_000, [Increment("counter:a")]) is None
+    assert kv.set_if_absent_and_increment("upd:9", CLAIM, 60_000, []) is None
+    assert kv.get("upd:9") == DONE and kv.get("counter:a") is None
+    kv.set("upd:10", DONE, ttl_ms=100)
+    time.sleep(0.2)  # expired: claimed again
+    assert kv.set_if_absent_and_increment("upd:10", CLAIM, 60_000, [Increment("counter:a")]) == [1]
+
+
+def test_set_if_absent_and_increment_writes_nothing_when_a_counter_cannot_apply(
+    kv: KVStore,
+) -> None:
+    kv.set("counter:text", "not a number")
+    with pytest.raises(StateError):
+        kv.set_if_absent_and_increment(
+            "upd:9", CLAIM, 60_000, [Increment("counter:a"), Increment("counter:text")]
+        )
+    assert kv.get("upd:9") is None and kv.get("counter:a") is None
+    with pytest.raises(InvalidValueError):
+        kv.set_if_absent_and_increment("upd:9", CLAIM, 60_000, [Put("counter:a", 1)])  # type: ignore[list-item]
+    with pytest.raises(InvalidKeyError):
+        kv.set_if_absent_and_increment("upd:9", CLAIM, 60_000, [Increment("nofamily")])
+    assert kv.get("upd:9") is None
+
+
+def test_threads_claiming_one_update_count_it_once(kv: KVStore) -> None:
+    results: list[list[int] | None] = []
+    barrier = threading.Barrier(8)
+
+    def work() -> None:
+        try:
+            barrier.wait()
+            for n in range(20):
+                results.append(
+                    kv.set_if_absent_and_increment(
+                        f"upd:{n}", CLAIM, 60_000, [Increment("counter:claimed")]
+                    )
+                )
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    won = [r for r in results if r is not None]
+    assert len(won) == 20 and sorted(r[0] for r in won) == list(range(1, 21))
+    assert kv.get("counter:claimed") == 20
+
+
 def test_scan_never_skips_a_live_key_when_others_expire_between_pages(kv: KVStore) -> None:
     live = {f"stats:w:{i:02d}" for i in range(0, 30, 3)}
     for i in range(30):

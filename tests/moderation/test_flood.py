@@ -1,5 +1,6 @@
 """Anti-flood: the message over the limit triggers the chat's action once; admins are exempt;
-a group message pays one KV round trip for it; statistics still count every message."""
+a group message pays no KV round trip of its own for it (its counter goes with the update's
+claim), one where the claim was not a plain one; statistics still count every message."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from moderation import flood
 from moderation.models import ChatSettings
 from telegram_bot.models import AuditEntry
 from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.pipeline.router import get_router
 from telegram_bot.pipeline.security import Sender
-from telegram_bot.state import KVStore
+from telegram_bot.state import KVStore, override_store
 from telegram_bot.updates import parse_update
 from tests.builders import next_update_id
 from tests.fakes.telegram import FakeTelegramServer
@@ -112,6 +114,68 @@ def test_one_kv_round_trip_on_a_group_message(
     ctx = Context(update, Sender(MEMBER), get_router(), store, None)  # type: ignore[arg-type]
     flood.check_flood(ctx)
     assert store.calls == ["increment"]
+
+
+def flood_counts(store: KVStore) -> list[int]:
+    return [store.get(key) for key in store.scan_all(f"mod:fl:{GROUP}:{MEMBER}:")]
+
+
+def test_the_counter_goes_with_the_claim_in_one_store_call(
+    bot: FakeTelegramServer, memory_store: KVStore
+) -> None:
+    describe_group(bot)
+    store = CountingStore(memory_store)
+    with override_store(store):  # type: ignore[arg-type]
+        update = {"update_id": next_update_id(), "message": member_message()}
+        assert process_update(update) == Outcome.PROCESSED
+    assert "increment" not in store.calls
+    assert store.calls.count("set_if_absent_and_increment") == 1
+    assert flood_counts(memory_store) == [1]
+
+
+def test_a_redelivered_message_is_not_counted_again(
+    bot: FakeTelegramServer, memory_store: KVStore
+) -> None:
+    describe_group(bot)
+    update = {"update_id": next_update_id(), "message": member_message()}
+    assert process_update(update) == Outcome.PROCESSED
+    assert process_update(update) == Outcome.DUPLICATE
+    assert flood_counts(memory_store) == [1]
+
+
+def test_a_replay_counts_in_the_observer(bot: FakeTelegramServer, memory_store: KVStore) -> None:
+    """A replay's claim is not a plain one (compare-and-set over the letter's marker): the
+    observer increments the counter itself, once."""
+    describe_group(bot)
+    store = CountingStore(memory_store)
+    with override_store(store):  # type: ignore[arg-type]
+        update = {"update_id": next_update_id(), "message": member_message()}
+        assert process_update(update, replay=True) == Outcome.PROCESSED
+    assert store.calls.count("increment") == 1
+    assert "set_if_absent_and_increment" not in store.calls
+    assert flood_counts(memory_store) == [1]
+
+
+def test_a_message_from_a_chat_not_served_counts_nothing(
+    bot: FakeTelegramServer, memory_store: KVStore, settings: Any
+) -> None:
+    describe_group(bot)
+    settings.ALLOWED_CHAT_IDS = [GROUP - 1]
+    assert run({"update_id": next_update_id(), "message": member_message()}) == Outcome.IGNORED
+    assert flood_counts(memory_store) == []
+
+
+def test_a_command_for_another_bot_counts_nothing(
+    bot: FakeTelegramServer, memory_store: KVStore
+) -> None:
+    """Refused whole (it is not ours): no observer runs, and nothing was counted with the
+    claim either (a command addressed by name is never counted there)."""
+    describe_group(bot)
+    message = member_message()
+    message["text"] = "/stats@some_other_bot"
+    message["entities"] = [{"type": "bot_command", "offset": 0, "length": 21}]
+    assert run({"update_id": next_update_id(), "message": message}) == Outcome.IGNORED
+    assert flood_counts(memory_store) == []
 
 
 def test_statistics_still_count_the_message(bot: FakeTelegramServer) -> None:

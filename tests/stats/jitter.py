@@ -55,6 +55,11 @@ class JitterStore(KVStore):
     def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int:
         return self.inner._increment(raw_key, by, ttl_ms)
 
+    def _set_if_absent_and_increment(
+        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+    ) -> list[int] | None:
+        return self.inner._set_if_absent_and_increment(raw_key, text, ttl_ms, ops)
+
     def _scan(self, raw_prefix: str, cursor: str | None, limit: int) -> tuple[list[str], Any]:
         return self.inner._scan(raw_prefix, cursor, limit)
 

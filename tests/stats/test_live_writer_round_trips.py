@@ -16,7 +16,7 @@ import pytest
 from django.db import OperationalError, connection
 from psycopg.pq import TransactionStatus
 
-from stats import keys
+from stats import keys, live_writer
 from stats.live_writer import RowDelta, count_once
 from stats.models import DailyCoverage, DailyUserStat
 from telegram_bot.state import KVStore, open_store, override_store
@@ -45,7 +45,8 @@ def health_checks() -> Iterator[None]:
 
 
 class RoundTrips:
-    """Every wait of psycopg for the server (one per round trip), and the SQL sent."""
+    """Every round trip to the server: each wait of psycopg for it, and each query the live
+    writer sends straight on libpq (one ``PQexec``); and the SQL sent."""
 
     def __init__(self) -> None:
         self.waits = 0
@@ -61,6 +62,13 @@ class RoundTrips:
             return original(conn, *args, **kwargs)
 
         psycopg.Connection.wait = wait  # type: ignore[method-assign]
+        self.libpq = live_writer._execute_libpq
+
+        def execute_libpq(*args: Any) -> Any:
+            self.waits += 1
+            return self.libpq(*args)
+
+        live_writer._execute_libpq = execute_libpq  # type: ignore[assignment]
         self.wrapper = connection.execute_wrapper(self._record)
         self.wrapper.__enter__()
         return self
@@ -68,6 +76,7 @@ class RoundTrips:
     def __exit__(self, *exc: object) -> None:
         self.wrapper.__exit__(None, None, None)
         psycopg.Connection.wait = self.original  # type: ignore[method-assign]
+        live_writer._execute_libpq = self.libpq  # type: ignore[assignment]
 
     def _record(self, execute: Any, sql: str, params: Any, many: bool, ctx: Any) -> Any:
         self.sql.append(sql.split(";")[0].split()[0])
@@ -205,6 +214,28 @@ def test_a_failed_add_outside_a_transaction_counts_in_the_kv_store_and_poisons(
     assert memory.get(keys.poison_key(CHAT, DAY, "messages")) is not None
 
 
+@pytest.mark.django_db
+def test_the_queries_sent_straight_on_libpq_carry_only_values_the_writer_makes() -> None:
+    """Nothing is bound: integers, dates, times and the writer's own names are written in;
+    any other value is refused, not quoted."""
+    at = datetime(2026, 12, 1, 17, 5, 6, 7, tzinfo=UTC)
+    sql = live_writer._render(
+        "SELECT %s, %s, %s, %s, %s::bigint[]", [-100, DAY, at, "live", [3, -4]]
+    )
+    assert sql == (
+        f"SELECT (-100), '{DAY.isoformat()}'::date, "
+        "'2026-12-01T17:05:06.000007+00:00'::timestamptz, 'live', '{3,-4}'::bigint[]"
+    )
+    with connection.cursor() as cursor:  # the smallest bigint, as a day's lock key may be
+        cursor.execute(live_writer._render("SELECT %s::bigint", [-(2**63)]))
+        assert cursor.fetchone()[0] == -(2**63)
+    for value in ("it's", "a;b", True, 1.5, None, ["1"]):
+        with pytest.raises(TypeError):
+            live_writer._render("SELECT %s", [value])
+    with pytest.raises(ValueError, match="placeholders"):
+        live_writer._render("SELECT %s, %s", [1])
+
+
 # --- the whole webhook path --------------------------------------------------------------------
 @pytest.mark.django_db(transaction=True)
 def test_a_group_message_through_the_webhook_costs_two_database_round_trips(
@@ -222,32 +253,41 @@ def test_a_group_message_through_the_webhook_costs_two_database_round_trips(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_group_message_through_the_webhook_costs_three_redis_round_trips(
+def test_a_group_message_through_the_webhook_costs_two_redis_round_trips(
     live_bot: Any, post_update: Any
 ) -> None:
-    """The claim, the anti-flood counter, and the commit of the counters with the done-marker."""
+    """The claim with the anti-flood counter (one script), then the commit of the counters
+    with the done-marker (one script); nothing else, through the store or the client."""
     if not REDIS_URL:
         pytest.skip("REDIS_URL not set")
     store = open_store(REDIS_URL, prefix=f"t{uuid.uuid4().hex[:12]}:")
     client = store.client  # type: ignore[attr-defined]
     commands: list[str] = []
-    send = client.execute_command
+    send, command = client.execute_command, store._command  # type: ignore[attr-defined]
 
-    def count(*command: Any, **options: Any) -> Any:
-        commands.append(str(command[0]))
-        return send(*command, **options)
+    def count(*args: Any, **options: Any) -> Any:
+        commands.append(str(args[0]))
+        return send(*args, **options)
+
+    def count_own(*args: Any) -> Any:
+        commands.append(str(args[0]))
+        return command(*args)
 
     try:
         with override_store(store):
             assert post_update(group_message(1)).status_code == 200
-            client.execute_command = count
+            client.execute_command, store._command = count, count_own  # type: ignore[attr-defined]
             assert post_update(group_message(2)).status_code == 200
+            client.execute_command = send
+            del store._command  # type: ignore[attr-defined]
+            flood = [key for key in store.scan_all("mod:fl:") if f":{CHAT}:2:" in key]
+            assert [store.get(key) for key in flood] == [1]  # counted with the claim
     finally:
         client.execute_command = send
         for key in client.scan_iter(match=f"{store.prefix}*", count=500):
             client.delete(key)
         store.close()
-    assert sorted(commands) == ["EVALSHA", "EVALSHA", "SET"]
+    assert commands == ["EVALSHA", "EVALSHA"]
     assert DailyUserStat.objects.filter(chat_id=CHAT).count() == 2
 
 
