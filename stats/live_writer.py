@@ -226,7 +226,7 @@ def _execute_libpq(sql: str, params: Any, many: bool, context: dict[str, Any]) -
             raise pg_errors.error_from_result(result, encoding=raw.info.encoding)
 
 
-_SAFE_TEXT = re.compile(r"^[A-Za-z0-9_ .:-]*$")
+_SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .:-]*")
 
 
 def _literal(value: Any) -> str:
@@ -238,7 +238,7 @@ def _literal(value: Any) -> str:
         return f"'{value.isoformat()}'::timestamptz"
     if isinstance(value, date):
         return f"'{value.isoformat()}'::date"
-    if isinstance(value, str) and _SAFE_TEXT.match(value):
+    if isinstance(value, str) and _SAFE_TEXT.fullmatch(value):
         return f"'{value}'"
     if isinstance(value, list) and all(type(item) is int for item in value):
         return "'{" + ",".join(map(str, value)) + "}'"

@@ -229,7 +229,7 @@ def test_the_queries_sent_straight_on_libpq_carry_only_values_the_writer_makes()
     with connection.cursor() as cursor:  # the smallest bigint, as a day's lock key may be
         cursor.execute(live_writer._render("SELECT %s::bigint", [-(2**63)]))
         assert cursor.fetchone()[0] == -(2**63)
-    for value in ("it's", "a;b", True, 1.5, None, ["1"]):
+    for value in ("it's", "a;b", "live\n", True, 1.5, None, ["1"]):
         with pytest.raises(TypeError):
             live_writer._render("SELECT %s", [value])
     with pytest.raises(ValueError, match="placeholders"):
