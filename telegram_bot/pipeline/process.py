@@ -117,6 +117,9 @@ def dead_letters() -> DeadLetterStore:
 
 
 Counted = dict[str, tuple[int, ...]]
+# Under this name the claim takes the sender's rate window counter (security.claim_counters);
+# no observer has it ("." is not in observer names).
+RATE_COUNTER = "security.rate"
 
 
 def _handle(
@@ -138,12 +141,14 @@ def _handle(
     """
     router = get_router()
     route = router.match(update, workflow=_workflow_name(store, update))
+    taken = (counted or {}).get(RATE_COUNTER)
     verdict = security.check(
         store,
         update,
         role=route.role if route else Role.USER,
         expensive=route.expensive if route else False,
         replay=replay,
+        counted=taken[0] if taken else None,
     )
     if isinstance(verdict, security.Refusal) and verdict.whole_update:
         return Outcome.IGNORED, False
@@ -331,7 +336,10 @@ def _claim_counters(update: Update, *, replay: bool) -> dict[str, list[ClaimCoun
     command = update.command()
     if command is not None and command.mention is not None:
         return {}
-    return get_router().claim_counters(update)
+    counters = get_router().claim_counters(update)
+    if rate := security.claim_counters(update):
+        counters[RATE_COUNTER] = rate
+    return counters
 
 
 def _release(store: KVStore, update_id: int, claim: dict[str, Any] | None) -> None:

@@ -87,18 +87,20 @@ def check(
     role: Role = Role.USER,
     expensive: bool = False,
     replay: bool = False,
+    counted: int | None = None,
 ) -> Sender | Refusal:
     """The one security step: the sender of ``update``, or why it is refused.
 
     ``role`` and ``expensive`` are what the routed handler requires. A replay is an operator's
-    decision: it does not count against the sender's rate limits.
+    decision: it does not count against the sender's rate limits. ``counted``: the new value
+    of the sender's window counter when the claim took it (``claim_counters``), else None.
     """
     sender = identify(update)
     if not chat_allowed(update):
         return Refusal("chat", sender)
     if not addressed_to_us(update):
         return Refusal("addressee", sender)
-    if not replay and over_rate_limit(store, update, sender):
+    if not replay and over_rate_limit(store, update, sender, counted):
         return Refusal("rate", sender, str(REFUSAL_TEXTS["rate"]))
     if role > Role.USER and sender.role < role:
         return Refusal("role", sender, str(REFUSAL_TEXTS["role"]))
@@ -139,8 +141,28 @@ def is_interaction(update: Update) -> bool:
     return False
 
 
-def over_rate_limit(store: KVStore, update: Update, sender: Sender) -> bool:
+def claim_counters(update: Update) -> list[tuple[str, int | None]]:
+    """The sender's window counter, for the pipeline to take with its claim on the update (one
+    KV step for both, ``set_if_absent_and_increment``): an interaction by a sender who counts
+    (the owner and the environment's admins count nowhere). Its new value comes back to
+    ``check`` as ``counted``; where the claim took nothing, ``over_rate_limit`` counts."""
+    if not is_interaction(update):
+        return []
+    sender = identify(update)
+    if sender.user_id is None or sender.knows_admin_without_lookup:
+        return []
+    return [(_user_window_key(sender.user_id, _window()), WINDOW_MS + 1000)]
+
+
+def _user_window_key(user_id: int, window: int) -> str:
+    return f"rl:u:{user_id}:{window}"
+
+
+def over_rate_limit(
+    store: KVStore, update: Update, sender: Sender, counted: int | None = None
+) -> bool:
     """Count this interaction against the user's and the chat's window; True when over.
+    ``counted``: the user's window counter already taken with the claim (its new value).
 
     Admins are exempt. The owner and the environment's admins are known without I/O and
     count nowhere; an admin from the BotAdmin rows is looked up only when it decides
@@ -154,8 +176,10 @@ def over_rate_limit(store: KVStore, update: Update, sender: Sender) -> bool:
         return False
     window = _window()
     if sender.user_id is not None:
-        count = store.increment(f"rl:u:{sender.user_id}:{window}", 1, ttl_ms=WINDOW_MS + 1000)
-        if count > settings.RATE_LIMIT_USER_PER_MINUTE and not sender.is_admin:
+        if counted is None:
+            key = _user_window_key(sender.user_id, window)
+            counted = store.increment(key, 1, ttl_ms=WINDOW_MS + 1000)
+        if counted > settings.RATE_LIMIT_USER_PER_MINUTE and not sender.is_admin:
             return True
     if update.chat_id is not None and update.chat_type != "private":
         # Admins' interactions use none of the chat's budget.

@@ -155,3 +155,35 @@ def test_the_owners_presses_count_against_no_window(
         "processed"
     )
     assert get_store().get(f"rl:u:{USER}:{security._window()}") == 1
+
+
+def test_a_command_takes_its_rate_window_with_the_claim(
+    bot: FakeTelegramServer, post_update: Any, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """The sender's window counter goes in the claim's KV step (no increment of its own); a
+    re-delivery counts nothing, and the window still refuses past its limit."""
+    store = get_store()
+    increments: list[str] = []
+    real_increment = type(store).increment
+
+    def counting(self: Any, key: str, *args: Any, **kwargs: Any) -> int:
+        increments.append(key)
+        return real_increment(self, key, *args, **kwargs)
+
+    monkeypatch.setattr(type(store), "increment", counting)
+    monkeypatch.setattr(security, "_window", lambda: 29_000_000)  # no minute turns mid-test
+    start = make_message_update("/start", chat_id=USER, user_id=USER)
+    assert outcome(post_update, start) == "processed"
+    assert outcome(post_update, start) == "duplicate"
+    assert increments == []
+    window = security._user_window_key(USER, 29_000_000)
+    assert store.get(window) == 1
+
+    settings.RATE_LIMIT_USER_PER_MINUTE = 2
+    second = make_message_update("/start", chat_id=USER, user_id=USER)
+    third = make_message_update("/start", chat_id=USER, user_id=USER)
+    assert [outcome(post_update, second), outcome(post_update, third)] == [
+        "processed",
+        "refused",
+    ]
+    assert store.get(window) == 3
