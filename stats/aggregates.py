@@ -327,6 +327,19 @@ def range_parts(splits: dict[date, Split], start: date, end: date) -> RangeParts
     return RangeParts(parts)
 
 
+def utc_today() -> date:
+    """Today in UTC: the stored days' calendar."""
+    return datetime.now(UTC).date()
+
+
+def db_today_sql() -> str:
+    """The database's own today (UTC) as SQL: what writes to closed days are judged by (the
+    triggers of migrations 0006 and 0008 use the same clock)."""
+    if connection.vendor == "sqlite":
+        return "date('now')"
+    return "CAST(now() AT TIME ZONE 'UTC' AS date)"
+
+
 def month_of(day: date) -> date:
     return day.replace(day=1)
 

@@ -37,12 +37,12 @@ reads are the same, only slower.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, date, datetime
+from datetime import date
 
 from django.db import connection, transaction
 
 from stats import aggregates
-from stats.aggregates import month_last, month_of
+from stats.aggregates import month_last, month_of, utc_today
 from stats.daylock import lock_days
 
 TABLE = aggregates.MONTHS_TABLE
@@ -50,16 +50,6 @@ TABLE = aggregates.MONTHS_TABLE
 
 def month_days(month: date) -> list[date]:
     return list(aggregates.days_between(month, month_last(month)))
-
-
-def utc_today() -> date:
-    return datetime.now(UTC).date()
-
-
-def _today_sql() -> str:
-    if connection.vendor == "sqlite":
-        return "date('now')"
-    return "CAST(now() AT TIME ZONE 'UTC' AS date)"
 
 
 def month_write(chat_id: int, month: date) -> int:
@@ -80,7 +70,7 @@ def month_write(chat_id: int, month: date) -> int:
         cursor.execute(
             f"INSERT INTO {TABLE} (chat_id, month, user_id, {columns}, last_day, days) "  # noqa: S608 - constant columns, placeholders
             f"SELECT chat_id, %s, user_id, {sums}, MAX(day), COUNT(*) FROM {aggregates.TABLE} "
-            f"WHERE chat_id = %s AND day >= %s AND day <= %s AND %s < {_today_sql()} "
+            f"WHERE chat_id = %s AND day >= %s AND day <= %s AND %s < {aggregates.db_today_sql()} "
             "GROUP BY chat_id, user_id",
             [month, chat_id, first, last, last],
         )

@@ -47,7 +47,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from stats import aggregates, keys, totals
-from stats.aggregates import RangeParts, Split, StoredDay
+from stats.aggregates import RangeParts, Split, StoredDay, utc_today
 from stats.config import counter_ttl_ms
 from stats.models import CATEGORIES, ChatUserProfile, DailyCoverage, DailyUserStat, StatsChat
 from stats.poison import failed_decode, poison_read
@@ -283,10 +283,6 @@ def _ranking(order: str) -> object:
         return (first, -row.values.get("message_count", 0), row.user_id)
 
     return key
-
-
-def utc_today() -> date:
-    return datetime.now(UTC).date()
 
 
 def check_range(start: date, end: date, today: date | None = None) -> tuple[date, date]:

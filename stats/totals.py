@@ -70,9 +70,7 @@ def day_totals_write(cursor: Any, chat_id: int, day: date, zone: tzinfo | None =
         *sums[len(SUM_COLUMNS) :],
     ]
     straddler_params = [chat_id, before, day] if before_cut < 24 else []
-    today = (
-        "date('now')" if connection.vendor == "sqlite" else "CAST(now() AT TIME ZONE 'UTC' AS date)"
-    )
+    today = aggregates.db_today_sql()
     updates = ", ".join(f"{column} = excluded.{column}" for column in ("zone", "cut", *COLUMNS))
     cursor.execute(
         f"INSERT INTO stats_daily_totals (chat_id, day, zone, cut, {', '.join(COLUMNS)}, "  # noqa: S608 - constant columns, integer cuts, placeholders

@@ -11,13 +11,14 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from stats.aggregates import utc_today
 from stats.config import counter_ttl_ms
 from stats.models import BackfillState, BackfillStatus, DailyCoverage
 from stats.poison import poison_flag, poison_flag_clear, poison_marks
@@ -86,10 +87,6 @@ def new_owner() -> str:
 
 def lease_seconds() -> int:
     return settings.STATS_BACKFILL_LEASE_SECONDS
-
-
-def utc_today() -> date:
-    return datetime.now(UTC).date()
 
 
 def now_ms() -> int:
