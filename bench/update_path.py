@@ -1,12 +1,14 @@
 """The group-message update path against a bare django-ninja endpoint, in one run.
 
-Unique group messages go through Django (the test client: URL resolution, middleware, the
-view) into the webhook and the whole pipeline with statistics counting; the baseline is a bare
+Unique group messages go through the web worker's WSGI application (``config.wsgi``'s
+handler, called as gunicorn calls it: URL resolution, the webhook's own short chain, the view)
+into the webhook and the whole pipeline with statistics counting; the baseline is a bare
 django-ninja POST endpoint that reads nothing and answers ``{"ok": true}`` through the same
-client and middleware. Rates are per second of this process's CPU time, and rounds alternate
-between the two, so that a busy machine slows both alike; the figure that matters is the
-ratio (product / bare), never the absolute rate. (Served throughput under load, with the
-servers' own CPU, is the work of a load generator against gunicorn, not of this script.)
+application and the site's middleware. Rates are per second of this process's CPU time, and
+rounds alternate between the two, so that a busy machine slows both alike; the figure that
+matters is the ratio (product / bare), never the absolute rate. (Served throughput under load,
+with the servers' own CPU, is the work of a load generator against gunicorn, not of this
+script.)
 Also printed: the cost of turning a body into an Update alone, against ``json.loads`` of it.
 
 ``--profile DIR`` then sends more messages once with the round trips counted (KV commands on
@@ -63,11 +65,10 @@ def main() -> None:
 def run(args: argparse.Namespace, store: Any) -> None:
     from django.conf import settings
     from django.db import connection
-    from django.test import Client
 
     from telegram_bot.state import override_store
 
-    client = Client()
+    client = WsgiClient()
     headers = {SECRET_HEADER: settings.TELEGRAM_WEBHOOK_SECRET}
     bare_rates, product_rates, unmoderated_rates = [], [], []
     quiet_moderation()
@@ -224,6 +225,49 @@ class without_moderation:
         from telegram_bot.pipeline import router
 
         router._router = self.saved
+
+
+class WsgiClient:
+    """POSTs to the web worker's application as gunicorn does (an environ, ``start_response``,
+    the answer's ``close``), with the database connection kept between requests as the test
+    client keeps it (the served worker keeps it too: persistent connections)."""
+
+    def __init__(self) -> None:
+        from telegram_bot.transport.wsgi import Application
+
+        self.application = Application()
+
+    def post(self, url: str, data: str, content_type: str, **headers: str) -> Any:
+        from types import SimpleNamespace
+
+        from django.core.signals import request_finished, request_started
+        from django.db import close_old_connections
+        from django.test.client import FakePayload, RequestFactory
+
+        body = data.encode()
+        environ = RequestFactory()._base_environ(
+            PATH_INFO=url,
+            REQUEST_METHOD="POST",
+            CONTENT_TYPE=content_type,
+            CONTENT_LENGTH=str(len(body)),
+            **{"wsgi.input": FakePayload(body)},
+            **headers,
+        )
+        answer: dict[str, Any] = {}
+
+        def start_response(status: str, response_headers: Any) -> None:
+            answer["status"] = int(status.split()[0])
+
+        request_started.disconnect(close_old_connections)
+        request_finished.disconnect(close_old_connections)
+        try:
+            chunks = self.application(environ, start_response)
+            content = b"".join(chunks)
+            chunks.close()
+        finally:
+            request_started.connect(close_old_connections)
+            request_finished.connect(close_old_connections)
+        return SimpleNamespace(status_code=answer["status"], content=content)
 
 
 def rate(client: Any, url: str, bodies: list[str], headers: dict[str, str]) -> float:

@@ -1,0 +1,72 @@
+"""The web worker's WSGI handler: Django's, with the webhook's requests on a chain of their own.
+
+Telegram's deliveries are most of a busy server's requests, and the site's middleware is for
+browsers: sessions, the admin's language, CSRF, authentication, messages, frame options, static
+files and the login lockout. None of it reads or changes a webhook answer, and together it cost
+about a seventh of a web worker's CPU per group message (py-spy on the served webhook, see
+``bench/RESULTS.md``). So ``POST /telegram/webhook`` (the exact path; any method, so that the
+405 answer is the operation's own) passes only through what it needs:
+
+- the request id (``RequestIdMiddleware``: the ``X-Request-ID`` header and the log context);
+- the ``ALLOWED_HOSTS`` check (400 for a host that is not allowed, as everywhere else) and the
+  ``Content-Length`` of the answer (as ``CommonMiddleware`` sets it; without it gunicorn
+  sends the answer chunked);
+- Django's exception handling, URL resolution and the ninja operation, with its own checks
+  (405, 415, 413, 401, 400) and the pipeline.
+
+``request_started`` and ``request_finished`` are sent as for every request, so database
+connections are checked and closed by their rules. Every other path takes the full chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.core.handlers.base import BaseHandler
+from django.core.handlers.exception import convert_exception_to_response
+from django.core.handlers.wsgi import WSGIHandler
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+
+from telegram_bot.log_context import RequestIdMiddleware
+
+WEBHOOK_PATH = "/telegram/webhook"
+
+
+class _WebhookChain(BaseHandler):
+    """A handler whose middleware is the request id and the host check, nothing else."""
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        self._view_middleware: list[Callable[..., object]] = []
+        self._template_response_middleware: list[Callable[..., object]] = []
+        self._exception_middleware: list[Callable[..., object]] = []
+        view: Any = convert_exception_to_response(self._get_response)  # type: ignore[attr-defined]
+        checked: Any = convert_exception_to_response(_host_and_length(view))
+        self._middleware_chain = convert_exception_to_response(RequestIdMiddleware(checked))
+
+
+def _host_and_length(
+    get_response: Callable[[HttpRequest], HttpResponseBase],
+) -> Callable[[HttpRequest], HttpResponseBase]:
+    def host_and_length(request: HttpRequest) -> HttpResponseBase:
+        request.get_host()  # DisallowedHost -> 400, as CommonMiddleware answers elsewhere
+        response = get_response(request)
+        if isinstance(response, HttpResponse) and not response.has_header("Content-Length"):
+            response.headers["Content-Length"] = str(len(response.content))
+        return response
+
+    return host_and_length
+
+
+class Application(WSGIHandler):
+    """``config.wsgi.application``: the webhook's path on its own chain, the rest as Django."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._webhook = _WebhookChain()
+        self._webhook.load_middleware()
+
+    def get_response(self, request: HttpRequest) -> HttpResponseBase:
+        if request.path_info == WEBHOOK_PATH:
+            return self._webhook.get_response(request)
+        return super().get_response(request)
