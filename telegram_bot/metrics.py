@@ -166,6 +166,11 @@ def observe_telegram_call(
     return wrapper
 
 
+def count_webhook_reply(method: str) -> None:
+    """A Bot API call sent in the webhook's answer: Telegram makes it, its result is unknown."""
+    TELEGRAM_CALLS.labels(method, "webhook_reply").inc()
+
+
 def telegram_result(exc: TelegramApiError) -> str:
     """rate_limited, network (no HTTP answer), client_error (4xx) or server_error."""
     if isinstance(exc, TelegramRateLimitError):

@@ -185,15 +185,21 @@ def live_bot(
 
 
 @pytest.fixture
-def post_update(client: Any) -> Any:
-    """POST an Update to the webhook like Telegram does; returns the response."""
+def post_update(client: Any, request: pytest.FixtureRequest, settings: Any) -> Any:
+    """POST an Update to the webhook like Telegram does; returns the response. A 200 answer
+    that names a Bot API call (the webhook reply) is made on the fake Bot API, as Telegram
+    makes it; the outcome is in the answer's ``X-Update-Outcome`` header."""
     import json
 
     def post(update: dict[str, Any], *, secret: str | None = WEBHOOK_SECRET) -> Any:
         headers = {} if secret is None else {"HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN": secret}
-        return client.post(
+        response = client.post(
             "/telegram/webhook", data=json.dumps(update), content_type="application/json", **headers
         )
+        if response.status_code == 200 and b'"method"' in response.content:
+            fake = request.getfixturevalue("fake_telegram")
+            fake.webhook_reply(settings.TELEGRAM_BOT_TOKEN, response.content)
+        return response
 
     return post
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from telegram_bot.client import TelegramClient
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.pipeline import idempotency
+from telegram_bot.pipeline import idempotency, reply
 from telegram_bot.pipeline.router import ROUTE_UNIT, Router
 from telegram_bot.pipeline.security import Sender
 from telegram_bot.state import KVStore
@@ -72,13 +72,16 @@ class Context:
         return self.client.send_message(chat_id=self.chat_id, text=text, **params)
 
     def answer_callback(self, text: str | None = None, *, alert: bool = False) -> None:
-        """Answer the button press (stops the client's spinner); a no-op for other updates."""
+        """Answer the button press (stops the client's spinner); a no-op for other updates.
+        Through the webhook, the answer goes in the webhook's own reply (``reply.py``)."""
         if self.update.callback_query is not None:
-            self.client.answer_callback_query(
-                callback_query_id=self.update.callback_query.id,
-                text=text,
-                show_alert=alert or None,
-            )
+            params: dict[str, Any] = {"callback_query_id": self.update.callback_query.id}
+            if text is not None:
+                params["text"] = str(text)
+            if alert:
+                params["show_alert"] = True
+            if not reply.offer(self.update.update_id, "answerCallbackQuery", params):
+                self.client.answer_callback_query(**params)
 
     def answer_callback_quietly(self, text: str | None = None, *, alert: bool = False) -> bool:
         """``answer_callback`` for a press whose work is done (or refused) whatever happens to

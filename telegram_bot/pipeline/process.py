@@ -25,7 +25,7 @@ from telegram_bot.bot import get_client
 from telegram_bot.errors import StateError, StateUnavailableError, TelegramApiError
 from telegram_bot.metrics import handler_failed, observe_updates
 from telegram_bot.notifications import chat_reachable_again
-from telegram_bot.pipeline import idempotency, security
+from telegram_bot.pipeline import idempotency, reply, security
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import ROUTE_UNIT, ClaimCounter, Handler, Router, get_router
 from telegram_bot.redaction import redact
@@ -273,9 +273,13 @@ def _refuse(store: KVStore, update: Update, refusal: security.Refusal) -> None:
     client = get_client()
     try:
         if update.callback_query is not None:
-            client.answer_callback_query(
-                callback_query_id=update.callback_query.id, text=text, show_alert=True
-            )
+            params: dict[str, Any] = {
+                "callback_query_id": update.callback_query.id,
+                "text": str(text),
+                "show_alert": True,
+            }
+            if not reply.offer(update.update_id, "answerCallbackQuery", params):
+                client.answer_callback_query(**params)
         elif update.chat_type == "private" and update.chat_id is not None:
             client.send_message(chat_id=update.chat_id, text=text)
     except TelegramApiError as exc:

@@ -3,7 +3,10 @@
 Order (DESIGN section 3): 405 method, 415 content type, 413 size, 401 secret (constant-time;
 nothing else happens), all decided before the body is read; then 400 for a body that is not
 an Update (JSON and shape checked in one pass by the Update model, never ninja's 422). Then the
-pipeline decides between 200 and 503 (with ``Retry-After``, which Telegram honours). The
+pipeline decides between 200 and 503 (with ``Retry-After``, which Telegram honours). A 200
+says the outcome in ``X-Update-Outcome``, and its body is ``{"ok": true, "outcome": ...}`` or,
+when a handler answered a button press, that Bot API call for Telegram to make (the webhook
+reply, ``telegram_bot/pipeline/reply.py``). The
 request body is documented in this API's own OpenAPI schema (``/telegram/openapi.json``) as
 the Update model, but parsed here, after the checks, rather than by ninja before them.
 """
@@ -18,13 +21,15 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 
-from telegram_bot.metrics import observe_webhook
+from telegram_bot.metrics import count_webhook_reply, observe_webhook
 from telegram_bot.pipeline.process import Outcome, process_update
+from telegram_bot.pipeline.reply import webhook_reply
 from telegram_bot.updates import Update, UpdateShapeError, parse_update_json
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 1024 * 1024
 SECRET_HEADER = "HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN"  # noqa: S105 - a header name
+OUTCOME_HEADER = "X-Update-Outcome"
 RETRY_AFTER = {Outcome.IN_PROGRESS: "5", Outcome.UNAVAILABLE: "10"}
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
 
@@ -39,6 +44,13 @@ webhook_api = NinjaAPI(
 _ANSWER = {
     "type": "object",
     "properties": {"ok": {"type": "boolean"}, "outcome": {"type": "string"}},
+}
+_REPLY = {
+    "type": "object",
+    "description": "a Bot API call for Telegram to make (the webhook reply)",
+    "properties": {"method": {"type": "string", "enum": ["answerCallbackQuery"]}},
+    "required": ["method"],
+    "additionalProperties": True,
 }
 _REFUSAL = {
     "type": "object",
@@ -65,7 +77,13 @@ def _openapi() -> dict[str, Any]:
         "responses": {
             "200": {
                 "description": "handled, a duplicate, ignored, refused or dead-lettered",
-                "content": {"application/json": {"schema": _ANSWER}},
+                "headers": {
+                    "X-Update-Outcome": {
+                        "description": "the pipeline's outcome",
+                        "schema": {"type": "string"},
+                    }
+                },
+                "content": {"application/json": {"schema": {"oneOf": [_ANSWER, _REPLY]}}},
             },
             "400": {"description": "not a Telegram Update", **refusal},
             "401": {"description": "secret token missing or wrong", **refusal},
@@ -94,9 +112,16 @@ def telegram_webhook(request: HttpRequest) -> HttpResponse:
         update = parse_update_json(body)
     except UpdateShapeError as exc:
         return _error(400, f"not a Telegram Update: {exc}")
-    outcome = process_update(update)
+    with webhook_reply(update.update_id) as slot:
+        outcome = process_update(update)
     if outcome.final:
-        return JsonResponse({"ok": True, "outcome": outcome.value})
+        if slot.call is not None:  # Telegram makes this call (reply.py)
+            count_webhook_reply(slot.call["method"])
+            response = JsonResponse(slot.call)
+        else:
+            response = JsonResponse({"ok": True, "outcome": outcome.value})
+        response[OUTCOME_HEADER] = outcome.value
+        return response
     response = _error(503, outcome.value)
     response["Retry-After"] = RETRY_AFTER[outcome]
     return response

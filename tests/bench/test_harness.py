@@ -37,7 +37,7 @@ ROWS = [
     "group messages: p99 at 300/s",
     "fake Bot API: one sendMessage round trip",
     "/start (sendMessage) / bare endpoint",
-    "panel button (answerCallbackQuery + editMessageText) / bare endpoint",
+    "panel button (editMessageText, answer in the webhook reply) / bare endpoint",
     "/start (sendMessage): 300/s fixed rate",
     "web worker (gunicorn process), resident",
     "worker cluster (qcluster and its processes), resident",

@@ -29,7 +29,7 @@ def test_an_operator_replays_a_dead_letter(
         json=update,
         headers={"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET},
     )
-    assert response.json()["outcome"] == "dead_letter"
+    assert response.headers["X-Update-Outcome"] == "dead_letter"
 
     admin_page.goto(f"{live_server.url}/admin/")
     admin_page.click("text=Dead letters")

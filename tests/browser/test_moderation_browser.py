@@ -23,7 +23,7 @@ def _post(live_server: Any, update: dict[str, Any]) -> str:
         json=update,
         headers={"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET},
     )
-    return str(response.json()["outcome"])
+    return str(response.headers["X-Update-Outcome"])
 
 
 @pytest.mark.django_db(transaction=True)

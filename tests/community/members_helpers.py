@@ -100,4 +100,4 @@ def sent_to(bot: FakeTelegramServer, chat_id: int = GROUP) -> list[str]:
 def processed(post_update: Any, update: dict[str, Any]) -> str:
     response = post_update(update)
     assert response.status_code == 200, response.content
-    return str(response.json()["outcome"])
+    return str(response["X-Update-Outcome"])

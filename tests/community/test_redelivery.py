@@ -55,8 +55,9 @@ def deliver(request: pytest.FixtureRequest, post_update: Any) -> Deliver:
 
     def through_webhook(update: dict[str, Any]) -> str:
         response = post_update(update)
-        body = response.json()
-        return str(body["outcome"] if response.status_code == 200 else body["error"])
+        if response.status_code == 200:
+            return str(response["X-Update-Outcome"])
+        return str(response.json()["error"])
 
     def through_pipeline(update: dict[str, Any]) -> str:
         return process_update(update).value

@@ -52,6 +52,10 @@ class Call:
     description: str = ""
 
 
+# Methods Telegram does not make from a webhook answer (besides the get* ones).
+_NOT_FROM_WEBHOOK = frozenset({"setwebhook", "deletewebhook", "close", "logout"})
+
+
 @dataclass
 class FakeResponse:
     """What to answer: a JSON payload (or raw bytes), after `delay` s, or drop the connection."""
@@ -151,6 +155,25 @@ class FakeTelegram:
         """The webhook set by the last setWebhook (secret_token included), or None."""
         with self.lock:
             return dict(self.results.webhook) if self.results.webhook else None
+
+    def webhook_reply(
+        self, token: str, body: bytes, content_type: str | None = "application/json"
+    ) -> None:
+        """What Telegram does with a 2xx answer to its webhook request that names a method:
+        it makes that call as the bot of ``token``, except the ``get*``
+        methods, setWebhook, deleteWebhook, close and logOut, and tells the bot nothing.
+        An answer that names no method is ignored."""
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return
+        method = payload.get("method") if isinstance(payload, dict) else None
+        if not isinstance(method, str) or not method:
+            return
+        if method.lower().startswith("get") or method.lower() in _NOT_FROM_WEBHOOK:
+            return
+        params = {key: value for key, value in payload.items() if key != "method"}
+        self.handle(f"/bot{token}/{method}", content_type, json.dumps(params).encode())
 
     def set_webhook_error(self, message: str, date: int | None = None) -> None:
         """Make getWebhookInfo report a delivery error (`last_error_message`/`_date`)."""

@@ -61,7 +61,7 @@ def main() -> None:
                     break
                 # A killed process's claim on the update: Telegram tries again later.
                 time.sleep(0.25)
-            print(update["update_id"], response.json()["outcome"], flush=True)
+            print(update["update_id"], response["X-Update-Outcome"], flush=True)
 
 
 if __name__ == "__main__":

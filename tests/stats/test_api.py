@@ -27,7 +27,7 @@ def counted(bot: Any, post_update: Any) -> None:
             text, chat_id=GROUP, user_id=user_id, chat_type="supergroup", date=now
         )
         update["message"]["from"]["first_name"] = "=cmd" if user_id == 5 else "Bea"
-        assert post_update(update).json()["outcome"] == "processed"
+        assert post_update(update)["X-Update-Outcome"] == "processed"
 
 
 @pytest.mark.django_db

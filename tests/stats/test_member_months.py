@@ -59,7 +59,7 @@ def say(post_update: Any, user_id: int, text: str, ts: int, chat_id: int = GROUP
     update = make_message_update(
         text, chat_id=chat_id, user_id=user_id, chat_type="supergroup", date=ts
     )
-    assert post_update(update).json()["outcome"] == "processed"
+    assert post_update(update)["X-Update-Outcome"] == "processed"
 
 
 def months_of(chat_id: int = GROUP) -> set[date]:

@@ -49,7 +49,7 @@ def post(client: Client, update: dict[str, Any]) -> str:
         HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN=WEBHOOK_SECRET,
     )
     assert response.status_code == 200, response.content
-    return str(response.json()["outcome"])
+    return str(response["X-Update-Outcome"])
 
 
 def in_thread(target: Callable[[], None], errors: list[BaseException]) -> threading.Thread:

@@ -76,7 +76,7 @@ def answer_from_telegram(
     notice = last_message_id(bot, OWNER_ID, "#1")
     fault()
     update = reply_to(notice, ANSWER_TEXT, user_id=OWNER_ID)
-    assert post_update(update).json()["outcome"] == "processed"
+    assert post_update(update)["X-Update-Outcome"] == "processed"
     return update
 
 

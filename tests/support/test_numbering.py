@@ -65,7 +65,7 @@ def test_a_failed_ticket_transaction_gives_its_number_back(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(services, "_entry_create", failing_once)
-    assert post_update(message("/support first", user_id=3001)).json()["outcome"] == "dead_letter"
+    assert post_update(message("/support first", user_id=3001))["X-Update-Outcome"] == "dead_letter"
     assert not Ticket.objects.exists()
     post_update(message("/support second", user_id=3002))
     assert list(Ticket.objects.values_list("number", "user_id")) == [(1, 3002)]

@@ -21,7 +21,7 @@ OTHER_USER = 2002
 
 
 def open_ticket(post_update: Any, text: str, user_id: int = USER) -> Ticket:
-    assert post_update(message(f"/support {text}", user_id=user_id)).json()["outcome"] == (
+    assert post_update(message(f"/support {text}", user_id=user_id))["X-Update-Outcome"] == (
         "processed"
     )
     return Ticket.objects.order_by("-number").first()  # type: ignore[return-value]
