@@ -142,9 +142,9 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
         return execute(sql, params, many, context)
 
     wait = None
-    from stats import live_writer
+    from telegram_bot import libpq
 
-    libpq = live_writer._execute_libpq
+    libpq = libpq._execute_libpq
     if connection.vendor == "postgresql":  # one wait per round trip, BEGIN and COMMIT included
         import psycopg
 
@@ -159,7 +159,7 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
             return libpq(*args)
 
         psycopg.Connection.wait = count_wait  # type: ignore[method-assign]
-        live_writer._execute_libpq = count_libpq  # type: ignore[assignment]
+        libpq._execute_libpq = count_libpq  # type: ignore[assignment]
 
     n = args.messages
     bodies = [json.dumps(u) for u in make_updates(n, 90)]
@@ -171,7 +171,7 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
         del connection.commit
         if wait is not None:
             psycopg.Connection.wait = wait  # type: ignore[method-assign]
-        live_writer._execute_libpq = libpq  # type: ignore[assignment]
+        libpq._execute_libpq = libpq  # type: ignore[assignment]
         if redis_client is not None:
             del redis_client.execute_command
             del store._command

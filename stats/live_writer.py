@@ -32,33 +32,29 @@ mark once a backfill phase that started after the failure has rebuilt the catego
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
-from functools import partial
+from datetime import date
 from typing import Any
 
 from django.db import (
     DEFAULT_DB_ALIAS,
     DatabaseError,
-    InterfaceError,
-    OperationalError,
     connection,
     connections,
     transaction,
 )
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
-from psycopg import errors as pg_errors
-from psycopg.pq import ConnStatus, ExecStatus, TransactionStatus
+from psycopg.pq import TransactionStatus
 
 from stats import keys
 from stats.daylock import lock_statement
 from stats.models import CATEGORIES
 from stats.poison import failed_record, poison_mark
+from telegram_bot import libpq
 from telegram_bot.errors import StateError
 from telegram_bot.state import KVStore
 
@@ -124,15 +120,9 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
 
 
 def _own_transaction(store: KVStore, db: BaseDatabaseWrapper) -> bool:
-    """Whether ``count_once`` may open and end its transaction with statements of its own:
-    PostgreSQL with client-side binding, outside any ``atomic`` block, KV store elsewhere."""
-    return (
-        db.vendor == "postgresql"
-        and not db.in_atomic_block
-        and db.settings_dict.get("AUTOCOMMIT", True)
-        and db.settings_dict.get("OPTIONS", {}).get("server_side_binding") is not True
-        and not _kv_in_database(store)
-    )
+    """Whether ``count_once`` may open and end its transaction with statements of its own,
+    straight on libpq (``telegram_bot.libpq.usable``), the KV store elsewhere."""
+    return libpq.usable(db) and not _kv_in_database(store)
 
 
 def _count_once_two_round_trips(
@@ -151,7 +141,7 @@ def _count_once_two_round_trips(
             stage = "commit"
             applied = commit()
             stage = "end"
-            _execute("COMMIT" if applied else "ROLLBACK", db)
+            libpq.execute("COMMIT" if applied else "ROLLBACK", db)
         finally:
             _end_quietly(db)  # whatever was raised, no transaction stays open (else a no-op)
     except DatabaseError as exc:
@@ -177,87 +167,10 @@ _ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
 
 def _begin_lock_and_add(merged: Sequence[RowDelta], db: BaseDatabaseWrapper) -> None:
     present = [s for s in _lock_and_add_statements(merged) if s is not None]
-    sql = "; ".join(["BEGIN", _ASYNC_COMMIT, *(_render(sql, params) for sql, params in present)])
-    # The health check would cost a round trip per request; a reused connection that died
-    # (the server restarted) fails this query instead, before anything was committed.
-    reused = db.connection is not None
-    db.health_check_done = True
-    try:
-        _execute(sql, db)
-    except (OperationalError, InterfaceError):
-        if not (reused and _connection_broken(db)):
-            raise
-        db.close()
-        _execute(sql, db)
-
-
-def _execute(sql: str, db: BaseDatabaseWrapper) -> None:
-    """Run ``sql`` (literals only: nothing is bound) as one simple query, straight on libpq.
-
-    The live writer's two statements a message need nothing of a cursor: no parameters to
-    adapt (``_render`` wrote them in), no rows to read. Django's cursor and psycopg's would
-    cost more Python than the rest of the message's database work; libpq's ``PQexec``
-    (without the GIL while it waits) is one call. Django's execute wrappers still see the
-    statement, and its query log when it keeps one; errors come as Django's database errors.
-    """
-    if db.connection is None:
-        db.ensure_connection()
-    context = {"connection": db, "cursor": None}
-    if db.execute_wrappers:
-        executor: Callable[..., Any] = _execute_libpq
-        for wrapper in reversed(db.execute_wrappers):
-            executor = partial(wrapper, executor)
-        executor(sql, None, False, context)
-    else:
-        _execute_libpq(sql, None, False, context)
-    if db.queries_logged:
-        db.queries_log.append({"sql": sql, "time": "0.000"})
-
-
-def _execute_libpq(sql: str, params: Any, many: bool, context: dict[str, Any]) -> None:
-    db = context["connection"]
-    raw = db.connection
-    with db.wrap_database_errors:
-        result = raw.pgconn.exec_(sql.encode())
-        if result.status not in (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK):
-            if raw.pgconn.status == ConnStatus.BAD:
-                message = raw.pgconn.error_message.decode(errors="replace").strip()
-                raise pg_errors.OperationalError(f"the connection is lost: {message}")
-            raise pg_errors.error_from_result(result, encoding=raw.info.encoding)
-
-
-_SAFE_TEXT = re.compile(r"[A-Za-z0-9_ .:-]*")
-
-
-def _literal(value: Any) -> str:
-    """An SQL literal for the live writer's values: integers, dates, times, and its own
-    names (categories, statuses); anything else is refused rather than quoted."""
-    if type(value) is int:  # a negative one in parentheses: never "--", and binds before "::"
-        return str(value) if value >= 0 else f"({value})"
-    if isinstance(value, datetime):
-        return f"'{value.isoformat()}'::timestamptz"
-    if isinstance(value, date):
-        return f"'{value.isoformat()}'::date"
-    if isinstance(value, str) and _SAFE_TEXT.fullmatch(value):
-        return f"'{value}'"
-    if isinstance(value, list) and all(type(item) is int for item in value):
-        return "'{" + ",".join(map(str, value)) + "}'"
-    raise TypeError(f"no SQL literal for {type(value).__name__} {value!r:.40}")
-
-
-def _render(sql: str, params: Sequence[Any]) -> str:
-    parts = sql.split("%s")
-    if len(parts) != len(params) + 1:
-        raise ValueError("placeholders and parameters differ")
-    out = [parts[0]]
-    for value, part in zip(params, parts[1:], strict=True):
-        out += (_literal(value), part)
-    return "".join(out)
-
-
-def _connection_broken(db: BaseDatabaseWrapper) -> bool:
-    raw = db.connection
-    return raw is None or bool(raw.closed) or bool(getattr(raw, "broken", False))
+    rendered = (libpq.render(sql, params) for sql, params in present)
+    # Without the health check: a reused connection that died (the server restarted) fails
+    # this query instead, before anything was committed, and it is sent again on a new one.
+    libpq.execute_unchecked("; ".join(["BEGIN", _ASYNC_COMMIT, *rendered]), db)
 
 
 def _end_quietly(db: BaseDatabaseWrapper) -> None:
@@ -268,7 +181,7 @@ def _end_quietly(db: BaseDatabaseWrapper) -> None:
         return
     try:
         if raw.info.transaction_status != TransactionStatus.IDLE:
-            _execute("ROLLBACK", db)
+            libpq.execute("ROLLBACK", db)
     except DatabaseError:
         db.close()
 

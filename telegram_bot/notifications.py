@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 from django.utils import translation
 
-from telegram_bot import languages
+from telegram_bot import languages, libpq
 from telegram_bot.admins import admin_ids
 from telegram_bot.bot import get_client
 from telegram_bot.client import TelegramClient, clip
@@ -252,9 +252,13 @@ def chat_reachable_again(chat_id: int) -> None:
 
     Every private message pays for this, so it is one DELETE statement (no transaction
     around it, as ``QuerySet.delete`` opens for cascades and signals: a BlockedChat has
-    neither), sent through a cursor rather than Django's private ``QuerySet._raw_delete``."""
+    neither), rather than Django's private ``QuerySet._raw_delete``. On PostgreSQL outside a
+    transaction (the webhook's case) it goes straight on libpq without the per-request health
+    check (``telegram_bot.libpq``: the statement is idempotent, so a dead connection is
+    replaced and it is sent again), else through a cursor."""
+    sql = f"DELETE FROM {BlockedChat._meta.db_table} WHERE chat_id = %s"  # noqa: S608 - the model's own table name
+    if type(chat_id) is int and libpq.usable(connection):
+        libpq.execute_unchecked(libpq.render(sql, [chat_id]), connection)
+        return
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"DELETE FROM {BlockedChat._meta.db_table} WHERE chat_id = %s",  # noqa: S608 - the model's own table name
-            [chat_id],
-        )
+        cursor.execute(sql, [chat_id])

@@ -16,9 +16,10 @@ import pytest
 from django.db import OperationalError, connection
 from psycopg.pq import TransactionStatus
 
-from stats import keys, live_writer
+from stats import keys
 from stats.live_writer import RowDelta, count_once
 from stats.models import DailyCoverage, DailyUserStat
+from telegram_bot import libpq
 from telegram_bot.state import KVStore, open_store, override_store
 from tests.builders import make_message_update
 from tests.conftest import REDIS_URL
@@ -62,13 +63,13 @@ class RoundTrips:
             return original(conn, *args, **kwargs)
 
         psycopg.Connection.wait = wait  # type: ignore[method-assign]
-        self.libpq = live_writer._execute_libpq
+        self.libpq = libpq._execute_libpq
 
         def execute_libpq(*args: Any) -> Any:
             self.waits += 1
             return self.libpq(*args)
 
-        live_writer._execute_libpq = execute_libpq  # type: ignore[assignment]
+        libpq._execute_libpq = execute_libpq  # type: ignore[assignment]
         self.wrapper = connection.execute_wrapper(self._record)
         self.wrapper.__enter__()
         return self
@@ -76,7 +77,7 @@ class RoundTrips:
     def __exit__(self, *exc: object) -> None:
         self.wrapper.__exit__(None, None, None)
         psycopg.Connection.wait = self.original  # type: ignore[method-assign]
-        live_writer._execute_libpq = self.libpq  # type: ignore[assignment]
+        libpq._execute_libpq = self.libpq  # type: ignore[assignment]
 
     def _record(self, execute: Any, sql: str, params: Any, many: bool, ctx: Any) -> Any:
         self.sql.append(sql.split(";")[0].split()[0])
@@ -219,21 +220,19 @@ def test_the_queries_sent_straight_on_libpq_carry_only_values_the_writer_makes()
     """Nothing is bound: integers, dates, times and the writer's own names are written in;
     any other value is refused, not quoted."""
     at = datetime(2026, 12, 1, 17, 5, 6, 7, tzinfo=UTC)
-    sql = live_writer._render(
-        "SELECT %s, %s, %s, %s, %s::bigint[]", [-100, DAY, at, "live", [3, -4]]
-    )
+    sql = libpq.render("SELECT %s, %s, %s, %s, %s::bigint[]", [-100, DAY, at, "live", [3, -4]])
     assert sql == (
         f"SELECT (-100), '{DAY.isoformat()}'::date, "
         "'2026-12-01T17:05:06.000007+00:00'::timestamptz, 'live', '{3,-4}'::bigint[]"
     )
     with connection.cursor() as cursor:  # the smallest bigint, as a day's lock key may be
-        cursor.execute(live_writer._render("SELECT %s::bigint", [-(2**63)]))
+        cursor.execute(libpq.render("SELECT %s::bigint", [-(2**63)]))
         assert cursor.fetchone()[0] == -(2**63)
     for value in ("it's", "a;b", "live\n", True, 1.5, None, ["1"]):
         with pytest.raises(TypeError):
-            live_writer._render("SELECT %s", [value])
+            libpq.render("SELECT %s", [value])
     with pytest.raises(ValueError, match="placeholders"):
-        live_writer._render("SELECT %s, %s", [1])
+        libpq.render("SELECT %s, %s", [1])
 
 
 # --- the whole webhook path --------------------------------------------------------------------

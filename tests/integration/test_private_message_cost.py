@@ -1,0 +1,55 @@
+"""A private message clears its sender's BlockedChat row with one statement: on PostgreSQL,
+as the webhook runs it (outside any transaction), straight on libpq and without the
+per-request health check (``telegram_bot.libpq``); a pooled connection that died is replaced
+and the row still goes. Counts, never times."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+
+from telegram_bot.models import BlockedChat
+from tests.builders import make_message_update
+from tests.stats.test_live_writer_round_trips import RoundTrips, health_checks
+
+pytestmark = [
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="libpq is PostgreSQL's"),
+    pytest.mark.django_db(transaction=True),
+]
+__all__ = ["health_checks"]  # the fixture, used by name below
+USER = 5_550_001
+
+
+def start(post_update: Any, user_id: int) -> None:
+    response = post_update(make_message_update("/start", chat_id=user_id, user_id=user_id))
+    assert response["X-Update-Outcome"] == "processed"
+
+
+def test_a_start_costs_one_round_trip_to_the_database(
+    live_bot: Any, post_update: Any, health_checks: None
+) -> None:
+    start(post_update, USER + 1)  # the connection, caches
+    BlockedChat.objects.create(chat_id=USER, reason="blocked")
+    connection.health_check_done = False  # a new request: Django would check the connection
+    with RoundTrips() as trips:
+        start(post_update, USER)
+    assert trips.sql == ["DELETE"]
+    assert trips.waits == 1  # no SELECT 1 before it
+    assert not BlockedChat.objects.filter(chat_id=USER).exists()
+    assert len(live_bot.calls_to("sendMessage")) == 2
+
+
+def test_a_connection_that_died_in_the_pool_is_replaced_and_the_row_still_goes(
+    live_bot: Any, post_update: Any
+) -> None:
+    start(post_update, USER + 1)
+    BlockedChat.objects.create(chat_id=USER, reason="blocked")
+    pid = connection.connection.info.backend_pid
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    start(post_update, USER)
+    assert connection.connection.info.backend_pid != pid
+    assert not BlockedChat.objects.filter(chat_id=USER).exists()
