@@ -16,6 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench import harness, load
 from bench.harness import OWNER, SECRET, TOKEN, CpuWatch, Server, Session
@@ -38,7 +39,7 @@ class Sizes:
 
     @classmethod
     def of(cls, session: Session) -> Sizes:
-        return cls(1, 1, 0.5, False) if session.quick else cls(8, 3, 8, True)
+        return cls(1, 1, 0.5, False) if session.quick else cls(6, 5, 8, True)
 
 
 # -- servers --------------------------------------------------------------------------------
@@ -181,7 +182,7 @@ class Ids:
         return Load(kind, self.block, users, OWNER, SECRET, first_message)
 
 
-def throughput(targets: dict[str, Target], ids: Ids, sizes: Sizes) -> dict[str, dict[str, float]]:
+def throughput(targets: dict[str, Target], ids: Ids, sizes: Sizes) -> dict[str, dict[str, Any]]:
     """Median rate at saturation per target over alternating rounds, and per CPU-second of
     the target's own server processes."""
     runs: dict[str, list[tuple[Outcome, float]]] = {name: [] for name in targets}
@@ -196,6 +197,7 @@ def throughput(targets: dict[str, Target], ids: Ids, sizes: Sizes) -> dict[str, 
     result = {}
     for name, outcomes in runs.items():
         result[name] = {
+            "rounds": [o.rate for o, _ in outcomes],
             "rate": statistics.median(o.rate for o, _ in outcomes),
             "per_cpu": statistics.median(o.requests / max(c, 1e-3) for o, c in outcomes),
             "errors": sum(o.errors for o, _ in outcomes),
@@ -220,9 +222,15 @@ def _load(ids: Ids, target: Target, presses: float = 2000) -> Load:
     return ids.load(target.kind, int(presses) + 1 if target.kind == "callback" else 2000)
 
 
-def rate_rows(
-    targets: dict[str, Target], rates: dict[str, dict[str, float]], base: str
-) -> list[Row]:
+def paired(rates: dict[str, dict[str, Any]], name: str, base: str) -> float:
+    """The median over rounds of ``name``'s rate over ``base``'s in the same round: the two
+    ran seconds apart, so a machine whose speed drifts over minutes (other work on its cores)
+    moves both alike, where a ratio of medians would pair different moments."""
+    pairs = zip(rates[name]["rounds"], rates[base]["rounds"], strict=True)
+    return statistics.median(mine / theirs for mine, theirs in pairs if theirs)
+
+
+def rate_rows(targets: dict[str, Target], rates: dict[str, dict[str, Any]], base: str) -> list[Row]:
     rows = []
     for name, target in targets.items():
         figures = rates[name]
@@ -230,7 +238,7 @@ def rate_rows(
             ""
             if name == base
             else (
-                f"{figures['rate'] / rates[base]['rate']:.2f}x {targets[base].label}; "
+                f"{paired(rates, name, base):.2f}x {targets[base].label}; "
                 f"{figures['per_cpu'] / rates[base]['per_cpu']:.2f}x per server CPU-s"
             )
         )
@@ -285,7 +293,7 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
     section.rows += rate_rows(targets, rates, base)
     product_rate = rates["product"]
     if with_baselines:
-        ratio = product_rate["rate"] / rates["bare"]["rate"]
+        ratio = paired(rates, "product", "bare")
         section.rows.append(
             Row(
                 "group messages / bare endpoint",
@@ -297,7 +305,7 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
             )
         )
     if "peer" in targets:
-        ratio = product_rate["rate"] / rates["peer"]["rate"]
+        ratio = paired(rates, "product", "peer")
         section.rows.append(
             Row(
                 "group messages / aiogram peer",
@@ -324,7 +332,8 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
     section.notes += [
         f"Served by `manage.py serve` (gunicorn gthread, 2 processes x 4 threads, and the "
         f"worker cluster), PostgreSQL and Redis; saturation: {sizes.rounds} rounds of "
-        f"{sizes.seconds:.0f} s per target, alternating, medians; wrk -t2 -c16.",
+        f"{sizes.seconds:.0f} s per target, alternating; figures are medians, ratios the "
+        "median of each round's ratio (the two measured seconds apart); wrk -t2 -c16.",
         "Per server CPU-s: requests divided by the CPU time the target's own server processes "
         "used (gunicorn workers; the peer's process), which other work on the machine does not "
         "inflate. The aiogram peer is one asyncio process, as its documentation runs it.",
@@ -369,7 +378,7 @@ def part_commands(session: Session) -> Section:
     )
     section.rows += rate_rows(targets, rates, "bare")
     for name in ("start", "callback"):
-        ratio = rates[name]["rate"] / rates["bare"]["rate"]
+        ratio = paired(rates, name, "bare")
         section.rows.append(
             Row(
                 f"{targets[name].label} / bare endpoint",
