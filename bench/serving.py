@@ -26,7 +26,7 @@ from bench.report import Row, Section, check
 RATES = (100, 300, 1000)
 # The owner's messages in the fake whose buttons the callbacks press, one a press (Ids):
 # enough for the commands part's callback runs at up to 250 presses/s.
-CALLBACK_MESSAGES = 30_000
+CALLBACK_MESSAGES = 45_000
 CALLBACK_MESSAGES_QUICK = 3_000
 
 

@@ -92,15 +92,8 @@ class MemoryStore(KVStore):
     def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int:
         with self._lock:
             now = _now_ms()
-            current = self._live(raw_key, now)
-            if current is None:
-                self._put(raw_key, str(by), self._expiry(ttl_ms, now))
-                return by
-            if not is_integer_text(current):
-                raise StateError(f"cannot increment {raw_key!r}: it does not hold an integer")
-            value = int(current) + by
-            self._data[raw_key] = (str(value), self._data[raw_key][1])
-            return value
+            self._check_integer(raw_key, now)
+            return self._add(raw_key, by, ttl_ms, now)
 
     def _set_if_absent_and_increment(
         self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
@@ -109,22 +102,25 @@ class MemoryStore(KVStore):
             now = _now_ms()
             if self._live(raw_key, now) is not None:
                 return None
-            for op in ops:
-                current = self._live(op.key, now)
-                if current is not None and not is_integer_text(current):
-                    raise StateError(f"cannot increment {op.key!r}: it does not hold an integer")
+            for op in ops:  # all checked before anything is written
+                self._check_integer(op.key, now)
             self._put(raw_key, text, self._expiry(ttl_ms, now))
-            values = []
-            for op in ops:
-                current = self._live(op.key, now)
-                if current is None:
-                    value = int(op.arg)
-                    self._put(op.key, str(value), self._expiry(op.ttl_ms, now))
-                else:
-                    value = int(current) + int(op.arg)
-                    self._data[op.key] = (str(value), self._data[op.key][1])
-                values.append(value)
-            return values
+            return [self._add(op.key, int(op.arg), op.ttl_ms, now) for op in ops]
+
+    def _check_integer(self, raw_key: str, now: int) -> None:
+        current = self._live(raw_key, now)
+        if current is not None and not is_integer_text(current):
+            raise StateError(f"cannot increment {raw_key!r}: it does not hold an integer")
+
+    def _add(self, raw_key: str, by: int, ttl_ms: int | None, now: int) -> int:
+        """Add ``by`` to a live integer (checked) or create it; the lock is held."""
+        current = self._live(raw_key, now)
+        if current is None:
+            self._put(raw_key, str(by), self._expiry(ttl_ms, now))
+            return by
+        value = int(current) + by
+        self._data[raw_key] = (str(value), self._data[raw_key][1])
+        return value
 
     def _scan(
         self, raw_prefix: str, cursor: str | None, limit: int
