@@ -79,6 +79,7 @@ def test_serve_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             "DJANGO_DEBUG": "false",
             "Q_WORKERS": "1",
             "METRICS_TOKEN": "serve-metrics-token-0123456789",
+            "TELEGRAM_WEBHOOK_SECRET": "serve-webhook-secret",
             "ENV_FILE": os.devnull,
             # Its own folder: var/static is read by other tests' processes meanwhile.
             "STATIC_ROOT": str(tmp_path / "static"),
@@ -132,6 +133,31 @@ def test_serve_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path: Path) -> None:
             headers={"Content-Type": "application/json"},
         )
         assert fetch(refused)[0] == 401
+        # A group message, accepted on the webhook's own chain (no browser middleware's
+        # headers) and left out of the access log, which still has the 401.
+        message = {
+            "update_id": 9_001,
+            "message": {
+                "message_id": 1,
+                "date": int(time.time()),
+                "chat": {"id": -100_900, "type": "supergroup", "title": "G"},
+                "from": {"id": 901, "is_bot": False, "first_name": "A"},
+                "text": "two words",
+            },
+        }
+        accepted = urllib.request.Request(
+            f"http://127.0.0.1:{port}/telegram/webhook",
+            data=json.dumps(message).encode(),
+            headers={
+                "Content-Type": "application/json",
+                "X-Telegram-Bot-Api-Secret-Token": "serve-webhook-secret",
+            },
+        )
+        with urllib.request.urlopen(accepted, timeout=10) as response:  # noqa: S310 - loopback
+            assert response.status == 200
+            assert response.headers["X-Update-Outcome"] == "processed"
+            assert response.headers["X-Frame-Options"] is None
+            assert int(response.headers["Content-Length"]) == len(response.read())
         scrape = urllib.request.Request(
             f"http://127.0.0.1:{port}/metrics",
             headers={"Authorization": "Bearer serve-metrics-token-0123456789"},
@@ -157,4 +183,6 @@ def test_serve_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         output = serve.communicate(timeout=60)[0]
     assert serve.returncode == 0, output
     assert "Stopped." in output
+    assert '"POST /telegram/webhook HTTP/1.1" 401' in output
+    assert '"POST /telegram/webhook HTTP/1.1" 200' not in output
     assert not any(alive(pid) for pid in pids)
