@@ -15,8 +15,9 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
+from telegram_bot.transport import WEBHOOK_PATH
+
 QUIET_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-WEBHOOK_PATH = "/telegram/webhook"
 
 
 class QuietProbesLogger(Logger):

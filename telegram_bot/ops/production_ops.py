@@ -26,8 +26,8 @@ from telegram_bot.errors import StateError
 from telegram_bot.ops.health import worker_seen_recently
 from telegram_bot.pipeline import idempotency
 from telegram_bot.state import get_store
+from telegram_bot.transport import WEBHOOK_PATH
 
-WEBHOOK_PATH = "/telegram/webhook"
 SMOKE_USER_ID = 1  # never a real account: Telegram's user ids start far above
 FINAL_OUTCOMES = {"processed", "ignored", "duplicate", "refused"}
 # Set for one run by run_checks(base_url=...).

@@ -19,6 +19,23 @@ from telegram_bot.updates import Command, Update
 log = logging.getLogger(__name__)
 
 
+def answer_press(
+    client: TelegramClient, update: Update, text: str | None = None, *, alert: bool = False
+) -> None:
+    """Answer ``update``'s button press, in the webhook's reply when it may go there
+    (``reply.py``), else by a call; a no-op for other updates."""
+    query = update.callback_query
+    if query is None:
+        return
+    params: dict[str, Any] = {"callback_query_id": query.id}
+    if text is not None:
+        params["text"] = str(text)
+    if alert:
+        params["show_alert"] = True
+    if not reply.offer(update.update_id, "answerCallbackQuery", params):
+        client.answer_callback_query(**params)
+
+
 @dataclass
 class Context:
     update: Update
@@ -74,14 +91,7 @@ class Context:
     def answer_callback(self, text: str | None = None, *, alert: bool = False) -> None:
         """Answer the button press (stops the client's spinner); a no-op for other updates.
         Through the webhook, the answer goes in the webhook's own reply (``reply.py``)."""
-        if self.update.callback_query is not None:
-            params: dict[str, Any] = {"callback_query_id": self.update.callback_query.id}
-            if text is not None:
-                params["text"] = str(text)
-            if alert:
-                params["show_alert"] = True
-            if not reply.offer(self.update.update_id, "answerCallbackQuery", params):
-                self.client.answer_callback_query(**params)
+        answer_press(self.client, self.update, text, alert=alert)
 
     def answer_callback_quietly(self, text: str | None = None, *, alert: bool = False) -> bool:
         """``answer_callback`` for a press whose work is done (or refused) whatever happens to

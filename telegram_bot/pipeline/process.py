@@ -25,8 +25,8 @@ from telegram_bot.bot import get_client
 from telegram_bot.errors import StateError, StateUnavailableError, TelegramApiError
 from telegram_bot.metrics import handler_failed, observe_updates
 from telegram_bot.notifications import chat_reachable_again
-from telegram_bot.pipeline import idempotency, reply, security
-from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline import idempotency, security
+from telegram_bot.pipeline.context import Context, answer_press
 from telegram_bot.pipeline.router import ROUTE_UNIT, ClaimCounter, Handler, Router, get_router
 from telegram_bot.redaction import redact
 from telegram_bot.state import Increment, KVStore, get_store
@@ -273,13 +273,7 @@ def _refuse(store: KVStore, update: Update, refusal: security.Refusal) -> None:
     client = get_client()
     try:
         if update.callback_query is not None:
-            params: dict[str, Any] = {
-                "callback_query_id": update.callback_query.id,
-                "text": str(text),
-                "show_alert": True,
-            }
-            if not reply.offer(update.update_id, "answerCallbackQuery", params):
-                client.answer_callback_query(**params)
+            answer_press(client, update, text, alert=True)
         elif update.chat_type == "private" and update.chat_id is not None:
             client.send_message(chat_id=update.chat_id, text=text)
     except TelegramApiError as exc:

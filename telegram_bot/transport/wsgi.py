@@ -29,8 +29,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from telegram_bot.log_context import RequestIdMiddleware
-
-WEBHOOK_PATH = "/telegram/webhook"
+from telegram_bot.transport import WEBHOOK_PATH
 
 
 class _WebhookChain(BaseHandler):

@@ -22,6 +22,7 @@ from tests.conftest import WEBHOOK_SECRET
 from tests.fakes.telegram import FakeTelegramServer
 
 pytestmark = pytest.mark.django_db
+CHAT = -100777
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +69,10 @@ def call(
     return answer["status"], answer["headers"], content
 
 
+def group(text: str) -> dict[str, Any]:
+    return make_message_update(text, chat_id=CHAT, chat_type="supergroup")
+
+
 def deliver(application: Application, update: dict[str, Any], **headers: str) -> Any:
     headers.setdefault("HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN", WEBHOOK_SECRET)
     return call(application, WEBHOOK_PATH, body=json.dumps(update).encode(), **headers)
@@ -82,7 +87,7 @@ def test_the_path_is_the_webhook_operations(application: Application) -> None:
 def test_a_group_message_is_counted_past_the_browser_middleware(
     application: Application, bot: FakeTelegramServer, memory_store: KVStore
 ) -> None:
-    update = make_message_update("two words", chat_id=-100777, chat_type="supergroup")
+    update = group("two words")
     status, headers, content = deliver(application, update, HTTP_X_REQUEST_ID="req-42")
     assert status == 200
     assert json.loads(content) == {"ok": True, "outcome": "processed"}
@@ -92,7 +97,7 @@ def test_a_group_message_is_counted_past_the_browser_middleware(
     assert "X-Frame-Options" not in headers
     assert "Vary" not in headers
     assert "Set-Cookie" not in headers
-    row = DailyUserStat.objects.get(chat_id=-100777)
+    row = DailyUserStat.objects.get(chat_id=CHAT)
     assert (row.message_count, row.word_count) == (1, 2)
 
     status, _, content = deliver(application, update)
@@ -110,7 +115,7 @@ def test_other_paths_keep_the_sites_middleware(application: Application) -> None
 def test_a_host_not_allowed_gets_400_and_nothing_is_claimed(
     application: Application, bot: FakeTelegramServer, memory_store: KVStore
 ) -> None:
-    update = make_message_update("hello", chat_id=-100777, chat_type="supergroup")
+    update = group("hello")
     status, _, _ = deliver(application, update, host="evil.example")
     assert status == 400
     assert list(memory_store.scan_all("upd:")) == []
@@ -128,7 +133,7 @@ def test_the_operations_own_checks_still_answer(
     secret: str,
     expected: int,
 ) -> None:
-    body = json.dumps(make_message_update("hi", chat_id=-100777, chat_type="supergroup"))
+    body = json.dumps(group("hi"))
     status, headers, content = call(
         application,
         WEBHOOK_PATH,
@@ -168,7 +173,7 @@ def test_the_request_signals_are_sent_so_connections_follow_their_rules(
     request_started.connect(started)
     request_finished.connect(finished)
     try:
-        deliver(application, make_message_update("hi", chat_id=-100777, chat_type="supergroup"))
+        deliver(application, group("hi"))
     finally:
         request_started.disconnect(started)
         request_finished.disconnect(finished)
