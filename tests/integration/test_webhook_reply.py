@@ -134,3 +134,36 @@ def test_the_fake_refuses_what_telegram_does_not_make_from_a_reply(
     for body in (b'{"method": "getMe"}', b'{"method": "deleteWebhook"}', b'{"ok": true}', b"[]"):
         bot.webhook_reply(token, body)
     assert bot.calls == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_presses_served_at_once_each_carry_their_own_answer(
+    live_bot: FakeTelegramServer, live_server: Any
+) -> None:
+    """Real concurrent requests on the threaded server: each request's slot holds its own
+    press's answer, never another's."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    presses = [make_callback_update("panel:adm_rm:abc", user_id=OWNER_ID) for _ in range(8)]
+    start = threading.Barrier(len(presses))
+
+    def press(update: dict[str, Any]) -> tuple[str, Any]:
+        start.wait()
+        response = httpx.post(
+            f"{live_server.url}/telegram/webhook",
+            json=update,
+            headers={"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET},
+            timeout=30,
+        )
+        assert response.headers["X-Update-Outcome"] == "processed"
+        return update["callback_query"]["id"], response.json()
+
+    with ThreadPoolExecutor(len(presses)) as pool:
+        answers = list(pool.map(press, presses))
+    for query_id, body in answers:
+        assert body["method"] == "answerCallbackQuery"
+        assert body["callback_query_id"] == query_id
+    assert live_bot.calls_to("answerCallbackQuery") == []
