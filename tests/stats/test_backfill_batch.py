@@ -313,8 +313,11 @@ def test_a_crash_mid_run_resumes_with_exact_results(
         backfill_run(owner="A", store=kv, limits=limits, force=True)
     saved = BackfillState.objects.get(job_name=JOB_NAME)
     assert saved.lease_owner == "A" and saved.keys_done > 0
-    assert saved.cursor  # mid-phase; on Redis inside a page, with the keys done in it
-    assert saved.page_done or slices.scan_is_ordered(kv)
+    assert saved.cursor  # mid-phase
+    # On Redis a slice that stopped inside a page saved the keys done in it; one that ended
+    # where a page ended (SCAN's pages vary in size from run to run) had none to save. What
+    # matters is checked below: the resumed run is exact and did not start over.
+    assert len(saved.page_done) < slices.MAX_SCAN_LIMIT
 
     BackfillState.objects.update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     report = backfill_run(owner="B", store=kv, limits=limits)
