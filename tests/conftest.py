@@ -14,6 +14,7 @@ import pytest
 from telegram_bot import languages
 from telegram_bot.state import KVStore, open_store
 from tests.fakes.telegram import FakeTelegramServer
+from tests.midnight import wait_for_one_day
 
 pytest_plugins = ["tests.fakes.fixtures"]
 
@@ -23,6 +24,12 @@ SKIPPED_BACKENDS: set[str] = set()
 
 # A developer's .env never reaches the suite, nor the manage.py processes that tests start.
 os.environ["ENV_FILE"] = os.devnull
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before collection (module-level dates) and before xdist starts its workers."""
+    if not hasattr(config, "workerinput"):
+        wait_for_one_day()
 
 
 # --- network guard ------------------------------------------------------------------------------
