@@ -42,6 +42,9 @@ class Sizes:
         return cls(1, 1, 0.5, False) if session.quick else cls(6, 5, 8, True)
 
 
+KV_ONLY = "group message, KV store only (no database add)"
+
+
 # -- servers --------------------------------------------------------------------------------
 def fake_api(session: Session) -> Server:
     if "fake" not in session.shared:
@@ -60,12 +63,28 @@ def product(session: Session) -> Server:
     return session.shared["product"]  # type: ignore[return-value]
 
 
-def serve(session: Session, name: str, database_url: str, web_processes: str) -> Server:
+def product_kv_only(session: Session) -> Server:
+    """The product with group messages counted in the KV store only (``bench/kv_only.py``):
+    what the database add costs, measured beside it. Its own database, the same Redis."""
+    if "kv_only" not in session.shared:
+        session.shared["kv_only"] = serve(
+            session, "product-kv-only", session.database("kvonly"), "2", "bench.settings_kv_only"
+        )
+    return session.shared["kv_only"]  # type: ignore[return-value]
+
+
+def serve(
+    session: Session,
+    name: str,
+    database_url: str,
+    web_processes: str,
+    settings: str = "bench.settings",
+) -> Server:
     fake = fake_api(session)
     port = harness.free_port()
     env = session.env(
         database_url,
-        DJANGO_SETTINGS_MODULE="bench.settings",
+        DJANGO_SETTINGS_MODULE=settings,
         HOST="127.0.0.1",
         PORT=str(port),
         WEB_CONCURRENCY=web_processes,
@@ -278,6 +297,8 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
         targets["bare"] = Target("bare django-ninja endpoint", server, "/bench/bare")
         targets["redis"] = Target("endpoint running one Redis script", server, "/bench/redis")
     targets["product"] = Target("group message through the webhook", server, "/telegram/webhook")
+    if with_baselines:
+        targets["kv_only"] = Target(KV_ONLY, product_kv_only(session), "/telegram/webhook")
     section = Section(
         "webhook" if with_baselines else "peer",
         "Group messages through the webhook" if with_baselines else "The aiogram peer",
@@ -316,6 +337,16 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
                 summary=True,
             )
         )
+    if "kv_only" in targets:
+        ratio = paired(rates, "product", "kv_only")
+        per_cpu = product_rate["per_cpu"] / rates["kv_only"]["per_cpu"]
+        section.rows.append(
+            Row(
+                "group messages / the same without the database add",
+                f"{ratio:.2f}x",
+                f"{per_cpu:.2f}x per server CPU-s",
+            )
+        )
     section.rows += latency_rows(targets, found)
     p99 = found["product", 300].p99_ms
     section.rows.append(
@@ -341,6 +372,10 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
         "send time (no coordinated omission); 'overloaded': the run stopped sending once "
         f"{load.BACKLOG_SECONDS:.0f} s of requests waited for answers (the server cannot "
         "keep that rate).",
+        f"'{KV_ONLY}': the same server with the live writer's database add taken out "
+        "(`bench/kv_only.py`: the claim, the KV commit and its done-marker as the product "
+        "does them); an experiment that measures what the add costs, never a mode of the "
+        "product, whose statistics' guarantees need the add (stats/README.md, Ordering).",
     ]
     return section
 

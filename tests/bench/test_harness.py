@@ -32,6 +32,8 @@ ROWS = [
     "endpoint running one Redis script: saturation",
     "group message through the webhook: saturation",
     "group messages / bare endpoint",
+    "group message, KV store only (no database add): saturation",
+    "group messages / the same without the database add",
     "group message through the webhook: 100/s fixed rate",
     "group message through the webhook: 1000/s fixed rate",
     "group messages: p99 at 300/s",
