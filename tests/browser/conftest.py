@@ -42,11 +42,54 @@ def chromium() -> Iterator[Any]:
         browser.close()
 
 
+# Playwright's own default. CI runs these beside another xdist worker's process-killing and
+# stress tests on two cores; 10 s once timed out a form's redirect there (load event unseen).
+TIMEOUT_MS = 30_000
+_REQUEST_LOG = pytest.StashKey["RequestLog"]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed browser test's report says where the page was and which of its requests
+    never finished or failed (a timeout alone says neither)."""
+    outcome = yield
+    report = outcome.get_result()
+    log = item.stash.get(_REQUEST_LOG, None)
+    if report.when == "call" and report.failed and log is not None:
+        report.sections.append(("browser at the failure", log.report()))
+
+
+class RequestLog:
+    """A page's requests still in flight, those that failed, and its console."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.pending: dict[Any, str] = {}
+        self.failed: list[str] = []
+        self.console: list[str] = []
+        page.on("request", lambda r: self.pending.__setitem__(r, f"{r.method} {r.url}"))
+        page.on("requestfinished", lambda r: self.pending.pop(r, None))
+        page.on("requestfailed", self._failed)
+        page.on("console", lambda m: self.console.append(f"{m.type}: {m.text}"))
+
+    def _failed(self, request: Any) -> None:
+        line = self.pending.pop(request, f"{request.method} {request.url}")
+        self.failed.append(f"{line}: {request.failure}")
+
+    def report(self) -> str:
+        lines = [f"page at {self.page.url}"]
+        lines += [f"never finished: {line}" for line in self.pending.values()]
+        lines += [f"failed: {line}" for line in self.failed]
+        lines += [f"console {line}" for line in self.console[-20:]]
+        return "\n".join(lines)
+
+
 @pytest.fixture
-def page(chromium: Any) -> Iterator[Any]:
+def page(chromium: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(TIMEOUT_MS)
     page = context.new_page()
+    request.node.stash[_REQUEST_LOG] = RequestLog(page)
     yield page
     context.close()
 
