@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -91,6 +92,9 @@ class Server:
         self.process.wait()
 
 
+T = TypeVar("T")
+
+
 @dataclass
 class Session:
     """One bench run: where it writes, what it started, which databases it made."""
@@ -106,6 +110,13 @@ class Session:
 
     def __post_init__(self) -> None:
         shutil.rmtree(LOGS / "metrics", ignore_errors=True)  # the previous run's files
+
+    def once(self, key: str, start: Callable[[], T]) -> T:
+        """What ``start`` gives (a server), started the first time ``key`` is asked for and
+        kept for the rest of the run."""
+        if key not in self.shared:
+            self.shared[key] = start()
+        return cast(T, self.shared[key])
 
     # -- databases ------------------------------------------------------------------------
     def database(self, part: str) -> str:

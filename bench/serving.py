@@ -47,30 +47,29 @@ KV_ONLY = "group message, KV store only (no database add)"
 
 # -- servers --------------------------------------------------------------------------------
 def fake_api(session: Session) -> Server:
-    if "fake" not in session.shared:
+    def start() -> Server:
         port = harness.free_port()
         messages = str(CALLBACK_MESSAGES_QUICK if session.quick else CALLBACK_MESSAGES)
         argv = [sys.executable, "bench/fake_api.py", str(port), messages]
-        server = session.start("fake-bot-api", argv, session.env("sqlite://"), port, None)
-        session.shared["fake"] = server
-    return session.shared["fake"]  # type: ignore[return-value]
+        return session.start("fake-bot-api", argv, session.env("sqlite://"), port, None)
+
+    return session.once("fake", start)
 
 
 def product(session: Session) -> Server:
     """The product as ``make run`` serves it (gunicorn + worker), started once per run."""
-    if "product" not in session.shared:
-        session.shared["product"] = serve(session, "product", session.database("web"), "2")
-    return session.shared["product"]  # type: ignore[return-value]
+    return session.once("product", lambda: serve(session, "product", session.database("web"), "2"))
 
 
 def product_kv_only(session: Session) -> Server:
     """The product with group messages counted in the KV store only (``bench/kv_only.py``):
     what the database add costs, measured beside it. Its own database, the same Redis."""
-    if "kv_only" not in session.shared:
-        session.shared["kv_only"] = serve(
+    return session.once(
+        "kv_only",
+        lambda: serve(
             session, "product-kv-only", session.database("kvonly"), "2", "bench.settings_kv_only"
-        )
-    return session.shared["kv_only"]  # type: ignore[return-value]
+        ),
+    )
 
 
 def serve(
@@ -96,29 +95,28 @@ def serve(
 
 def peer(session: Session) -> Server | str:
     """The aiogram peer, or why it is not running."""
-    if "peer" not in session.shared:
-        python = harness.PEER_VENV / "bin" / "python"
-        missing = not _peer_ready(python)
-        if missing and session.offline:
-            session.shared["peer"] = f"not measured: no {harness.PEER_VENV.name} (offline run)"
-        else:
-            if missing:
-                _peer_install()
-            port = harness.free_port()
-            argv = [
-                str(python),
-                "bench/peer_aiogram.py",
-                "--port",
-                str(port),
-                "--redis",
-                session.redis_url,
-                "--secret",
-                SECRET,
-            ]
-            session.shared["peer"] = session.start(
-                "peer-aiogram", argv, dict(os.environ), port, None
-            )
-    return session.shared["peer"]  # type: ignore[return-value]
+    return session.once("peer", lambda: _start_peer(session))
+
+
+def _start_peer(session: Session) -> Server | str:
+    python = harness.PEER_VENV / "bin" / "python"
+    missing = not _peer_ready(python)
+    if missing and session.offline:
+        return f"not measured: no {harness.PEER_VENV.name} (offline run)"
+    if missing:
+        _peer_install()
+    port = harness.free_port()
+    argv = [
+        str(python),
+        "bench/peer_aiogram.py",
+        "--port",
+        str(port),
+        "--redis",
+        session.redis_url,
+        "--secret",
+        SECRET,
+    ]
+    return session.start("peer-aiogram", argv, dict(os.environ), port, None)
 
 
 def _peer_ready(python: object) -> bool:
