@@ -179,8 +179,11 @@ def _load_note(before: float, after: float) -> str:
     )
 
 
-def update_readme(sections: list[Section], started: datetime) -> None:
-    readme = ROOT / "README.md"
+def update_readme(
+    sections: list[Section], started: datetime, readme: Path = ROOT / "README.md"
+) -> None:
+    """Replace what lies between the README's bench markers (the last run's summary table);
+    everything outside them, comments on a run included, is left as it is."""
     text = readme.read_text()
     if README_START not in text:
         return
