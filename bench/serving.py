@@ -10,6 +10,7 @@ The product is served as the README recommends: ``manage.py serve`` (gunicorn, g
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -202,25 +203,64 @@ class Ids:
 def throughput(targets: dict[str, Target], ids: Ids, sizes: Sizes) -> dict[str, dict[str, Any]]:
     """Median rate at saturation per target over alternating rounds, and per CPU-second of
     the target's own server processes."""
-    runs: dict[str, list[tuple[Outcome, float]]] = {name: [] for name in targets}
+    runs: dict[str, list[tuple[Outcome, dict[str, float]]]] = {name: [] for name in targets}
     for target in targets.values() if sizes.warm else ():  # imports, connections, caches
         saturate(target.server.url(target.path), _load(ids, target, 250), 1)
     for _ in range(sizes.rounds):
         for name, target in targets.items():
             pids = web_pids(target.server)
-            cpu = harness.cpu_seconds(pids)
+            before = _cpu_by_process_kind(pids)
             outcome = saturate(target.server.url(target.path), _load(ids, target), sizes.seconds)
-            runs[name].append((outcome, harness.cpu_seconds(pids) - cpu))
+            after = _cpu_by_process_kind(pids)
+            runs[name].append((outcome, {kind: after[kind] - before[kind] for kind in after}))
     result = {}
     for name, outcomes in runs.items():
         result[name] = {
             "rounds": [o.rate for o, _ in outcomes],
             "rate": statistics.median(o.rate for o, _ in outcomes),
-            "per_cpu": statistics.median(o.requests / max(c, 1e-3) for o, c in outcomes),
+            "per_cpu": statistics.median(
+                o.requests / max(c[CPU_KINDS[0]], 1e-3) for o, c in outcomes
+            ),
+            "ms_per_request": {
+                kind: statistics.median(1000 * c[kind] / max(o.requests, 1) for o, c in outcomes)
+                for kind in CPU_KINDS
+            },
             "errors": sum(o.errors for o, _ in outcomes),
             "tool": outcomes[0][0].tool,
         }
     return result
+
+
+CPU_KINDS = ("server", "PostgreSQL", "Redis", "load generator")
+
+
+def _cpu_by_process_kind(server_pids: list[int]) -> dict[str, float]:
+    """CPU seconds so far of the target's server processes, every PostgreSQL and Redis process
+    of the machine, and the load generator (wrk: this process's waited-for children)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "server": harness.cpu_seconds(server_pids),
+        "PostgreSQL": harness.cpu_seconds(harness.named("postgres")),
+        "Redis": harness.cpu_seconds(harness.named("redis-server")),
+        "load generator": sum(
+            u.ru_utime + u.ru_stime for u in (children, own)
+        ),  # the closed-loop generator, without wrk, runs in this process
+    }
+
+
+def cpu_detail(targets: dict[str, Target], rates: dict[str, dict[str, Any]]) -> str:
+    """Where the machine's CPU goes per request at saturation, by kind of process."""
+    head = f"  {'':<58}" + "".join(f"{kind:>16}" for kind in (*CPU_KINDS, "total"))
+    lines = [head]
+    for name, target in targets.items():
+        ms = rates[name]["ms_per_request"]
+        cells = [ms[kind] for kind in CPU_KINDS]
+        lines.append(f"  {target.label:<58}" + "".join(f"{v:16.3f}" for v in (*cells, sum(cells))))
+    return (
+        "CPU per request at saturation (ms, median over rounds; PostgreSQL and Redis: every "
+        "process of the machine, other work included):\n" + "\n".join(lines)
+    )
 
 
 def latencies(targets: dict[str, Target], ids: Ids, sizes: Sizes) -> dict[tuple[str, int], Outcome]:
@@ -330,6 +370,7 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
     found = latencies(targets, ids, sizes)
     base = "bare" if with_baselines else "product"
     section.rows += rate_rows(targets, rates, base)
+    section.details.append(cpu_detail(targets, rates))
     if with_baselines:
         section.rows.append(
             ratio_row("group messages / bare endpoint", rates, "product", "bare", 0.5, ">= 0.5x")

@@ -80,6 +80,12 @@ def test_quick_run_writes_every_row(tmp_path: Path) -> None:
     assert "Machine:" in text and "Versions:" in text and "busy machine" in text
     for section in SECTIONS:
         assert f"\n## {section}\n" in text, section
+    cpu = text.split("CPU per request at saturation", 1)[1].split("```", 1)[0]
+    for target in ("bare django-ninja endpoint", "group message through the webhook"):
+        line = next(line for line in cpu.splitlines() if line.strip().startswith(target))
+        server, postgres, redis, generator, total = map(float, line.split()[-5:])
+        assert server > 0 and generator > 0, line
+        assert abs(total - (server + postgres + redis + generator)) < 0.01, line
     for label in ROWS:
         row = next((line for line in text.splitlines() if line.startswith(f"| {label}")), None)
         assert row is not None, label
