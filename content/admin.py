@@ -139,6 +139,8 @@ class PostAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Post | None = None) -> Any:
         fields = list(self.readonly_fields)
+        if obj is None and not self.has_change_permission(request):
+            fields.append("publish_at")  # scheduling is publishing: content.change_post
         if obj is not None and obj.status not in UNPUBLISHED:
             fields += ["channel", "photo", "publish_at"]  # in the channel (or on the way)
             if obj.status != PostStatus.PUBLISHED:

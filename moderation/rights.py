@@ -24,7 +24,12 @@ from typing import Any
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from telegram_bot.admins import Role, role_of
+from telegram_bot.admins import (
+    GROUP_ANONYMOUS_BOT_ID,
+    STAND_IN_IDS,
+    Role,
+    role_of,
+)
 from telegram_bot.bot import bot_id
 from telegram_bot.client import TelegramClient
 from telegram_bot.state import KVStore
@@ -36,12 +41,6 @@ RIGHT_NAMES = {
     RESTRICT: gettext_lazy("restrict members"),
     DELETE: gettext_lazy("delete messages"),
 }
-# Telegram's stand-ins: an anonymous admin posting as the group, a user posting as a channel,
-# and the service account behind a linked channel's automatic forwards.
-GROUP_ANONYMOUS_BOT_ID = 1087968824
-CHANNEL_BOT_ID = 136817688
-SERVICE_ACCOUNT_ID = 777000
-STAND_IN_IDS = frozenset({GROUP_ANONYMOUS_BOT_ID, CHANNEL_BOT_ID, SERVICE_ACCOUNT_ID})
 
 
 @dataclass(frozen=True)

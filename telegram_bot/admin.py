@@ -8,13 +8,14 @@ from typing import Any
 from axes import admin as axes_admin
 from axes.handlers.proxy import AxesProxyHandler
 from axes.models import AccessAttempt
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django_q import admin as django_q_admin
-from django_q.models import Failure, Success
+from django_q.models import Failure, Schedule, Success
 
 from telegram_bot import admins
 from telegram_bot.audit import audit_step
@@ -75,11 +76,29 @@ register_view(
 )
 
 
+class BotAdminForm(forms.ModelForm):
+    class Meta:
+        model = BotAdmin
+        fields = ("telegram_id", "display_name")
+
+    def clean_telegram_id(self) -> int:
+        telegram_id: int = self.cleaned_data["telegram_id"]
+        if telegram_id in admins.STAND_IN_IDS:
+            raise forms.ValidationError(admins.STAND_IN_REFUSAL)
+        return telegram_id
+
+
 @admin.register(BotAdmin)
 class BotAdminAdmin(admin.ModelAdmin):
+    form = BotAdminForm
     list_display = ("telegram_id", "display_name", "added_by", "created_at")
     search_fields = ("telegram_id", "display_name")
     fields = ("telegram_id", "display_name")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Changing a row's Telegram id would make another account an admin without the add
+        # permission and without its audit entry: a new admin is added, an old one removed.
+        return ("telegram_id",) if obj is not None else ()
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         if obj is not None and not self._removable(obj):
@@ -260,7 +279,27 @@ class FailureAdmin(django_q_admin.FailAdmin):
     actions = [resubmit_tasks]
 
 
-for _model, _model_admin in ((Success, SuccessAdmin), (Failure, FailureAdmin)):
+class ScheduleAdmin(django_q_admin.ScheduleAdmin):
+    """django-q2's schedules, shown and never edited. A schedule names the function the worker
+    imports and runs by its dotted path, so whoever may add or change one runs any code in the
+    worker (the database, the bot's token). The apps declare their schedules in code and
+    ``sync_schedules`` writes them; nobody, a superuser neither, writes them here."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+for _model, _model_admin in (
+    (Success, SuccessAdmin),
+    (Failure, FailureAdmin),
+    (Schedule, ScheduleAdmin),
+):
     if admin.site.is_registered(_model):
         admin.site.unregister(_model)
     admin.site.register(_model, _model_admin)

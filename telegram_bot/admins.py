@@ -19,6 +19,18 @@ from django.utils.translation import gettext_lazy
 from telegram_bot.errors import AuthorizationError, ValidationError
 from telegram_bot.models import BotAdmin
 
+# Telegram's stand-ins: an anonymous admin posting as the group, a user posting as a channel,
+# and the service account behind a linked channel's automatic forwards. Each one speaks for
+# many people, so none of them can be made an admin.
+GROUP_ANONYMOUS_BOT_ID = 1087968824
+CHANNEL_BOT_ID = 136817688
+SERVICE_ACCOUNT_ID = 777000
+STAND_IN_IDS = frozenset({GROUP_ANONYMOUS_BOT_ID, CHANNEL_BOT_ID, SERVICE_ACCOUNT_ID})
+STAND_IN_REFUSAL = gettext_lazy(
+    "This id is Telegram's stand-in for anonymous admins, channels or its service account, "
+    "not a person."
+)
+
 
 class Role(enum.IntEnum):
     USER = 0
@@ -116,6 +128,11 @@ def admin_add(*, telegram_id: int, added_by: int | None, display_name: str = "")
         raise ValidationError(
             f"a Telegram user id is a positive integer, got {telegram_id!r}",
             user_message=gettext_lazy("A Telegram user id is a positive number."),
+        )
+    if telegram_id in STAND_IN_IDS:
+        raise ValidationError(
+            f"{telegram_id} is a Telegram stand-in account, not a person",
+            user_message=STAND_IN_REFUSAL,
         )
     admin, created = BotAdmin.objects.get_or_create(
         telegram_id=telegram_id,

@@ -244,3 +244,27 @@ def test_the_photo_is_served_only_to_users_who_may_view_posts() -> None:
     response = staff_client("view_post").get(url)
     assert response.status_code == 200
     assert b"".join(response.streaming_content) == png_bytes()
+
+
+def test_adding_posts_without_the_change_permission_saves_drafts_only(
+    bot: FakeTelegramServer,
+) -> None:
+    """Scheduling is publishing (SECURITY.md: content.change_post): a user who may only add
+    posts writes drafts, whatever publication time the POST carries."""
+    when = timezone.now() + timedelta(hours=1)
+    form = {
+        "channel": "@news_channel",
+        "text": "Written for review",
+        "buttons": "",
+        "publish_at_0": when.strftime("%Y-%m-%d"),
+        "publish_at_1": when.strftime("%H:%M:%S"),
+        "_save": "Save",
+    }
+    writer = staff_client("view_post", "add_post")
+    assert writer.post(f"{LIST}add/", form).status_code == 302
+    draft = Post.objects.get()
+    assert draft.status == PostStatus.DRAFT and draft.publish_at is None
+    User.objects.all().delete()
+    editor = staff_client("view_post", "add_post", "change_post")
+    assert editor.post(f"{LIST}add/", {**form, "text": "Scheduled"}).status_code == 302
+    assert Post.objects.get(text="Scheduled").status == PostStatus.SCHEDULED

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from django.contrib.auth.models import Permission, User
 from django.test import Client
+from django.utils import timezone
+from django_q.models import Schedule
 
+from telegram_bot.admins import STAND_IN_IDS, Role, admin_add, role_of
+from telegram_bot.errors import ValidationError
 from telegram_bot.models import BotAdmin, DeliveryFailure
 from telegram_bot.state import KVStore
 from tests.builders import make_message_update
@@ -135,3 +141,83 @@ def test_the_browsers_favicon_request_is_answered_without_a_404(client: Client) 
     response = client.get("/favicon.ico")
     assert response.status_code == 204
     assert "max-age" in response["Cache-Control"]
+
+
+def _operator(*permissions: str) -> Client:
+    account = User.objects.create_user("operator", password="unused", is_staff=True)
+    account.user_permissions.set(
+        [
+            Permission.objects.get(content_type__app_label=app, codename=codename)
+            for app, codename in (p.split(".", 1) for p in permissions)
+        ]
+    )
+    client = Client()
+    client.force_login(account)
+    return client
+
+
+def _schedule_form(func: str) -> dict[str, str]:
+    now = timezone.now()
+    return {
+        "name": "innocent",
+        "func": func,
+        "args": "'id > /tmp/owned'",
+        "kwargs": "",
+        "schedule_type": "O",
+        "minutes": "",
+        "repeats": "-1",
+        "next_run_0": now.strftime("%Y-%m-%d"),
+        "next_run_1": now.strftime("%H:%M:%S"),
+        "cron": "",
+        "cluster": "",
+        "intended_date_kwarg": "",
+        "hook": "",
+    }
+
+
+def test_schedules_are_shown_and_never_written_in_the_admin_site(admin_client: Client) -> None:
+    """A schedule names the function the worker runs: writing one here would run any code."""
+    tick = Schedule.objects.create(name="tick", func="telegram_bot.tasks.jobs_tick")
+    writer = _operator(
+        "django_q.view_schedule",
+        "django_q.add_schedule",
+        "django_q.change_schedule",
+        "django_q.delete_schedule",
+    )
+    for client in (writer, admin_client):  # the operator with every permission, a superuser
+        assert client.get("/admin/django_q/schedule/").status_code == 200
+        assert client.get(f"/admin/django_q/schedule/{tick.pk}/change/").status_code == 200
+        client.post("/admin/django_q/schedule/add/", _schedule_form("subprocess.getoutput"))
+        client.post(f"/admin/django_q/schedule/{tick.pk}/change/", _schedule_form("os.system"))
+        client.post(f"/admin/django_q/schedule/{tick.pk}/delete/", {"post": "yes"})
+        assert list(Schedule.objects.values_list("func", flat=True)) == [
+            "telegram_bot.tasks.jobs_tick"
+        ]
+
+
+def test_changing_an_admin_row_cannot_make_another_account_an_admin(
+    bot: FakeTelegramServer,
+) -> None:
+    row = BotAdmin.objects.create(telegram_id=44, display_name="Ann")
+    client = _operator("telegram_bot.view_botadmin", "telegram_bot.change_botadmin")
+    client.post(
+        f"/admin/telegram_bot/botadmin/{row.pk}/change/",
+        {"telegram_id": "666", "display_name": "Ann B.", "_save": "Save"},
+    )
+    row.refresh_from_db()
+    assert (row.telegram_id, row.display_name) == (44, "Ann B.")  # the name only
+    assert role_of(666) < Role.ADMIN
+
+
+def test_telegram_stand_in_accounts_cannot_be_made_admins(
+    bot: FakeTelegramServer, admin_client: Client
+) -> None:
+    for stand_in in sorted(STAND_IN_IDS):
+        with pytest.raises(ValidationError):
+            admin_add(telegram_id=stand_in, added_by=None)
+        response = admin_client.post(
+            "/admin/telegram_bot/botadmin/add/", {"telegram_id": str(stand_in), "display_name": ""}
+        )
+        assert response.status_code == 200  # the form again, with the reason
+        assert "stand-in" in response.content.decode()
+    assert not BotAdmin.objects.exists()

@@ -11,7 +11,8 @@ import pytest
 
 from moderation import flood
 from moderation.models import ChatSettings
-from moderation.rights import GROUP_ANONYMOUS_BOT_ID, SERVICE_ACCOUNT_ID, admins_key
+from moderation.rights import admins_key
+from telegram_bot.admins import GROUP_ANONYMOUS_BOT_ID, SERVICE_ACCOUNT_ID
 from telegram_bot.models import AuditEntry
 from telegram_bot.state import get_store
 from tests.builders import chat, make_message, next_update_id, user
