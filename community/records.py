@@ -97,6 +97,10 @@ class JoinRequestRecord:
     decision: Decision | None = None
     closed_reason: str = ""
     asked: bool = False  # the question policy's question was sent to the requester
+    # False from the moment the stage moves to "admins" until the admins' copies are recorded:
+    # a hand-off that stopped in between (a failure, a killed process) is finished by the next
+    # run of the same update or job. True by default: records stored before it existed.
+    notified: bool = True
 
     @property
     def pending(self) -> bool:

@@ -135,8 +135,12 @@ def join_request_receive(*, request: JoinRequest, update_id: int) -> JoinRequest
     maybe after everything was done) or when the worker died: the re-delivery finds the record
     of the first delivery (``JoinRequestStore.receive``) and only finishes what is still to do.
     Each step moves the record by compare-and-set, so none is done twice: the admins are
-    notified once (stage ``new`` -> ``admins``), a policy decides once (``pending`` ->
-    ``deciding``), the question is asked until it is recorded as sent (``asked``).
+    notified once (stage ``new`` -> ``admins``) until their copies are recorded (``notified``:
+    a run that stopped in between is finished by the next delivery or job attempt), a policy
+    decides once (``pending`` -> ``deciding``), the question is asked until it is recorded as
+    sent (``asked``). An answer cancels the question's timeout job last, once it decided: an
+    answer that failed half-way is not delivered to its finished workflow again, and the
+    timeout job decides instead.
     """
     policy = policy_for_chat(request.chat_id)
     ask = policy.mode == ChatPolicy.Mode.QUESTION
@@ -180,6 +184,8 @@ def join_request_receive(*, request: JoinRequest, update_id: int) -> JoinRequest
             join_request_decide(token=record.token, action=APPROVE, decider=AUTO_APPROVE)
         else:  # manual; or the auto-approval was refused and put back (its note says why)
             _hand_to_admins(record.token, note=record.note, from_stage=STAGE_NEW)
+    else:  # stage "admins": the first delivery may have stopped before the admins were told
+        _finish_hand_off(record)
     return record
 
 
@@ -219,6 +225,8 @@ def join_request_retry(*, token: str, attempt: int, last_attempt: bool) -> None:
     watchdog finding it stuck (the webhook stopped before recording Telegram's answer).
     Raises to be retried."""
     record = _records().get(token)
+    if record is not None and record.pending:
+        _finish_hand_off(record)  # put back by an attempt that stopped before telling admins
     if record is None or record.status != DECIDING:
         return  # carried out, put back or expired meanwhile: nothing to do
     log.info("join request %s: asking Telegram again (job attempt %s)", token, attempt)
@@ -249,10 +257,16 @@ def join_request_answer(*, chat_id: int, user_id: int, text: str) -> str | None:
         return gettext("Please answer with a text message.")
     if not workflows.finish(workflow):
         return None  # another message of this user is being handled right now
+    reply = _answer(str(workflow.data.get("token") or ""), text)
+    # Last: an answer whose run stops before here (the database or the KV store failed) is
+    # not delivered again to this workflow, finished above; the timeout job then decides.
     job_id = workflow.data.get("timeout_job")
     if isinstance(job_id, int):
         job_cancel(job_id=job_id)
-    token = str(workflow.data.get("token") or "")
+    return reply
+
+
+def _answer(token: str, text: str) -> str:
     record = _records().get(token)
     if record is None or not record.pending or record.stage != STAGE_QUESTION:
         return gettext("Thank you. Your request is already being handled.")
@@ -276,7 +290,10 @@ def join_request_answer(*, chat_id: int, user_id: int, text: str) -> str | None:
 def join_request_question_timeout(*, token: str) -> None:
     """The deadline of the question passed without an answer: decline, or leave to admins."""
     record = _records().get(token)
-    if record is None or not record.pending or record.stage != STAGE_QUESTION:
+    if record is None or not record.pending:
+        return
+    if record.stage != STAGE_QUESTION:  # answered; or an attempt stopped while handing off
+        _finish_hand_off(record)
         return
     policy = policy_for_chat(record.chat_id)
     if policy.on_timeout == ChatPolicy.Fallback.DECLINE:
@@ -458,26 +475,42 @@ def _become_newest(record: JoinRequestRecord) -> bool:
 def _hand_to_admins(token: str, *, note: str, from_stage: str) -> JoinRequestRecord | None:
     """Notify every admin with the buttons, once: the stage moves to "admins" by
     compare-and-set, and only the call that moved it sends."""
-    records = _records()
-    record, moved = records.update(
+    record, moved = _records().update(
         token,
         lambda r: (
-            replace(r, stage=STAGE_ADMINS, note=note)
+            replace(r, stage=STAGE_ADMINS, note=note, notified=False)
             if r.pending and r.stage == from_stage
             else None
         ),
     )
     if record is None or not moved:
         return record
+    return _notify(record)
+
+
+def _finish_hand_off(record: JoinRequestRecord) -> JoinRequestRecord | None:
+    """Notify the admins of a request handed to them whose copies were never recorded: the
+    run that moved the stage stopped before (a failure, a killed process). At least once: a
+    run that stopped after sending but before recording has its copies sent again."""
+    if not (record.pending and record.stage == STAGE_ADMINS and not record.notified):
+        return record
+    log.info("join request %s: finishing the admins' notification", record.token)
+    return _notify(record)
+
+
+def _notify(record: JoinRequestRecord) -> JoinRequestRecord | None:
     report = notify_admins(
         texts.copy_text(record),
         purpose="join_request",
         reply_markup=texts.copy_markup(record),
-        on_sent=FollowUp(COPY_SENT_JOB, {"token": token}),
+        on_sent=FollowUp(COPY_SENT_JOB, {"token": record.token}),
     )
     sent = [[admin_id, message["message_id"]] for admin_id, message in report.sent.items()]
-    current, _ = records.update(
-        token, lambda r: replace(r, copies=r.copies + [c for c in sent if c not in r.copies])
+    current, _ = _records().update(
+        record.token,
+        lambda r: replace(
+            r, copies=r.copies + [c for c in sent if c not in r.copies], notified=True
+        ),
     )
     if current is not None and not current.pending:
         _edit_copies(current, only=sent)  # decided while the notifications went out

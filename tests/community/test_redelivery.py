@@ -15,11 +15,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import OperationalError
 from django.utils import timezone
 
 from community import services
 from community.models import ChatPolicy
 from community.records import CLOSED, DECIDING, DONE, PENDING, STAGE_ADMINS
+from telegram_bot import notifications as core_notifications
 from telegram_bot.errors import StateUnavailableError
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.runner import run_due
@@ -224,6 +226,126 @@ def test_a_delivery_that_failed_before_asking_is_finished_by_the_redelivery(
     [key] = memory_store.scan_all("jr:r:")
     record = record_of(f"jr:a:{key.rsplit(':', 1)[1]}")
     assert record is not None and record.asked and record.pending
+
+
+def fail_once_in(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> None:
+    """Make ``module.<name>`` raise a database error the first time it is called."""
+    original = getattr(module, name)
+    calls: list[int] = []
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise OperationalError("server closed the connection unexpectedly")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, flaky)
+
+
+def test_a_delivery_that_failed_while_notifying_is_finished_by_the_redelivery(
+    bot: FakeTelegramServer,
+    deliver: Deliver,
+    memory_store: KVStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stage had moved to "admins" when the database failed, before any copy was sent."""
+    BotAdmin.objects.create(telegram_id=ADMIN)
+    fail_once_in(monkeypatch, core_notifications, "admin_ids")
+    update = join_update()
+    assert deliver(update) == "unavailable"
+    assert notifications(bot) == []
+    assert deliver(update) == "processed"
+    assert sorted(call.params["chat_id"] for call in notifications(bot)) == [ADMIN, OWNER_ID]
+    [key] = memory_store.scan_all("jr:r:")
+    record = record_of(f"jr:a:{key.rsplit(':', 1)[1]}")
+    assert record is not None and record.stage == STAGE_ADMINS and len(record.copies) == 2
+    assert record.notified
+    assert redeliver(deliver, memory_store, update) == "processed"  # told once: no third copy
+    assert len(notifications(bot)) == 2
+
+
+def test_a_decide_job_finishes_a_hand_off_that_stopped_before_notifying(
+    bot: FakeTelegramServer,
+    deliver: Deliver,
+    memory_store: KVStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A decision put back to pending by a job attempt that then failed while telling the
+    admins: the job's next attempt tells them."""
+    BotAdmin.objects.create(telegram_id=ADMIN)
+    fail_once_in(monkeypatch, core_notifications, "admin_ids")
+    assert deliver(join_update()) == "unavailable"
+    [key] = memory_store.scan_all("jr:r:")
+    token = key.rsplit(":", 1)[1]
+    services.join_request_retry(token=token, attempt=2, last_attempt=False)
+    assert sorted(call.params["chat_id"] for call in notifications(bot)) == [ADMIN, OWNER_ID]
+    record = record_of(f"jr:a:{token}")
+    assert record is not None and record.pending and record.notified
+
+
+def question_policy(on_timeout: str = ChatPolicy.Fallback.ADMINS) -> None:
+    ChatPolicy.objects.create(
+        chat_id=CHAT,
+        mode=ChatPolicy.Mode.QUESTION,
+        question="What is two plus two?",
+        answers="four",
+        timeout_seconds=120,
+        on_timeout=on_timeout,
+    )
+
+
+def test_an_answer_whose_run_failed_leaves_the_timeout_job_to_decide(
+    bot: FakeTelegramServer,
+    deliver: Deliver,
+    memory_store: KVStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The answer's workflow was finished when the database failed: the re-delivered answer
+    finds no workflow, so the timeout job must still be there, and decide at its deadline."""
+    question_policy(on_timeout=ChatPolicy.Fallback.DECLINE)
+    assert deliver(join_update()) == "processed"
+    fail_once_in(monkeypatch, services, "policy_for_chat")
+    answer = make_message_update("four", chat_id=REQUESTER, user_id=REQUESTER)
+    assert deliver(answer) == "unavailable"
+    deliver(answer)
+    [job] = Job.objects.filter(kind=services.TIMEOUT_JOB)
+    assert job.status == JobStatus.QUEUED
+    make_jobs_due()
+    run_due("test-worker")
+    [key] = memory_store.scan_all("jr:r:")
+    record = record_of(f"jr:a:{key.rsplit(':', 1)[1]}")
+    assert record is not None and record.status == DONE
+    assert [c.params["user_id"] for c in bot.calls_to("declineChatJoinRequest")] == [REQUESTER]
+
+
+def test_an_answer_that_decides_cancels_the_timeout_job(
+    bot: FakeTelegramServer, deliver: Deliver, memory_store: KVStore
+) -> None:
+    question_policy()
+    assert deliver(join_update()) == "processed"
+    answer = make_message_update("four", chat_id=REQUESTER, user_id=REQUESTER)
+    assert deliver(answer) == "processed"
+    [job] = Job.objects.filter(kind=services.TIMEOUT_JOB)
+    assert job.status == JobStatus.CANCELLED
+    assert [c.params["user_id"] for c in bot.calls_to("approveChatJoinRequest")] == [REQUESTER]
+
+
+def test_a_timeout_job_that_failed_while_notifying_notifies_on_its_retry(
+    bot: FakeTelegramServer,
+    deliver: Deliver,
+    memory_store: KVStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    BotAdmin.objects.create(telegram_id=ADMIN)
+    question_policy(on_timeout=ChatPolicy.Fallback.ADMINS)
+    assert deliver(join_update()) == "processed"
+    fail_once_in(monkeypatch, core_notifications, "admin_ids")
+    make_jobs_due()
+    run_due("test-worker")  # the attempt fails after moving the stage: the job is retried
+    assert notifications(bot) == []
+    make_jobs_due()
+    run_due("test-worker")
+    assert sorted(call.params["chat_id"] for call in notifications(bot)) == [ADMIN, OWNER_ID]
 
 
 def test_a_late_redelivery_does_not_undo_a_newer_request(
