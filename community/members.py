@@ -305,7 +305,19 @@ def _challenge(policy: MemberPolicy, event: MemberEvent, stay: Stay, store: Memb
         sent = _send(event.chat_id, text, reply_markup=markup)
         if sent is not None:
             message_id = int(sent["message_id"])
-            store.update_challenge(token, lambda c: replace(c, message_id=message_id))
+            kept = store.update_challenge(
+                token,
+                lambda c: (
+                    replace(c, message_id=message_id)
+                    if c.message_id is None and c.pending
+                    else None
+                ),
+            )
+            if kept is None:
+                # Another run's message is the challenge's (the two updates of one join, the
+                # member update and the service message, handled at once), or it was answered
+                # meanwhile: this one would stay with live buttons, never deleted.
+                _delete(event.chat_id, message_id)
 
 
 def challenge_message(challenge: Challenge, user: User, seconds: int) -> tuple[str, dict[str, Any]]:

@@ -27,6 +27,7 @@ from tests.community.members_helpers import (
     make_policy,
     processed,
     sent_to,
+    service_update,
 )
 from tests.conftest import make_store
 from tests.fakes.telegram import FakeTelegramServer
@@ -377,3 +378,56 @@ def test_a_join_answered_503_midway_is_finished_by_its_redelivery(
     # The restriction was not recorded before the failure: asked again (harmless).
     assert len(bot.calls_to("restrictChatMember")) == 2
     assert processed(post_update, join) == "duplicate"
+
+
+# --- the two updates of one join at the same moment ---------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["memory", "db", "redis"])
+def test_one_join_from_two_sources_at_once_leaves_one_challenge_message(
+    request: pytest.FixtureRequest, bot: FakeTelegramServer, kind: str
+) -> None:
+    """The member update and the service message of one join are two updates, handled by two
+    workers at once: both send the challenge (neither has recorded its message yet); the one
+    not recorded is deleted, so one message with live buttons stays."""
+    for store in make_store(request, kind):
+        with override_store(store):
+            make_policy(captcha_enabled=True, captcha_seconds=120)
+            bot.delay_next("restrictChatMember", 0.3, times=2)  # both pass the first check
+            bot.delay_next("sendMessage", 0.3, times=2)
+            barrier = threading.Barrier(2)
+            outcomes: list[Outcome] = []
+
+            def work(
+                update: dict[str, Any],
+                barrier: threading.Barrier = barrier,
+                outcomes: list[Outcome] = outcomes,
+            ) -> None:
+                try:
+                    barrier.wait()
+                    outcomes.append(process_update(update))
+                finally:
+                    connections.close_all()
+
+            updates = [join_update(ANN), service_update(joined=[ANN])]
+            threads = [threading.Thread(target=work, args=(u,)) for u in updates]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert outcomes == [Outcome.PROCESSED, Outcome.PROCESSED]
+            sent = [
+                c
+                for c in succeeded(bot, "sendMessage")
+                if c.params["chat_id"] == GROUP and "mc:" in str(c.params.get("reply_markup"))
+            ]
+            deleted = [c.params["message_id"] for c in succeeded(bot, "deleteMessage")]
+            stay = MemberStore(store).get_stay(GROUP, ANN)
+            assert stay is not None
+            challenge = MemberStore(store).get_challenge(stay.cap)
+            assert challenge is not None and challenge.message_id is not None
+            assert len(sent) - len(deleted) == 1  # the barrier makes both send, most often
+            assert challenge.message_id not in deleted
+            assert bot.message(GROUP, challenge.message_id) is not None
