@@ -10,8 +10,13 @@ from datetime import datetime
 
 from content import conf
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.jobs.models import Job
-from telegram_bot.jobs.services import job_cancel_key, job_reschedule, job_retry_later
+from telegram_bot.jobs.models import Job, JobStatus
+from telegram_bot.jobs.services import (
+    job_cancel_key,
+    job_enqueue,
+    job_reschedule,
+    job_retry_later,
+)
 
 PUBLISH_KIND = "content.publish"
 
@@ -23,16 +28,19 @@ def dedupe_key(post_id: int) -> str:
 def publish_job_set(post_id: int, *, run_at: datetime) -> Job:
     """Make the post's publication job due at ``run_at`` (a queued one is replaced).
 
-    A job that is running right now is kept: it takes the post's lock after us and sees the
-    new schedule (a post not due yet sends it back to wait for ``publish_at``).
+    A job that is running right now may already have looked at the post and found nothing to
+    do (a draft, say), and be about to end: keeping it as the post's job would end the new
+    schedule with it. So it runs on without the post's key, and a new job holds the schedule.
+    Both take the post's lock, and the post's claim lets one send only: whichever comes first
+    publishes, once; the other finds the post published, or not due.
     """
-    return job_reschedule(
-        PUBLISH_KIND,
-        {"post_id": post_id},
-        dedupe_key=dedupe_key(post_id),
-        run_at=run_at,
-        max_retries=conf.publish_max_retries(),
-    )
+    key, retries = dedupe_key(post_id), conf.publish_max_retries()
+    payload = {"post_id": post_id}
+    job = job_reschedule(PUBLISH_KIND, payload, dedupe_key=key, run_at=run_at, max_retries=retries)
+    if job.status != JobStatus.RUNNING:
+        return job
+    Job.objects.filter(pk=job.pk, dedupe_key=key).update(dedupe_key=None)
+    return job_enqueue(PUBLISH_KIND, payload, dedupe_key=key, run_at=run_at, max_retries=retries)
 
 
 def publish_job_retry(post_id: int, error: TelegramApiError) -> Job:

@@ -25,7 +25,7 @@ def posts_reconcile(*, grace: timedelta | None = None) -> int:
     handed to a new job due now, which publishes it or judges the unfinished attempt.
     Returns how many posts were handled."""
     now = timezone.now()
-    cutoff = now - (grace or timedelta(seconds=conf.RECONCILE_GRACE_SECONDS))
+    cutoff = now - (grace if grace is not None else timedelta(seconds=conf.RECONCILE_GRACE_SECONDS))
     stuck = Post.objects.filter(
         Q(status=PostStatus.SCHEDULED, publish_at__lt=cutoff)
         | Q(status=PostStatus.PUBLISHING, attempt_deadline__lt=cutoff)

@@ -12,7 +12,7 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from content import conf, publishing
+from content import conf, publishing, services
 from content.errors import LeaseTooShortError, PostStateError, PublishOutcomeUnknownError
 from content.models import Post, PostStatus
 from content.publishing import (
@@ -498,3 +498,40 @@ def test_reconcile_requeues_a_post_whose_job_was_cancelled(bot: FakeTelegramServ
     fresh.refresh_from_db()
     assert post.status == fresh.status == PostStatus.PUBLISHED
     assert len(channel_sends(bot)) == 2
+
+
+@pytest.mark.django_db
+def test_a_schedule_made_while_the_old_job_ends_a_run_with_nothing_to_do_is_kept(
+    bot: FakeTelegramServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job was claimed just before the operator put the post back to draft; its run finds
+    a draft, and the operator schedules the post again before that run ends. The new schedule
+    gets a job of its own instead of being ended with the old one."""
+    post = make_due_post()
+    services.post_unschedule(post_id=post.pk)
+    Job.objects.filter(pk=publish_job(post).pk).update(status=JobStatus.QUEUED)  # claimed before
+    soon = timezone.now() + timedelta(minutes=5)
+    original = publishing._get
+
+    def operator_schedules_meanwhile(post_id: int) -> Any:
+        services.post_schedule(post_id=post_id, publish_at=soon)
+        return original(post_id)
+
+    monkeypatch.setattr(publishing, "_get", operator_schedules_meanwhile)
+    assert run_due("w1") == 1
+    monkeypatch.setattr(publishing, "_get", original)
+    job = publish_job(post)
+    assert job.status == JobStatus.QUEUED and job.next_attempt == soon
+    make_due(post)
+    assert run_due("w1") == 1
+    post.refresh_from_db()
+    assert post.status == PostStatus.PUBLISHED and len(channel_sends(bot)) == 1
+
+
+@pytest.mark.django_db
+def test_reconcile_with_no_grace_takes_a_post_due_just_now(bot: FakeTelegramServer) -> None:
+    post = make_due_post()
+    Job.objects.filter(pk=publish_job(post).pk).update(status=JobStatus.CANCELLED)
+    Post.objects.filter(pk=post.pk).update(publish_at=timezone.now() - timedelta(seconds=1))
+    assert posts_reconcile() == 0  # within the default grace
+    assert posts_reconcile(grace=timedelta(0)) == 1  # zero is a grace too, not "the default"
