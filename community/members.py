@@ -344,7 +344,8 @@ def parse_press(data: str) -> tuple[str, int] | None:
     if not data.startswith(CAPTCHA_CALLBACK):
         return None
     token, sep, choice = data[len(CAPTCHA_CALLBACK) :].partition(":")
-    if not sep or len(token) != 12 or not choice.isdigit() or len(choice) > 1:
+    # One ASCII digit: str.isdigit() also accepts "²", which int() refuses.
+    if not sep or len(token) != 12 or len(choice) != 1 or choice not in "0123456789":
         return None
     if int(choice) >= BUTTONS_PER_CHALLENGE:
         return None

@@ -132,7 +132,7 @@ def _target_from_arg(req: Request, arg: str) -> Target:
     for entity in req.message.entities or []:
         if entity.type == "text_mention" and entity.user is not None:
             return Target(entity.user.id, entity.user.full_name, entity.user.username or "")
-    if arg.isdigit():
+    if arg.isascii() and arg.isdigit():  # not "²", which int() refuses
         user_id = int(arg)
         if not 0 < user_id < MAX_USER_ID:
             raise Refusal(_("%(arg)s is not a Telegram user id.") % {"arg": arg})

@@ -6,6 +6,7 @@ change, see ``services.PANEL_OPS``). Every change is validated and recorded in t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -91,7 +92,7 @@ def parse(data: str) -> tuple[str, int | None, str]:
 
 
 def _chat_id(text: str) -> int:
-    if not text.startswith("-") or not text[1:].isdigit() or len(text) > 20:
+    if re.fullmatch(r"-[0-9]{1,19}", text) is None:  # ASCII digits: int() refuses "²"
         raise ValueError("a group chat id is negative")
     return int(text)
 

@@ -227,6 +227,6 @@ def _column(family: str, field: str) -> tuple[str, str] | None:
         if field == "profanity":
             return "profanity_count", "profanity"
         return (field, "violations") if field in CATEGORY_FIELDS else None
-    if len(field) == 2 and field.isdigit() and int(field) < 24:
+    if len(field) == 2 and field.isascii() and field.isdigit() and int(field) < 24:
         return f"hour_{field}", "hours"
     return None

@@ -29,7 +29,7 @@ def assignee_names(labels: Iterable[str]) -> dict[str, str]:
     username."""
     labels = set(labels)
     telegram_ids = {
-        int(label[3:]) for label in labels if label.startswith("tg:") and label[3:].isdigit()
+        int(label[3:]) for label in labels if label.startswith("tg:") and _number(label[3:])
     }
     signed: dict[int, str] = {}
     if telegram_ids:
@@ -49,8 +49,13 @@ def assignee_names(labels: Iterable[str]) -> dict[str, str]:
 
 def assignee_name(label: str, signed: dict[int, str] | None = None) -> str:
     kind, _, value = label.partition(":")
-    if kind == "tg" and value.isdigit():
+    if kind == "tg" and _number(value):
         return (signed or {}).get(int(value)) or f"Telegram user {value}"
     if kind == "site" and value:
         return value
     return label
+
+
+def _number(text: str) -> bool:
+    """ASCII digits only: str.isdigit() also accepts "²", which int() refuses."""
+    return 0 < len(text) <= 18 and text.isascii() and text.isdigit()

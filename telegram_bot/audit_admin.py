@@ -6,6 +6,7 @@ queryset, ``AuditedModelAdmin`` for saves and deletions, ``admin_actor`` for the
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -37,6 +38,9 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # Spreadsheet programs read a CSV without a byte-order mark in the system's code page, which
 # garbles Cyrillic (and any non-Latin) names.
 BOM = "\ufeff"
+
+# An id as the search box takes it: one optional minus, ASCII digits (not "²"), in 64 bits.
+_ID = re.compile(r"-?[0-9]{1,18}")
 
 
 @admin.register(AuditEntry)
@@ -71,7 +75,7 @@ class AuditEntryAdmin(admin.ModelAdmin):
         """Text search, plus exact ids: a number finds its actor, chat, target or update."""
         results, distinct = super().get_search_results(request, queryset, search_term)
         term = search_term.strip()
-        if term.lstrip("-").isdigit() and len(term) <= 19:
+        if _ID.fullmatch(term):
             number = int(term)
             results |= queryset.filter(
                 Q(actor_id=number) | Q(chat_id=number) | Q(target_id=number) | Q(update_id=number)

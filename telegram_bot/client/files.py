@@ -35,7 +35,7 @@ class FileStream:
         self._response = response
         self.max_bytes = max_bytes
         length = response.headers.get("Content-Length", "")
-        self.size = int(length) if length.isdigit() else None
+        self.size = int(length) if length.isascii() and length.isdigit() else None
 
     def __iter__(self) -> Iterator[bytes]:
         received = 0

@@ -101,7 +101,7 @@ def telegram_webhook(request: HttpRequest) -> HttpResponse:
     if content_type.lower() != "application/json":
         return _error(415, "content type must be application/json")
     declared = request.META.get("CONTENT_LENGTH") or "0"
-    if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
+    if not (declared.isascii() and declared.isdigit()) or int(declared) > MAX_BODY_BYTES:
         return _error(413, "body larger than 1 MiB")
     if not _secret_ok(request.META.get(SECRET_HEADER, "")):
         return _error(401, "unauthorized")

@@ -136,7 +136,15 @@ def test_someone_else_pressing_changes_nothing(bot: FakeTelegramServer, post_upd
 
 
 @pytest.mark.parametrize(
-    "data", ["mc:AAAAAAAAAAAA:0", "mc:short:1", "mc:AAAAAAAAAAAA:9", "mc:", "mc:AAAAAAAAAAAA:x"]
+    "data",
+    [
+        "mc:AAAAAAAAAAAA:0",
+        "mc:short:1",
+        "mc:AAAAAAAAAAAA:9",
+        "mc:",
+        "mc:AAAAAAAAAAAA:x",
+        "mc:AAAAAAAAAAAA:\u00b2",  # a digit to str.isdigit(), not to int()
+    ],
 )
 def test_forged_callback_data_is_refused(
     bot: FakeTelegramServer, post_update: Any, data: str

@@ -127,6 +127,21 @@ def test_a_body_over_one_mebibyte_gets_413(bot: FakeTelegramServer, client: Clie
     assert bot.calls == []
 
 
+@pytest.mark.parametrize("declared", ["\u00b2", "-1", "1e3", "12 "])
+def test_a_content_length_that_is_not_a_byte_count_gets_413(
+    bot: FakeTelegramServer, client: Client, declared: str
+) -> None:
+    response = client.post(
+        "/telegram/webhook",
+        data=json.dumps(make_message_update("/start")),
+        content_type="application/json",
+        CONTENT_LENGTH=declared,
+        HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN=WEBHOOK_SECRET,
+    )
+    assert response.status_code == 413  # "²" is a digit to str.isdigit(), not to int()
+    assert bot.calls == []
+
+
 @pytest.mark.parametrize("body", [b"{not json", b" ", b"\xff\xfe", b"[1, 2"])
 def test_a_body_that_is_not_json_gets_400(
     bot: FakeTelegramServer, client: Client, body: bytes

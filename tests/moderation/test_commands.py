@@ -142,13 +142,15 @@ def test_the_bot_says_which_right_it_lacks(bot: FakeTelegramServer) -> None:
         ("/ban @nobody", "I don't know @nobody here: reply to one of their messages or use"),
         ("/ban", "Reply to the member's message, or give their @username or user id."),
         ("/ban hello", "hello is not a member"),
+        ("/ban \u00b2", "\u00b2 is not a member"),  # a digit to str.isdigit(), not to int()
+        ("/unban \u00b9\u00b2", "\u00b9\u00b2 is not a member"),
     ],
 )
 def test_bad_arguments_get_one_line_and_change_nothing(
     bot: FakeTelegramServer, text: str, answer: str
 ) -> None:
     describe_group(bot)
-    reply = member_message() if text.split()[-1][0].isdigit() or "-" in text else None
+    reply = member_message() if text.split()[-1][0] in "0123456789" or "-" in text else None
     run(command(text, reply_to=reply))
     [said] = answers(bot)
     assert said.startswith(answer) and "\n" not in said

@@ -100,8 +100,9 @@ def test_panel_lists_chats_and_refuses_members_and_bad_buttons(bot: FakeTelegram
     assert ChatSettings.objects.get(chat_id=GROUP).warn_limit == 3
     process_update(make_callback_update("mod:s:123:warn+", user_id=OWNER_ID))
     process_update(make_callback_update(f"mod:s:{GROUP}:rm-rf", user_id=OWNER_ID))
+    process_update(make_callback_update("mod:s:-\u00b9\u00b2:warn+", user_id=OWNER_ID))
     alerts = [c.params.get("text") for c in bot.calls_to("answerCallbackQuery")]
-    assert alerts.count("This button is not valid.") == 2
+    assert alerts.count("This button is not valid.") == 3
     assert not AuditEntry.objects.exists()
 
 

@@ -271,9 +271,10 @@ def test_the_assignee_is_shown_by_name_not_by_id(
     assert 'id="ticket-assignee">unassigned<' in detail(admin_client, unanswered)
     # An admin who never signed an answer: the bot-admin name, else the id in words.
     BotAdmin.objects.create(telegram_id=778, display_name="Eve")
-    assert assignee_names(["tg:777", "tg:778", "site:dave", "weird"]) == {
+    assert assignee_names(["tg:777", "tg:778", "site:dave", "weird", "tg:\u00b2"]) == {
         "tg:777": "Telegram user 777",
         "tg:778": "Eve",
         "site:dave": "dave",
         "weird": "weird",
+        "tg:\u00b2": "tg:\u00b2",  # a digit to str.isdigit(), not to int(): shown as it is
     }

@@ -74,3 +74,10 @@ def test_the_bound_holds_before_and_while_the_file_streams(
     with pytest.raises(FileTooLargeError):
         received.extend(stream)
     assert unannounced.is_closed
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "-1", "1e3", ""])
+def test_a_length_that_is_not_a_byte_count_is_no_length(length: str) -> None:
+    headers = [(b"Content-Length", length.encode("latin-1"))]  # as a server may send it
+    response = httpx.Response(200, headers=headers, content=b"abc")
+    assert FileStream(response, max_bytes=10).size is None
