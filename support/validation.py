@@ -35,7 +35,10 @@ class Content:
 
 
 def check_text(text: str) -> Content:
-    """Text typed by a user or an operator: not blank, at most 4,000 characters."""
+    """Text typed by a user or an operator: not blank, at most 4,000 characters. NUL
+    characters are dropped, as the webhook drops them from updates: PostgreSQL's text
+    columns cannot hold them (an admin-site form posts whatever a client puts in it)."""
+    text = text.replace("\x00", "")
     if not text.strip():
         raise ValidationError(
             "empty ticket text",

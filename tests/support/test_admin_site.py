@@ -176,6 +176,22 @@ def test_a_reply_from_the_admin_site_reaches_the_user_once(
     assert "It is on its way." in detail(admin_client, ticket)
 
 
+def test_a_nul_character_in_an_admin_site_reply_is_dropped(
+    bot: FakeTelegramServer, admin_client: Client
+) -> None:
+    """A client can post anything; PostgreSQL's text columns cannot hold NUL (a 500 there)."""
+    ticket = make_ticket(2001, "hello")
+    form = {"text": "Hi\x00 there", "form_token": str(uuid.uuid4())}
+    response = admin_client.post(f"{LIST}{ticket.pk}/reply/", form, follow=True)
+    assert response.status_code == 200
+    assert texts(bot, 2001) == ["Support · ticket #1\n\nHi there"]
+    assert "Hi there" in detail(admin_client, ticket)
+    nothing = {"text": "\x00 \x00", "form_token": str(uuid.uuid4())}
+    response = admin_client.post(f"{LIST}{ticket.pk}/reply/", nothing, follow=True)
+    assert "The message is empty" in response.content.decode()
+    assert len(texts(bot, 2001)) == 1
+
+
 def test_an_admin_site_reply_to_a_blocked_user_is_reported_and_can_be_retried(
     bot: FakeTelegramServer, admin_client: Client
 ) -> None:
