@@ -231,7 +231,10 @@ def parse_int(name: str, value: str) -> int:
     text = value.strip()
     if not re.fullmatch(r"[+-]?[0-9]{1,20}", text):
         raise ConfigError(name, f"must be an integer, got {value!r}")
-    return int(text)
+    number = int(text)
+    if not -(2**63) <= number < 2**63:  # what the database and Redis store
+        raise ConfigError(name, f"is out of range (a 64-bit integer), got {value!r}")
+    return number
 
 
 @dataclass(frozen=True)

@@ -60,9 +60,15 @@ if TELEGRAM_BOT_TOKEN and OWNER_TELEGRAM_ID is None:
     raise ConfigError("OWNER_TELEGRAM_ID", "must be set when TELEGRAM_BOT_TOKEN is set")
 # Interactions (commands, button presses, private messages) per user and per chat and minute;
 # expensive commands have their own, stricter budget. Admins are not limited.
-RATE_LIMIT_USER_PER_MINUTE = env.number("RATE_LIMIT_USER_PER_MINUTE", 20, minimum=1)
-RATE_LIMIT_CHAT_PER_MINUTE = env.number("RATE_LIMIT_CHAT_PER_MINUTE", 60, minimum=1)
-RATE_LIMIT_EXPENSIVE_PER_MINUTE = env.number("RATE_LIMIT_EXPENSIVE_PER_MINUTE", 3, minimum=1)
+RATE_LIMIT_USER_PER_MINUTE = env.number(
+    "RATE_LIMIT_USER_PER_MINUTE", 20, minimum=1, maximum=100_000
+)
+RATE_LIMIT_CHAT_PER_MINUTE = env.number(
+    "RATE_LIMIT_CHAT_PER_MINUTE", 60, minimum=1, maximum=100_000
+)
+RATE_LIMIT_EXPENSIVE_PER_MINUTE = env.number(
+    "RATE_LIMIT_EXPENSIVE_PER_MINUTE", 3, minimum=1, maximum=100_000
+)
 # How long a worker may hold an update before another may take it over (Telegram itself
 # re-sends after 60 s without an answer).
 UPDATE_CLAIM_TTL_SECONDS = env.number("UPDATE_CLAIM_TTL_SECONDS", 90, minimum=5, maximum=3600)
@@ -96,20 +102,28 @@ if JOB_RETRY_MAX_DELAY < JOB_RETRY_BASE_DELAY:
     raise ConfigError("JOB_RETRY_MAX_DELAY", "must be at least JOB_RETRY_BASE_DELAY")
 # Content: how long the panel's post conversation waits for the next step, and the retries of
 # a publication (default JOB_MAX_RETRIES).
-CONTENT_WORKFLOW_TTL_SECONDS = env.number("CONTENT_WORKFLOW_TTL_SECONDS", 1800, minimum=60)
+CONTENT_WORKFLOW_TTL_SECONDS = env.number(
+    "CONTENT_WORKFLOW_TTL_SECONDS", 1800, minimum=60, maximum=7 * 86400
+)
 CONTENT_PUBLISH_MAX_RETRIES = env.optional_number(
     "CONTENT_PUBLISH_MAX_RETRIES", minimum=0, maximum=100
 )
 # Support: how long /support waits for the message, how long Reply waits for the answer, and
 # how long after closing a user may reopen a ticket by replying.
-SUPPORT_OPEN_TTL_SECONDS = env.number("SUPPORT_OPEN_TTL_SECONDS", 600, minimum=30)
-SUPPORT_REPLY_TTL_SECONDS = env.number("SUPPORT_REPLY_TTL_SECONDS", 900, minimum=30)
+SUPPORT_OPEN_TTL_SECONDS = env.number(
+    "SUPPORT_OPEN_TTL_SECONDS", 600, minimum=30, maximum=7 * 86400
+)
+SUPPORT_REPLY_TTL_SECONDS = env.number(
+    "SUPPORT_REPLY_TTL_SECONDS", 900, minimum=30, maximum=7 * 86400
+)
 SUPPORT_REOPEN_DAYS = env.number("SUPPORT_REOPEN_DAYS", 7, minimum=0, maximum=365)
 # Statistics: the raw-message buffer and counter lifetimes (the backfill must run within the
 # counters' lifetime), backfill lease and slice bounds, /stats.
 STATS_BUFFER_TTL_DAYS = env.number("STATS_BUFFER_TTL_DAYS", 7, minimum=1, maximum=60)
 STATS_COUNTER_TTL_DAYS = env.number("STATS_COUNTER_TTL_DAYS", 60, minimum=2, maximum=3650)
-STATS_BACKFILL_LEASE_SECONDS = env.number("STATS_BACKFILL_LEASE_SECONDS", 600, minimum=30)
+STATS_BACKFILL_LEASE_SECONDS = env.number(
+    "STATS_BACKFILL_LEASE_SECONDS", 600, minimum=30, maximum=86400
+)
 # Slice bounds (stats/README.md, Backfill): keys, KV values read, rows written per slice. The
 # rows of a table go in one statement; the bounds keep a slice's memory (a few MB) and its
 # transaction, which holds the days' exclusive locks, short (tens of milliseconds). A slice must
@@ -130,7 +144,9 @@ STATS_RECONCILE_MAX_DAYS = env.number("STATS_RECONCILE_MAX_DAYS", 20, minimum=1,
 STATS_CONFIG_CACHE_SECONDS = 5.0
 STATS_BACKFILL_CLOCK_SKEW_MS = 5000
 STATS_COMMAND_TOP = env.number("STATS_COMMAND_TOP", 5, minimum=1, maximum=50)
-STATS_COMMAND_COOLDOWN_SECONDS = env.number("STATS_COMMAND_COOLDOWN_SECONDS", 30, minimum=0)
+STATS_COMMAND_COOLDOWN_SECONDS = env.number(
+    "STATS_COMMAND_COOLDOWN_SECONDS", 30, minimum=0, maximum=86400
+)
 for _admin_id in ADMIN_TELEGRAM_IDS:
     if _admin_id <= 0:
         raise ConfigError("ADMIN_TELEGRAM_IDS", f"user ids are positive, got {_admin_id}")
@@ -220,7 +236,7 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # The KV state layer (telegram_bot.state): Redis when configured, else the database table.
 KV_STORE_URL = REDIS_URL or "db://"
-KV_PURGE_BATCH = env.number("KV_PURGE_BATCH", 5000, minimum=1)
+KV_PURGE_BATCH = env.number("KV_PURGE_BATCH", 5000, minimum=1, maximum=100_000)
 
 Q_CLUSTER = {
     "name": "tgcp",
@@ -454,7 +470,9 @@ METRICS_TOKEN = env.text("METRICS_TOKEN")
 if METRICS_TOKEN and (len(METRICS_TOKEN) < 16 or any(c.isspace() for c in METRICS_TOKEN)):
     raise ConfigError("METRICS_TOKEN", "must be at least 16 characters without spaces")
 # /readyz and check_production: a worker counts as seen when it finished a task this recently.
-WORKER_SEEN_WITHIN_SECONDS = env.number("WORKER_SEEN_WITHIN_SECONDS", 180, minimum=60)
+WORKER_SEEN_WITHIN_SECONDS = env.number(
+    "WORKER_SEEN_WITHIN_SECONDS", 180, minimum=60, maximum=86400
+)
 # Where this deployment's backups are described (free text or a URL); check_production needs it.
 BACKUP_POLICY = env.text("BACKUP_POLICY")
 if len(BACKUP_POLICY) > 500:

@@ -69,6 +69,19 @@ BAD_SETTINGS = [
     ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG", "true or false"),
     ({"PORT": "99999"}, "PORT", "at most 65535"),
     ({"PORT": "http"}, "PORT", "integer"),
+    # Durations and sizes have an upper bound: a huge one would pass the start and then fail
+    # every update that stores it (a TTL in milliseconds past 64 bits).
+    ({"SUPPORT_OPEN_TTL_SECONDS": "99999999999999999999"}, "SUPPORT_OPEN_TTL_SECONDS", "range"),
+    ({"SUPPORT_OPEN_TTL_SECONDS": "9000000000000000"}, "SUPPORT_OPEN_TTL_SECONDS", "at most"),
+    ({"SUPPORT_REPLY_TTL_SECONDS": "700000"}, "SUPPORT_REPLY_TTL_SECONDS", "at most 604800"),
+    ({"CONTENT_WORKFLOW_TTL_SECONDS": "700000"}, "CONTENT_WORKFLOW_TTL_SECONDS", "at most"),
+    ({"STATS_BACKFILL_LEASE_SECONDS": "100000"}, "STATS_BACKFILL_LEASE_SECONDS", "at most"),
+    ({"STATS_COMMAND_COOLDOWN_SECONDS": "100000"}, "STATS_COMMAND_COOLDOWN_SECONDS", "at most"),
+    ({"KV_PURGE_BATCH": "1000000"}, "KV_PURGE_BATCH", "at most"),
+    ({"WORKER_SEEN_WITHIN_SECONDS": "100000"}, "WORKER_SEEN_WITHIN_SECONDS", "at most"),
+    ({"RATE_LIMIT_USER_PER_MINUTE": "1000000"}, "RATE_LIMIT_USER_PER_MINUTE", "at most"),
+    ({"OWNER_TELEGRAM_ID": "99999999999999999999"}, "OWNER_TELEGRAM_ID", "64-bit"),
+    ({"ADMIN_TELEGRAM_IDS": "1,-99999999999999999999"}, "ADMIN_TELEGRAM_IDS", "64-bit"),
 ]
 
 
