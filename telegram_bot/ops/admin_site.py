@@ -14,12 +14,16 @@ from dataclasses import dataclass
 from functools import wraps
 from typing import Any
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.apps import AdminConfig
+from django.contrib.admin.options import IS_POPUP_VAR
+from django.contrib.admin.views.main import ERROR_FLAG
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.db import DataError
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import URLPattern, URLResolver, path, reverse
 from django.utils.functional import Promise
+from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from telegram_bot.overview import overview_cards
@@ -85,6 +89,12 @@ class OperatorsAdminSite(admin.AdminSite):
         ]
         return extra + super().get_urls()
 
+    def admin_view(self, view: Callable[..., Any], cacheable: bool = False) -> Any:
+        checked = super().admin_view(view, cacheable)
+        if getattr(view, "__name__", "") != "changelist_view":
+            return checked
+        return _lookups_checked(checked)
+
     def each_context(self, request: HttpRequest) -> dict[str, Any]:
         from config.version import VERSION
 
@@ -98,6 +108,25 @@ class OperatorsAdminSite(admin.AdminSite):
         ]
         context = {"operations_links": links, "overview_cards": overview_cards(request.user)}
         return super().index(request, {**(extra_context or {}), **context})
+
+
+def _lookups_checked(view: Callable[..., Any]) -> Callable[..., Any]:
+    """A list's filters come from the query string, and Django checks their names, not every
+    value: ``?created_at__year=10000`` fails only when the count runs (ValueError), a NUL in a
+    value only in PostgreSQL (DataError). Either is a bad link, not a server error: the whole
+    list is shown, with a message that says so."""
+
+    @wraps(view)
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return view(request, *args, **kwargs)
+        except (ValueError, OverflowError, DataError):
+            if not set(request.GET) - {IS_POPUP_VAR, ERROR_FLAG}:
+                raise  # not the query string's doing
+            messages.error(request, _("That filter is not valid here; the whole list is shown."))
+            return HttpResponseRedirect(request.path)
+
+    return checked
 
 
 class OperatorsAdminConfig(AdminConfig):
