@@ -9,6 +9,7 @@ overview cards the apps contribute (``telegram_bot.overview``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
@@ -27,6 +28,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from telegram_bot.overview import overview_cards
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -120,9 +123,10 @@ def _lookups_checked(view: Callable[..., Any]) -> Callable[..., Any]:
     def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         try:
             return view(request, *args, **kwargs)
-        except (ValueError, OverflowError, DataError):
+        except (ValueError, OverflowError, DataError) as exc:
             if not set(request.GET) - {IS_POPUP_VAR, ERROR_FLAG}:
                 raise  # not the query string's doing
+            log.warning("admin list %s refused its query string: %s", request.path, exc)
             messages.error(request, _("That filter is not valid here; the whole list is shown."))
             return HttpResponseRedirect(request.path)
 
