@@ -39,9 +39,17 @@ NOT_PERSONAL = {
 
 def export(user_id: int, store: KVStore) -> dict[str, Any]:
     requests = JoinRequestStore(store)
+    records = [record for record in requests.all() if mentions(record.to_json(), user_id)]
     return {
         "join_requests": [
-            record.to_json() for record in requests.all() if mentions(record.to_json(), user_id)
+            record.to_json()
+            for record in records
+            if record.user_id == user_id or record.user_chat_id == user_id
+        ],
+        # An admin's part in other people's requests: their copy and their decision, never
+        # the requester's name, bio or id.
+        "join_requests_handled": [
+            part for record in records if (part := _admin_part(record, user_id)) is not None
         ],
         "stays": dict(_stays(store, user_id)),
         "captcha": [value for _key, value in values_mentioning(store, CHALLENGE_PREFIX, user_id)],
@@ -99,3 +107,21 @@ def _without_admin(record: JoinRequestRecord, user: int, anon: int) -> JoinReque
         decision = Decision(action=decision.action, by_id=anon, by_name="", at=decision.at)
     changed = replace(record, copies=copies, decision=decision)
     return None if changed == record else changed
+
+
+def _admin_part(record: JoinRequestRecord, user_id: int) -> dict[str, Any] | None:
+    if record.user_id == user_id or record.user_chat_id == user_id:
+        return None
+    decision = record.decision
+    decided = decision is not None and decision.by_id == user_id
+    copies = [copy for copy in record.copies if copy[0] == user_id]
+    if not (decided or copies):
+        return None
+    return {
+        "chat_id": record.chat_id,
+        "requested_at": record.requested_at,
+        "copies": copies,
+        "decision": (
+            {"action": decision.action, "at": decision.at} if decided and decision else None
+        ),
+    }

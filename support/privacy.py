@@ -84,8 +84,11 @@ def purge(store: KVStore) -> dict[str, int]:
     and their user, like an erasure; their numbers and times stay for the desk's figures."""
     cutoff = timezone.now() - timedelta(days=settings.SUPPORT_CLOSED_TICKET_RETENTION_DAYS)
     with transaction.atomic():
-        old = Ticket.objects.filter(status=Ticket.Status.CLOSED, closed_at__lt=cutoff).exclude(
-            subject=ERASED
+        # Not yet purged, or erased and then given content (nothing should, but a purge that
+        # skipped erased tickets for good would keep whatever did).
+        kept = TicketMessage.objects.exclude(text="", file_id="", file_name="", author_name="")
+        old = Ticket.objects.filter(status=Ticket.Status.CLOSED, closed_at__lt=cutoff).filter(
+            ~Q(subject=ERASED) | Q(pk__in=kept.values("ticket_id"))
         )
         ids = list(old.values_list("pk", flat=True))
         TicketMessage.objects.filter(ticket_id__in=ids).update(

@@ -125,6 +125,13 @@ def _user_message_create(
     *, ticket_id: int, author: Author, origin: Origin, content: Content, reopen: bool
 ) -> TicketMessage:
     ticket = _locked(ticket_id)
+    if author.telegram_id is not None and ticket.user_id != author.telegram_id:
+        # Not theirs (any more): the user was erased after their ticket was looked up, and
+        # the erasure, holding this lock, gave the ticket an anonymous user.
+        raise TicketClosedError(
+            f"ticket {ticket.pk} is not user {author.telegram_id}'s",
+            user_message=gettext("Ticket #%(number)s is closed.") % {"number": ticket.number},
+        )
     event = ""
     if not ticket.is_open:
         if not (reopen and reopenable(ticket)):

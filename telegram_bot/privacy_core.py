@@ -110,10 +110,20 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
             AuditEntry.objects.filter(actor_id=user).update(actor_id=anon, actor_name="")
             + AuditEntry.objects.filter(target_id=user).update(target_id=anon, target_name="")
             + AuditEntry.objects.filter(chat_id=user).update(chat_id=anon)
+            + _redact_audit_text(user)
         )
         counts["admin_history"] = _redact_admin_history(user)
-        jobs = [job.pk for job in _jobs_mentioning(user)]
-        counts["jobs"] = Job.objects.filter(pk__in=jobs).delete()[0]
+        kept, dropped = [], []
+        for job in _jobs_mentioning(user):
+            payload = _without_actor(job.payload, user, anon)
+            if payload is None:
+                dropped.append(job.pk)
+            else:
+                error = "" if mentions(job.last_error, user) else job.last_error
+                Job.objects.filter(pk=job.pk).update(payload=payload, last_error=error)
+                kept.append(job.pk)
+        counts["jobs"] = Job.objects.filter(pk__in=dropped).delete()[0]
+        counts["jobs_anonymised"] = len(kept)
     kv = [key for prefix in ("session:", "workflow:") for key in keys_naming(store, prefix, user)]
     kv += list(keys_naming(store, "rl:", user))
     kv += [key for key, _ in values_mentioning(store, "dlq:", user)]
@@ -142,6 +152,38 @@ def _redact_admin_history(user_id: int) -> int:
         if mentions(entry.object_repr, user_id) or mentions(entry.change_message, user_id)
     ]
     return LogEntry.objects.filter(pk__in=ids).update(object_repr=ERASED, change_message="")
+
+
+def _redact_audit_text(user_id: int) -> int:
+    """Entries whose words name the id (a chat preference's label and detail: a private
+    chat's id is its user's) lose those words: beside the anonymous id that replaced the id in
+    their columns, they would say who it stands for."""
+    text = str(user_id)
+    entries = AuditEntry.objects.filter(
+        Q(target_name__contains=text) | Q(detail__contains=text) | Q(reason__contains=text)
+    )
+    redacted = 0
+    for entry in entries:
+        fields = {
+            name: ERASED
+            for name in ("target_name", "detail", "reason")
+            if mentions(getattr(entry, name), user_id)
+        }
+        if fields:
+            redacted += AuditEntry.objects.filter(pk=entry.pk).update(**fields)
+    return redacted
+
+
+def _without_actor(payload: Any, user_id: int, anonymous_id: int) -> dict[str, Any] | None:
+    """A job the erased person only asked for (``actor_id``: a moderator's ban of someone
+    else, waiting out Telegram's rate limit) is another member's business: it stays, with the
+    anonymous id for its actor. None for a job that is about them: it is deleted."""
+    if not isinstance(payload, dict) or payload.get("actor_id") != user_id:
+        return None
+    kept = {**payload, "actor_id": anonymous_id}
+    if "actor_name" in kept:
+        kept["actor_name"] = ""
+    return None if mentions(kept, user_id) else kept
 
 
 def _jobs_mentioning(user_id: int) -> list[Job]:
