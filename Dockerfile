@@ -26,8 +26,9 @@ RUN DJANGO_SECRET_KEY=build-only-key-not-used-at-run-time-000000 \
 
 USER 10001
 EXPOSE 8000
-# /healthz answers while gunicorn serves; the worker service overrides this (compose.yaml).
+# /healthz answers while gunicorn serves, asked with an allowed Host (config/healthcheck.py);
+# the worker service overrides this (compose.yaml).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-  CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8000'), timeout=4)"]
+  CMD ["python", "-m", "config.healthcheck"]
 # SIGTERM (docker stop): gunicorn finishes requests in flight within 8 s, under docker's 10 s.
 CMD ["sh", "-c", "exec gunicorn config.wsgi --bind ${HOST}:${PORT} --workers ${WEB_CONCURRENCY:-2} --threads 4 --worker-class gthread --graceful-timeout 8 --access-logfile - --logger-class config.gunicorn_logging.QuietProbesLogger"]

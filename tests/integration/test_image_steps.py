@@ -123,6 +123,8 @@ def test_the_image_steps_build_serve_pass_the_healthcheck_and_stop(tmp_path: Pat
             "PORT": str(port),
             "HOST": "127.0.0.1",
             "WEB_CONCURRENCY": "1",
+            # As in production: the public name only (a probe with Host 127.0.0.1 is a 400).
+            "DJANGO_ALLOWED_HOSTS": "bot.example.org",
         }
     )
     subprocess.run(
@@ -147,7 +149,10 @@ def test_the_image_steps_build_serve_pass_the_healthcheck_and_stop(tmp_path: Pat
                 break
             time.sleep(0.5)
         assert result.returncode == 0, result.stderr
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=10):
+        page = urllib.request.Request(
+            f"http://127.0.0.1:{port}/admin/login/", headers={"Host": "bot.example.org"}
+        )
+        with urllib.request.urlopen(page, timeout=10):  # noqa: S310 - a fixed http URL
             pass
         # docker stop: SIGTERM to PID 1 (gunicorn, exec'd by the sh of CMD).
         web.send_signal(signal.SIGTERM)
@@ -162,6 +167,7 @@ def test_the_image_steps_build_serve_pass_the_healthcheck_and_stop(tmp_path: Pat
     access = (tmp_path / "web.log").read_text()
     assert '"GET /admin/login/ HTTP/1.1" 200' in access
     assert "/healthz" not in access
+    assert "DisallowedHost" not in access
 
 
 def free_port() -> int:

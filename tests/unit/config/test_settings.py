@@ -169,3 +169,19 @@ def test_database_urls() -> None:
     absolute = database_from_url("sqlite:////tmp/tgcp-test/a.sqlite3")
     assert absolute["NAME"] == "/tmp/tgcp-test/a.sqlite3"
     assert "journal_mode=WAL" in absolute["OPTIONS"]["init_command"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("allowed", "host"),
+    [
+        ("", "127.0.0.1"),
+        ("*", "127.0.0.1"),
+        ("bot.example.org", "bot.example.org"),
+        (" .example.org , other.org", "example.org"),
+        ("*, bot.example.org", "bot.example.org"),
+    ],
+)
+def test_the_image_healthcheck_asks_with_an_allowed_host(allowed: str, host: str) -> None:
+    from config.healthcheck import probe_host
+
+    assert probe_host(allowed) == host
