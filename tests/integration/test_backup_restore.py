@@ -14,6 +14,7 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -115,6 +116,7 @@ def test_a_restored_backup_serves_the_old_data(databases: tuple[str, str], tmp_p
     ).strip()
     dump = tmp_path / "tgcp.dump"
     run(old, "bash", "deploy/backup", str(dump))
+    assert stat.S_IMODE(dump.stat().st_mode) == 0o600  # sessions, password hashes, tickets
     # A restore refuses a database that is not empty (it would mix two states).
     refused = subprocess.run(
         ["bash", "deploy/restore", str(dump)], cwd=ROOT, env=old, capture_output=True, text=True

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +80,12 @@ def test_export_permission_does_not_erase(client: Client, store: KVStore) -> Non
 def test_export_user_writes_one_file(store: KVStore, tmp_path: Path) -> None:
     seed(store)
     target = tmp_path / "out.json"
-    call_command("export_user", str(USER), output=str(target))
+    old_umask = os.umask(0o022)  # a usual umask: the file must be private whatever it is
+    try:
+        call_command("export_user", str(USER), output=str(target))
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600  # one person's data
     document = json.loads(target.read_text())
     assert set(document["apps"]) >= {"support", "stats", "community", "moderation"}
     with pytest.raises(CommandError, match="exists"):

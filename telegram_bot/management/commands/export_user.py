@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,12 @@ class Command(BaseCommand):
             self.stdout.write(document)
             return
         path = Path(output)
-        if path.exists():
-            raise CommandError(f"{path} exists; choose another --output.")
-        path.write_text(document + "\n", encoding="utf-8")
+        try:  # created here, readable by its owner only: it is one person's data
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise CommandError(f"{path} exists; choose another --output.") from None
+        except OSError as exc:
+            raise CommandError(f"cannot write {path}: {exc.strerror}") from None
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(document + "\n")
         self.stdout.write(f"Wrote {path}.")
