@@ -253,8 +253,14 @@ def parse_url(name: str, value: str, schemes: tuple[str, ...]) -> ParsedUrl:
     try:
         parts = urlsplit(value)
         port = parts.port
-    except ValueError as exc:
-        raise ConfigError(name, f"is not a valid URL ({exc})") from None
+    except ValueError:
+        # Never urlsplit's words: they quote the part after the first ":" of the netloc, a
+        # password holding "/", "#" or "?" cut off there.
+        problem = (
+            "is not a valid URL (the port is not a number; in a password, write / # ? @ : %"
+            " as %2F %23 %3F %40 %3A %25)"
+        )
+        raise ConfigError(name, problem) from None
     scheme = parts.scheme.lower()
     if scheme not in schemes:
         expected = ", ".join(f"{s}://" for s in schemes)

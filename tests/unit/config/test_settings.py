@@ -101,6 +101,15 @@ def test_a_bad_setting_stops_manage_py_with_one_line(
     assert problem in lines[0]
 
 
+def test_a_database_password_that_breaks_the_url_is_not_echoed() -> None:
+    url = "postgres://tgcp:Zx9/Qp2+rT5sVb8=@db:5432/tgcp"  # openssl rand -base64 output
+    result = run_manage({**BASE_ENV, "DATABASE_URL": url})
+    assert result.returncode == 2
+    assert "Zx9" not in result.stderr + result.stdout
+    assert "configuration error: DATABASE_URL: is not a valid URL" in result.stderr
+    assert "%2F" in result.stderr
+
+
 def test_a_bad_token_is_not_echoed() -> None:
     secret = "99999:this-is-a-leaked-secret with space"
     result = run_manage({**BASE_ENV, "TELEGRAM_BOT_TOKEN": secret, "OWNER_TELEGRAM_ID": "1"})
