@@ -122,6 +122,13 @@ def test_a_restored_backup_serves_the_old_data(databases: tuple[str, str], tmp_p
         ["bash", "deploy/restore", str(dump)], cwd=ROOT, env=old, capture_output=True, text=True
     )
     assert refused.returncode == 2 and "restore into an empty one" in refused.stderr
+    # No Python to run migrate: refused before loading, so the database stays empty and the
+    # next run (with one) is not refused for its tables.
+    missing = {**new, "PYTHON": str(tmp_path / "no-such-python")}
+    refused = subprocess.run(
+        ["bash", "deploy/restore", str(dump)], cwd=ROOT, env=missing, capture_output=True, text=True
+    )
+    assert refused.returncode == 2 and "no Python" in refused.stderr
     run(new, "bash", "deploy/restore", str(dump))
     # DEBUG is off: the admin's pages need the collected static files' manifest; collected
     # into this test's own folder, not var/static, which other tests' processes read meanwhile.
