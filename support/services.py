@@ -341,12 +341,21 @@ def bot_message_link(
     message_id: int,
     audience: str,
 ) -> None:
-    """Remember that the bot's message ``message_id`` in ``chat_id`` belongs to the ticket."""
-    TicketBotMessage.objects.get_or_create(
-        chat_id=chat_id,
-        message_id=message_id,
-        defaults={"ticket_id": ticket_id, "entry": entry, "audience": audience},
-    )
+    """Remember that the bot's message ``message_id`` in ``chat_id`` belongs to the ticket.
+
+    A message to the user is linked only while the ticket is still theirs: under the ticket's
+    lock, an erasure that finished during the send (it gave the ticket an anonymous chat) is
+    seen, and no row ties the person's chat to the erased ticket again."""
+    with transaction.atomic():
+        if audience == TicketBotMessage.Audience.USER and not (
+            Ticket.objects.select_for_update().filter(pk=ticket_id, chat_id=chat_id).exists()
+        ):
+            return
+        TicketBotMessage.objects.get_or_create(
+            chat_id=chat_id,
+            message_id=message_id,
+            defaults={"ticket_id": ticket_id, "entry": entry, "audience": audience},
+        )
 
 
 # --- helpers ---------------------------------------------------------------------------------

@@ -4,14 +4,18 @@ export of other people's join requests."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 
 from community.models import ChatPolicy
+from support import delivery, flows
 from support import services as support_services
-from support.models import Ticket, TicketMessage
+from support.models import Ticket, TicketBotMessage, TicketMessage
 from support.privacy import purge as support_purge
+from support.services import Author, Origin
+from support.validation import Content
 from telegram_bot.audit import Actor
 from telegram_bot.jobs.models import Job
 from telegram_bot.models import AuditEntry, BotAdmin
@@ -119,3 +123,25 @@ def test_an_admins_export_holds_their_part_of_other_peoples_join_requests_only(
     requester = export_user(OTHER)["apps"]["community"]
     [record] = requester["join_requests"]
     assert "nurse in Riga" in record["summary"]
+
+
+def test_an_answer_delivered_during_the_erasure_does_not_link_the_chat_to_the_ticket(
+    store: KVStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    process_update(private("/support Help me please"))
+    ticket = Ticket.objects.get(user_id=USER)
+    real = delivery._send_user_message
+
+    def erase_then_send(*args: Any, **kwargs: Any) -> Any:
+        erase_user(USER, actor=OPERATOR, source="admin")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(delivery, "_send_user_message", erase_then_send)
+    flows.admin_reply(
+        ticket_id=ticket.pk,
+        author=Author("site:ann"),
+        origin=Origin(form_token=uuid.uuid4()),
+        content=Content(kind="text", text="Here is the answer"),
+    )
+    monkeypatch.undo()
+    assert not TicketBotMessage.objects.filter(chat_id=USER).exists()
