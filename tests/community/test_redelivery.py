@@ -78,16 +78,28 @@ def deliver(request: pytest.FixtureRequest, post_update: Any) -> Deliver:
 def fail_once(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
     """Make ``services.<name>`` raise StateUnavailableError the first time it is called (the
     KV store went away right then); return the list of calls made so far."""
-    original = getattr(services, name)
+    unreachable = StateUnavailableError("the KV store is unreachable")
+    return fail_once_in(monkeypatch, services, name, unreachable)
+
+
+def fail_once_in(
+    monkeypatch: pytest.MonkeyPatch,
+    module: Any,
+    name: str,
+    error: Exception | None = None,
+) -> list[int]:
+    """Make ``module.<name>`` raise ``error`` (by default a database error) the first time it
+    is called; return the list of calls made so far."""
+    original = getattr(module, name)
     calls: list[int] = []
 
     def flaky(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         if len(calls) == 1:
-            raise StateUnavailableError("the KV store is unreachable")
+            raise error or OperationalError("server closed the connection unexpectedly")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(services, name, flaky)
+    monkeypatch.setattr(module, name, flaky)
     return calls
 
 
@@ -226,20 +238,6 @@ def test_a_delivery_that_failed_before_asking_is_finished_by_the_redelivery(
     [key] = memory_store.scan_all("jr:r:")
     record = record_of(f"jr:a:{key.rsplit(':', 1)[1]}")
     assert record is not None and record.asked and record.pending
-
-
-def fail_once_in(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> None:
-    """Make ``module.<name>`` raise a database error the first time it is called."""
-    original = getattr(module, name)
-    calls: list[int] = []
-
-    def flaky(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 1:
-            raise OperationalError("server closed the connection unexpectedly")
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, flaky)
 
 
 def test_a_delivery_that_failed_while_notifying_is_finished_by_the_redelivery(
