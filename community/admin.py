@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from community.models import BotChat, ChatPolicy, MemberMovement, MemberPolicy
 from telegram_bot.audit_admin import AuditedModelAdmin
+from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
 
 
 @admin.register(ChatPolicy)
@@ -101,7 +102,7 @@ class BotChatAdmin(admin.ModelAdmin):
 
 
 @admin.register(MemberMovement)
-class MemberMovementAdmin(admin.ModelAdmin):
+class MemberMovementAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read only: joins and leaves as the bot saw them (the overview's cards link here)."""
 
     list_display = ("at", "kind", "chat_id", "user_id")
@@ -109,12 +110,3 @@ class MemberMovementAdmin(admin.ModelAdmin):
     search_fields = ("=chat_id", "=user_id")
     date_hierarchy = "at"
     ordering = ("-at",)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
-        return False

@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from moderation.models import ChatSettings, Warning
 from moderation.services import audit_settings
 from telegram_bot.audit import Actor
+from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
 
 
 @admin.register(ChatSettings)
@@ -70,7 +71,7 @@ class ChatSettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(Warning)
-class WarningAdmin(admin.ModelAdmin):
+class WarningAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "created_at",
         "chat_id",
@@ -84,12 +85,3 @@ class WarningAdmin(admin.ModelAdmin):
     )
     list_filter = ("revoked", "spent", "triggered")
     search_fields = ("=chat_id", "=user_id", "reason")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -22,7 +22,7 @@ from stats.models import (
 )
 from stats.views import stats_dashboard, stats_export_csv, stats_export_daily_csv
 from telegram_bot.audit_admin import AuditedModelAdmin
-from telegram_bot.ops.admin_site import register_view
+from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 
 SETTINGS_PK = 1  # the one row stats.config reads
 
@@ -45,15 +45,8 @@ register_view(
 )
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+class ReadOnlyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    pass
 
 
 @admin.register(StatsSettings)

@@ -23,7 +23,7 @@ from telegram_bot.audit_admin import AuditedModelAdmin, admin_actor, audited_act
 from telegram_bot.errors import BotError
 from telegram_bot.jobs.services import job_cancel, job_retry_now
 from telegram_bot.models import BlockedChat, BotAdmin, ChatPreference, DeliveryFailure, Job
-from telegram_bot.ops.admin_site import register_view
+from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 from telegram_bot.ops.dead_letter_views import (
     dead_letter_drop,
     dead_letter_list,
@@ -279,20 +279,11 @@ class FailureAdmin(django_q_admin.FailAdmin):
     actions = [resubmit_tasks]
 
 
-class ScheduleAdmin(django_q_admin.ScheduleAdmin):
+class ScheduleAdmin(ReadOnlyAdminMixin, django_q_admin.ScheduleAdmin):
     """django-q2's schedules, shown and never edited. A schedule names the function the worker
     imports and runs by its dotted path, so whoever may add or change one runs any code in the
     worker (the database, the bot's token). The apps declare their schedules in code and
     ``sync_schedules`` writes them; nobody, a superuser neither, writes them here."""
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 for _model, _model_admin in (

@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy
 
 from telegram_bot.audit import Actor, audit_step
 from telegram_bot.models import AuditEntry
+from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
 
 CSV_COLUMNS = (
     "created_at",
@@ -44,7 +45,7 @@ _ID = re.compile(r"-?[0-9]{1,18}")
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "created_at",
         "actor",
@@ -81,15 +82,6 @@ class AuditEntryAdmin(admin.ModelAdmin):
                 Q(actor_id=number) | Q(chat_id=number) | Q(target_id=number) | Q(update_id=number)
             )
         return results, distinct
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_export_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("telegram_bot.export_auditentry"))

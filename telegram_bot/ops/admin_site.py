@@ -80,6 +80,20 @@ def _permission_required(entry: OperationsView) -> Callable[..., HttpResponse]:
     return check
 
 
+class ReadOnlyAdminMixin:
+    """A model admin that shows and never writes: no add, change or delete, for anyone (a
+    superuser too). Before the ModelAdmin in the bases."""
+
+    def has_add_permission(self, request: HttpRequest, *args: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class OperatorsAdminSite(admin.AdminSite):
     site_header = gettext_lazy("Community bot administration")
     site_title = gettext_lazy("Community bot")
