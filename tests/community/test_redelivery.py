@@ -113,6 +113,12 @@ def join_update() -> dict[str, Any]:
     return make_join_request_update(user_id=REQUESTER, chat_id=CHAT)
 
 
+def only_token(store: KVStore) -> str:
+    """The token of the one join-request record the test made."""
+    [key] = store.scan_all("jr:r:")
+    return key.rsplit(":", 1)[1]
+
+
 def redeliver(deliver: Deliver, store: KVStore, update: dict[str, Any]) -> str:
     """What Telegram does after a 503 at mark_done: the update comes again, unmarked."""
     store.delete(f"upd:{update['update_id']}")
@@ -235,8 +241,7 @@ def test_a_delivery_that_failed_before_asking_is_finished_by_the_redelivery(
     [question] = bot.calls_to("sendMessage")
     assert question.params["chat_id"] == REQUESTER
     assert Job.objects.filter(kind=services.TIMEOUT_JOB).count() == 1
-    [key] = memory_store.scan_all("jr:r:")
-    record = record_of(f"jr:a:{key.rsplit(':', 1)[1]}")
+    record = record_of(f"jr:a:{only_token(memory_store)}")
     assert record is not None and record.asked and record.pending
 
 
@@ -254,8 +259,7 @@ def test_a_delivery_that_failed_while_notifying_is_finished_by_the_redelivery(
     assert notifications(bot) == []
     assert deliver(update) == "processed"
     assert sorted(call.params["chat_id"] for call in notifications(bot)) == [ADMIN, OWNER_ID]
-    [key] = memory_store.scan_all("jr:r:")
-    record = record_of(f"jr:a:{key.rsplit(':', 1)[1]}")
+    record = record_of(f"jr:a:{only_token(memory_store)}")
     assert record is not None and record.stage == STAGE_ADMINS and len(record.copies) == 2
     assert record.notified
     assert redeliver(deliver, memory_store, update) == "processed"  # told once: no third copy
@@ -273,8 +277,7 @@ def test_a_decide_job_finishes_a_hand_off_that_stopped_before_notifying(
     BotAdmin.objects.create(telegram_id=ADMIN)
     fail_once_in(monkeypatch, core_notifications, "admin_ids")
     assert deliver(join_update()) == "unavailable"
-    [key] = memory_store.scan_all("jr:r:")
-    token = key.rsplit(":", 1)[1]
+    token = only_token(memory_store)
     services.join_request_retry(token=token, attempt=2, last_attempt=False)
     assert sorted(call.params["chat_id"] for call in notifications(bot)) == [ADMIN, OWNER_ID]
     record = record_of(f"jr:a:{token}")
@@ -310,8 +313,7 @@ def test_an_answer_whose_run_failed_leaves_the_timeout_job_to_decide(
     assert job.status == JobStatus.QUEUED
     make_jobs_due()
     run_due("test-worker")
-    [key] = memory_store.scan_all("jr:r:")
-    record = record_of(f"jr:a:{key.rsplit(':', 1)[1]}")
+    record = record_of(f"jr:a:{only_token(memory_store)}")
     assert record is not None and record.status == DONE
     assert [c.params["user_id"] for c in bot.calls_to("declineChatJoinRequest")] == [REQUESTER]
 
@@ -514,8 +516,7 @@ def test_an_auto_approval_whose_settle_failed_is_finished_once(
     assert run_due("test") == 1
     assert len(succeeded(bot, "approveChatJoinRequest")) == 1
     assert texts_to(bot, CHAT) == ["Hi"]
-    [key] = memory_store.scan_all("jr:r:")
-    record = record_of(f"jr:a:{key.rsplit(':', 1)[1]}")
+    record = record_of(f"jr:a:{only_token(memory_store)}")
     assert record is not None and record.status == DONE
 
 
