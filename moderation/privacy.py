@@ -1,16 +1,20 @@
 """Moderation's personal data: warnings (given and received), the warned member's name, the
 admin cache and anti-flood windows. Erasure anonymises warnings, so a chat's moderation
-figures stay. See ``telegram_bot.privacy``."""
+figures stay, and waits while an action about the member is still to be applied. See
+``telegram_bot.privacy``."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.db import transaction
+from django.utils.translation import gettext as _
 
 from moderation.flood import flood_key
 from moderation.models import Warning, WarnState
 from moderation.rights import admins_key
+from moderation.services import JOB_KIND
+from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.privacy import Subject, delete_keys, values_mentioning
 from telegram_bot.state import KVStore
 
@@ -36,6 +40,23 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
             WarnState.objects.filter(user_id=user_id).values("chat_id", "username", "name")
         ),
         "anti_flood_windows": sorted(_flood_keys(store, user_id)),
+    }
+
+
+def erasure_blocked(user_id: int) -> str | None:
+    """A mute, ban, kick or their undoing of this member that waits out Telegram's rate limit
+    (a ``moderation.act`` job) must run first: erasing deletes jobs about the person, so a
+    member could otherwise escape a ban with /forgetme, or stay banned after an unban."""
+    pending = Job.objects.filter(
+        kind=JOB_KIND,
+        status__in=(JobStatus.QUEUED, JobStatus.RUNNING),
+        payload__user_id=user_id,
+    ).values_list("payload__action", flat=True)
+    actions = sorted({str(action) for action in pending})
+    if not actions:
+        return None
+    return _("a moderation action about this member (%(actions)s) is still to be applied") % {
+        "actions": ", ".join(actions)
     }
 
 

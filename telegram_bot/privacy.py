@@ -9,9 +9,11 @@ Every app names a ``privacy`` module in its ``FeatureConfig`` (the core's is
 
 and offers ``export(user_id, store) -> dict``, ``erase(subject, store) -> dict[str, int]``
 (idempotent: run again after a crash half-way, it finishes the work) and optionally
-``purge(store) -> dict[str, int]`` (the retention settings). ``tests/privacy`` fails when a
-model or key family of an installed app is declared nowhere, so a new app that stores personal
-data cannot skip its hooks.
+``purge(store) -> dict[str, int]`` (the retention settings) and ``erasure_blocked(user_id) ->
+str | None``: why the person cannot be erased yet (work about them that must finish first, such
+as a ban waiting out Telegram's rate limit, which the erasure would otherwise cancel).
+``tests/privacy`` fails when a model or key family of an installed app is declared nowhere,
+so a new app that stores personal data cannot skip its hooks.
 
 An erasure replaces the user, where a figure must keep counting (statistics, warnings, the
 audit log), by an anonymous id of its own: ``ANONYMOUS_BASE`` plus a random number, drawn once
@@ -63,6 +65,15 @@ class Subject:
 
     def marker(self, step: str) -> str:
         return f"{self.marker_prefix}{step}"
+
+
+class ErasureDeferred(Exception):
+    """The erasure did not start: an app holds work about the person that must finish first
+    (``erasure_blocked``). Nothing was erased; the reasons are for operators."""
+
+    def __init__(self, reasons: list[str]) -> None:
+        super().__init__("; ".join(reasons))
+        self.reasons = reasons
 
 
 @dataclass(frozen=True)
@@ -167,7 +178,11 @@ def erase_user(
 ) -> ErasureResult:
     """Erase or anonymise everything about ``user_id`` in every app, then record it in the
     audit log (the counts, not the data). Idempotent; after a crash, calling it again resumes
-    with the same anonymous id and completes the work."""
+    with the same anonymous id and completes the work. Raises ``ErasureDeferred``, having
+    erased nothing, while an app holds work about the person that must finish first."""
+    reasons = erasure_blockers(user_id)
+    if reasons:
+        raise ErasureDeferred(reasons)
     store = store or get_store()
     subject = start_run(store, user_id)
     counts: dict[str, dict[str, int]] = {}
@@ -184,6 +199,17 @@ def erase_user(
     )
     finish_run(store, subject)
     return ErasureResult(counts=counts, audit_id=entry.pk if entry else None)
+
+
+def erasure_blockers(user_id: int) -> list[str]:
+    """Why ``user_id`` cannot be erased yet, one reason per app that says so (none: it can)."""
+    reasons = []
+    for _label, module in privacy_modules():
+        blocked = getattr(module, "erasure_blocked", None)
+        reason = blocked(user_id) if blocked is not None else None
+        if reason:
+            reasons.append(reason)
+    return reasons
 
 
 def subject_digest(user_id: int) -> str:

@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from telegram_bot.audit import Actor
 from telegram_bot.pipeline.context import Context
-from telegram_bot.privacy import CONFIRM_PREFIX, erase_user
+from telegram_bot.privacy import CONFIRM_PREFIX, ErasureDeferred, erase_user
 
 log = logging.getLogger(__name__)
 CONFIRM_TTL_MS = 10 * 60 * 1000
@@ -58,7 +58,20 @@ def forget_me_confirm(ctx: Context) -> None:
     # Answered first: an erasure walks the KV store and may outlast the press's answer window
     # (measured: 12 s with 200,000 other keys), after which Telegram refuses the answer.
     ctx.answer_callback_quietly(_("Erasing your data..."))
-    erase_user(user_id, actor=SELF_SERVICE, source="button", update_id=ctx.update.update_id)
+    try:
+        erase_user(user_id, actor=SELF_SERVICE, source="button", update_id=ctx.update.update_id)
+    except ErasureDeferred as exc:
+        # A moderators' action about them is still to be applied: erasing now would cancel
+        # it. Nothing was erased; the confirmation is spent, a later /forgetme asks again.
+        log.info("erasure deferred: %s", exc)
+        ctx.store.delete(_record(ctx)[0])
+        ctx.edit_callback_message(
+            _(
+                "Nothing was erased yet: an action of a chat's moderators about you is still "
+                "to be applied. Send /forgetme again in a few minutes."
+            )
+        )
+        return
     ctx.edit_callback_message(_("Everything this bot held about you has been erased."))
 
 

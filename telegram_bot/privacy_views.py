@@ -14,11 +14,14 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from telegram_bot.audit import Actor
-from telegram_bot.privacy import check_user_id, erase_user
+from telegram_bot.models import BotAdmin
+from telegram_bot.privacy import ErasureDeferred, check_user_id, erase_user
 from telegram_bot.privacy_files import export_json
 
 EXPORT_PERMISSION = "telegram_bot.export_personal_data"
 ERASE_PERMISSION = "telegram_bot.erase_personal_data"
+# Erasing a run-time bot admin deletes their row: the same as deleting it in the admin site.
+DELETE_ADMIN_PERMISSION = "telegram_bot.delete_botadmin"
 
 
 class UserIdField(forms.CharField):
@@ -65,9 +68,27 @@ def privacy_export(request: HttpRequest) -> HttpResponse:
 def privacy_erase(request: HttpRequest) -> HttpResponse:
     form = EraseForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        result = erase_user(
-            form.cleaned_data["user_id"], actor=_site_actor(request), source="admin"
-        )
+        user_id = form.cleaned_data["user_id"]
+        if BotAdmin.objects.filter(telegram_id=user_id).exists() and not request.user.has_perm(
+            DELETE_ADMIN_PERMISSION
+        ):
+            form.add_error(
+                None,
+                _(
+                    "This user is a bot admin: erasing them removes them as an admin, which "
+                    "needs the permission to delete bot admins. Nothing was erased."
+                ),
+            )
+            return _page(request, form, _("Erase personal data"), "erase")
+        try:
+            result = erase_user(user_id, actor=_site_actor(request), source="admin")
+        except ErasureDeferred as exc:
+            form.add_error(
+                None,
+                _("Not erased yet: %(reasons)s. Try again in a few minutes.")
+                % {"reasons": "; ".join(exc.reasons)},
+            )
+            return _page(request, form, _("Erase personal data"), "erase")
         messages.success(
             request,
             _("Erased: %(summary)s.") % {"summary": result.summary or _("nothing was held")},

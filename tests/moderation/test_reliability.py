@@ -17,6 +17,7 @@ from telegram_bot.models import AuditEntry
 from telegram_bot.pipeline import idempotency
 from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.state import get_store
+from tests.builders import make_callback_update, make_message_update
 from tests.fakes.telegram import FakeTelegramServer
 from tests.moderation.helpers import (
     CHAT_OWNER,
@@ -123,3 +124,27 @@ def test_two_moderators_warning_at_the_limit_trigger_one_mute(bot: FakeTelegramS
     assert triggered == total // 3
     assert len(ok_calls(bot, "restrictChatMember")) == triggered
     assert AuditEntry.objects.filter(action="mute", source="auto").count() == triggered
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_member_whose_ban_waits_on_flood_control_cannot_escape_it_by_forgetme(
+    bot: FakeTelegramServer,
+) -> None:
+    """/forgetme deletes the jobs about the member: before, it deleted the queued ban too."""
+    describe_group(bot)
+    bot.fail_next("banChatMember", status=429, retry_after=7)
+    run(command("/ban spam", reply_to=member_message()))
+    job = Job.objects.get(kind="moderation.act")
+
+    assert run(make_message_update("/forgetme", chat_id=MEMBER, user_id=MEMBER)) == (
+        Outcome.PROCESSED
+    )
+    [[erase], _cancel] = bot.calls_to("sendMessage")[-1].params["reply_markup"]["inline_keyboard"]
+    assert run(make_callback_update(erase["callback_data"], user_id=MEMBER)) == Outcome.PROCESSED
+    told = bot.calls_to("editMessageText")[-1].params["text"]
+    assert told.startswith("Nothing was erased yet")
+    assert not AuditEntry.objects.filter(action="privacy_erase").exists()
+
+    Job.objects.filter(pk=job.pk).update(next_attempt=timezone.now())
+    assert run_due("test-worker") == 1
+    assert bot.chat_member(-100777, MEMBER)["status"] == "kicked"

@@ -30,7 +30,7 @@ from stats import keys as stats_keys
 from stats.member_months import month_write
 from stats.models import ChatUserProfile, DailyUserStat
 from telegram_bot.audit import Actor, audit_record
-from telegram_bot.jobs.models import Job
+from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.models import BlockedChat, BotAdmin, ChatPreference, DeliveryFailure
 from telegram_bot.pipeline.process import process_update
 from telegram_bot.privacy import CONFIRM_PREFIX, key_names, privacy_modules
@@ -114,7 +114,13 @@ def _seed_core(store: KVStore) -> None:
         target_id=OTHER,
         target_name="Olga",
     )
-    Job.objects.create(kind="moderation.act", payload={"user_id": USER, "name": FIRST})
+    # A finished one: a job still to run about them defers the erasure (test_erasure_review).
+    Job.objects.create(
+        kind="moderation.act",
+        payload={"user_id": USER, "name": FIRST},
+        status=JobStatus.SUCCEEDED,
+        finished_at=timezone.now(),
+    )
     store.set(f"session:u:{USER}", {"v": 1, "d": {"lang": "en"}})
     store.set(f"workflow:{USER}:{USER}", {"name": "support.open", "step": "text", "data": {}})
     store.set(f"rl:u:{USER}:1", 1, 60_000)

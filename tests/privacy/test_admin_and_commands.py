@@ -13,10 +13,11 @@ from django.contrib.auth.models import Permission, User
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from telegram_bot.models import AuditEntry
+from telegram_bot.jobs.models import Job
+from telegram_bot.models import AuditEntry, BotAdmin
 from telegram_bot.privacy import ERASE_ACTION, EXPORT_ACTION
 from telegram_bot.state import KVStore
-from tests.privacy.seed import USER, chat_totals, seed, traces
+from tests.privacy.seed import OTHER, USER, chat_totals, seed, traces
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,7 +56,7 @@ def test_a_bad_user_id_is_refused_with_a_message(
 def test_the_erase_page_needs_the_id_twice(client: Client, store: KVStore) -> None:
     seed(store)
     totals = chat_totals()
-    operator(client, "erase_personal_data")
+    operator(client, "erase_personal_data", "delete_botadmin")  # the seed's USER is an admin
     response = client.post("/admin/privacy/erase/", {"user_id": str(USER), "confirm": "1234"})
     assert response.status_code == 400
     assert b"The two ids differ" in response.content
@@ -69,6 +70,37 @@ def test_the_erase_page_needs_the_id_twice(client: Client, store: KVStore) -> No
     assert traces(store) == {}
     assert chat_totals() == totals
     assert AuditEntry.objects.get(action=ERASE_ACTION).actor_name == "site:operator"
+
+
+def test_erasing_a_bot_admin_needs_the_permission_to_delete_bot_admins(
+    client: Client, store: KVStore
+) -> None:
+    """An erasure deletes the person's bot admin row: with the erase permission alone, an
+    operator could remove any run-time admin they may not delete in the admin site."""
+    seed(store)
+    operator(client, "erase_personal_data")
+    response = client.post("/admin/privacy/erase/", {"user_id": str(USER), "confirm": str(USER)})
+    assert response.status_code == 400
+    assert b"needs the permission to delete bot admins" in response.content
+    assert BotAdmin.objects.filter(telegram_id=USER).exists()
+    assert not AuditEntry.objects.filter(action=ERASE_ACTION).exists()
+    assert traces(store)  # nothing was erased
+
+
+def test_a_pending_moderation_action_defers_the_erasure_with_a_message(
+    client: Client, store: KVStore, capsys: Any
+) -> None:
+    job = Job.objects.create(
+        kind="moderation.act", payload={"user_id": OTHER, "action": "ban", "chat_id": -1}
+    )
+    operator(client, "erase_personal_data")
+    response = client.post("/admin/privacy/erase/", {"user_id": str(OTHER), "confirm": str(OTHER)})
+    assert response.status_code == 400
+    assert b"Not erased yet: a moderation action about this member (ban)" in response.content
+    with pytest.raises(CommandError, match=r"Not erased yet: .*\(ban\)"):
+        call_command("erase_user", str(OTHER), yes=True)
+    assert Job.objects.filter(pk=job.pk).exists()
+    assert not AuditEntry.objects.filter(action=ERASE_ACTION).exists()
 
 
 def test_export_permission_does_not_erase(client: Client, store: KVStore) -> None:

@@ -17,10 +17,10 @@ from support.privacy import purge as support_purge
 from support.services import Author, Origin
 from support.validation import Content
 from telegram_bot.audit import Actor
-from telegram_bot.jobs.models import Job
+from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.models import AuditEntry, BotAdmin
 from telegram_bot.pipeline.process import process_update
-from telegram_bot.privacy import erase_user, export_user, is_anonymous
+from telegram_bot.privacy import ErasureDeferred, erase_user, export_user, is_anonymous
 from telegram_bot.state import KVStore
 from tests.builders import make_join_request_update, make_message_update
 from tests.privacy.seed import OTHER, USER, person
@@ -81,30 +81,52 @@ def test_an_audit_entry_whose_words_name_the_id_loses_them(
     assert str(USER) not in entry.target_name + entry.detail + entry.reason
 
 
-def test_erasing_a_moderator_keeps_their_pending_ban_of_another_member(store: KVStore) -> None:
-    def act(user_id: int, actor_id: int, update_id: int) -> Job:
-        payload = {
-            "chat_id": CHAT,
-            "actor_id": actor_id,
-            "actor_name": "Zebulon" if actor_id == USER else "Olga",
-            "source": "command",
-            "update_id": update_id,
-            "action": "ban",
-            "user_id": user_id,
-            "name": "someone",
-            "seconds": None,
-            "reason": "spam",
-        }
-        key = f"mod:{CHAT}:{update_id}:ban:1"
-        return Job.objects.create(kind="moderation.act", payload=payload, dedupe_key=key)
+def moderation_job(user_id: int, actor_id: int, update_id: int, action: str = "ban") -> Job:
+    """A ``moderation.act`` job waiting out Telegram's rate limit, as ``_retry_later`` makes."""
+    payload = {
+        "chat_id": CHAT,
+        "actor_id": actor_id,
+        "actor_name": "Zebulon" if actor_id == USER else "Olga",
+        "source": "command",
+        "update_id": update_id,
+        "action": action,
+        "user_id": user_id,
+        "name": "someone",
+        "seconds": None,
+        "reason": "spam",
+    }
+    key = f"mod:{CHAT}:{update_id}:{action}:{user_id}"
+    return Job.objects.create(kind="moderation.act", payload=payload, dedupe_key=key)
 
-    theirs = act(OTHER, USER, 42)  # the erased moderator's ban of another member
-    about = act(USER, OTHER, 43)  # a ban of the erased member
+
+def test_erasing_a_moderator_keeps_their_pending_ban_of_another_member(store: KVStore) -> None:
+    theirs = moderation_job(OTHER, USER, 42)  # the erased moderator's ban of another member
     erase_user(USER, actor=OPERATOR, source="admin")
     theirs.refresh_from_db()
     assert theirs.payload["user_id"] == OTHER and is_anonymous(theirs.payload["actor_id"])
     assert theirs.payload["actor_name"] == ""
+
+
+@pytest.mark.parametrize("action", ["ban", "unban"])
+def test_a_pending_action_about_the_member_defers_their_erasure(
+    store: KVStore, action: str
+) -> None:
+    """Erasing deletes the jobs about the person: a member whose ban waits out Telegram's
+    rate limit would escape it by /forgetme (and one whose unban waits would stay banned)."""
+    about = moderation_job(USER, OTHER, 43, action)
+    BotAdmin.objects.create(telegram_id=USER, display_name="Zebulon")
+    with pytest.raises(
+        ErasureDeferred, match=f"moderation action about this member \\({action}\\)"
+    ):
+        erase_user(USER, actor=OPERATOR, source="admin")
+    assert Job.objects.filter(pk=about.pk).exists()  # nothing was erased
+    assert BotAdmin.objects.filter(telegram_id=USER).exists()
+    assert not list(store.scan_all("lock:erase:"))  # no run was started
+
+    Job.objects.filter(pk=about.pk).update(status=JobStatus.SUCCEEDED)  # the job ran
+    erase_user(USER, actor=OPERATOR, source="admin")
     assert not Job.objects.filter(pk=about.pk).exists()
+    assert not BotAdmin.objects.filter(telegram_id=USER).exists()
 
 
 def test_an_admins_export_holds_their_part_of_other_peoples_join_requests_only(

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from telegram_bot.audit import Actor
-from telegram_bot.privacy import check_user_id, erase_user
+from telegram_bot.privacy import ErasureDeferred, check_user_id, erase_user
 
 
 class Command(BaseCommand):
@@ -27,5 +27,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         if not options["yes"]:
             raise CommandError("Erasure cannot be undone: run it again with --yes.")
-        result = erase_user(user_id, actor=Actor(None, "manage.py erase_user"), source="admin")
+        try:
+            result = erase_user(user_id, actor=Actor(None, "manage.py erase_user"), source="admin")
+        except ErasureDeferred as exc:
+            raise CommandError(f"Not erased yet: {exc}. Run it again in a few minutes.") from None
         self.stdout.write(f"Erased: {result.summary or 'nothing was held'}.")
