@@ -56,6 +56,7 @@ from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_cancel, job_enqueue, job_retry_later
 from telegram_bot.languages import operators_language
 from telegram_bot.notifications import FollowUp, delivery_failed, notify_admins
+from telegram_bot.privacy import erasure_running
 from telegram_bot.state import get_store
 from telegram_bot.state.workflows import WorkflowStore
 from telegram_bot.updates import ChatJoinRequest
@@ -172,6 +173,8 @@ def join_request_receive(*, request: JoinRequest, update_id: int) -> JoinRequest
     )
     if not record.pending or not _become_newest(record):
         return record  # decided or closed: nothing is left to do for this update
+    if _requester_erased(record):
+        return None
     if record.stage == STAGE_QUESTION:
         if record.asked:
             pass  # the question went out: the answer or the timeout job takes it from here
@@ -535,6 +538,9 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy) -> None:
         ttl_ms=timeout * 1000,
         data={"token": record.token, "timeout_job": job.pk},
     )
+    if _requester_erased(record):  # after the workflow, its last write about the requester
+        job_cancel(job_id=job.pk)
+        return
     try:
         get_client().send_message(
             chat_id=record.user_chat_id,
@@ -553,6 +559,27 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy) -> None:
     # Recorded after sending: a delivery that stops before this point is finished by the
     # re-delivery, which asks again (the timeout job is the same one, by its dedupe key).
     _records().update(record.token, lambda r: None if r.asked else replace(r, asked=True))
+
+
+def _requester_erased(record: JoinRequestRecord) -> bool:
+    """True, having taken back this request's keys (its record, the requester's index and
+    workflow naming it), when the requester's erasure ran meanwhile: it is running now (it may
+    have scanned past these keys), or it ran between two of our writes (it deleted the record
+    and missed the writes after). Called after a write about the requester: an erasure that
+    starts later finds the write itself."""
+    store = get_store()
+    records = _records()
+    if not erasure_running(store, record.user_id) and records.get(record.token) is not None:
+        return False
+    log.info("join request %s: its requester is being erased: dropped", record.token)
+    workflows = WorkflowStore(store)
+    workflow = workflows.get(chat_id=record.user_chat_id, user_id=record.user_id)
+    if workflow is not None and workflow.data.get("token") == record.token:
+        workflows.cancel(chat_id=record.user_chat_id, user_id=record.user_id)
+    if records.newest(record.chat_id, record.user_id) == record.token:
+        store.delete(records.index_key(record.chat_id, record.user_id))
+    store.delete(records.key(record.token))
+    return True
 
 
 def _close_replaced(token: str) -> None:

@@ -228,6 +228,13 @@ def start_run(store: KVStore, user_id: int) -> Subject:
     return Subject(user_id=user_id, anonymous_id=int(run["anon"]), marker_prefix=f"{key}:")
 
 
+def erasure_running(store: KVStore, user_id: int) -> bool:
+    """Whether an erasure of ``user_id`` has started and not finished (its run record). A
+    writer that stores something about a person checks this after its last write: if it is
+    True, the erasure may have scanned past the write, and the writer takes it back itself."""
+    return store.get(f"{RUN_PREFIX}{subject_digest(user_id)}") is not None
+
+
 def finish_run(store: KVStore, subject: Subject) -> None:
     for key in list(store.scan_all(subject.marker_prefix)):
         store.delete(key)

@@ -4,11 +4,13 @@ export of other people's join requests."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from typing import Any
 
 import pytest
 
+from community import services as community_services
 from community.models import ChatPolicy
 from support import delivery, flows
 from support import services as support_services
@@ -16,13 +18,15 @@ from support.models import Ticket, TicketBotMessage, TicketMessage
 from support.privacy import purge as support_purge
 from support.services import Author, Origin
 from support.validation import Content
+from telegram_bot import privacy
 from telegram_bot.audit import Actor
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.models import AuditEntry, BotAdmin
-from telegram_bot.pipeline.process import process_update
+from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.privacy import ErasureDeferred, erase_user, export_user, is_anonymous
 from telegram_bot.state import KVStore
 from tests.builders import make_join_request_update, make_message_update
+from tests.fakes.telegram import FakeTelegramServer
 from tests.privacy.seed import OTHER, USER, person
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -167,3 +171,85 @@ def test_an_answer_delivered_during_the_erasure_does_not_link_the_chat_to_the_ti
     )
     monkeypatch.undo()
     assert not TicketBotMessage.objects.filter(chat_id=USER).exists()
+
+
+# --- a join request received while its requester is erased ---------------------------------
+def question_join(store: KVStore) -> dict[str, Any]:
+    ChatPolicy.objects.create(
+        chat_id=CHAT,
+        mode=ChatPolicy.Mode.QUESTION,
+        question="What is two plus two?",
+        answers="four",
+        timeout_seconds=120,
+    )
+    join = make_join_request_update(user_id=USER, chat_id=CHAT, bio="Zebulon, baker in Oslo")
+    join["chat_join_request"]["from"] = person(USER)
+    return join
+
+
+def left_behind(store: KVStore) -> list[str]:
+    """The KV keys that still name the erased requester (the join request's three)."""
+    return sorted(
+        key
+        for prefix in ("jr:", "workflow:")
+        for key in store.scan_all(prefix)
+        if str(USER) in key or str(USER) in repr(store.get(key))
+    )
+
+
+def questions(bot: FakeTelegramServer) -> list[Any]:
+    return [c for c in bot.calls_to("sendMessage") if c.params["chat_id"] == USER]
+
+
+def test_an_erasure_that_runs_between_two_writes_of_a_join_request_leaves_nothing(
+    store: KVStore, fake_telegram: FakeTelegramServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The erasure deletes the record written first and finishes before the newest-request
+    index and the question's workflow are written: before, both stayed (7 days and the
+    question's timeout) and the question went out."""
+    join = question_join(store)
+    real = community_services._become_newest
+
+    def erase_then_index(record: Any) -> bool:
+        erase_user(USER, actor=OPERATOR, source="admin")
+        return real(record)
+
+    monkeypatch.setattr(community_services, "_become_newest", erase_then_index)
+    assert process_update(join) == Outcome.PROCESSED
+    assert left_behind(store) == []
+    assert questions(fake_telegram) == []
+    assert not Job.objects.filter(status=JobStatus.QUEUED).exists()
+
+
+def test_a_join_request_received_while_the_erasure_runs_takes_its_own_keys_back(
+    store: KVStore, fake_telegram: FakeTelegramServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real threads: the erasure has scanned every app and not finished when the request
+    arrives; the request's writes come after the scans, so only the request can undo them."""
+    join = question_join(store)
+    scanned, go_on = threading.Event(), threading.Event()
+    real_finish = privacy.finish_run
+
+    def finish_later(*args: Any) -> None:
+        scanned.set()
+        assert go_on.wait(20)
+        real_finish(*args)
+
+    monkeypatch.setattr(privacy, "finish_run", finish_later)
+    eraser = threading.Thread(
+        target=erase_user, args=(USER,), kwargs={"actor": OPERATOR, "source": "admin"}
+    )
+    eraser.start()
+    try:
+        assert scanned.wait(20)
+        assert process_update(join) == Outcome.PROCESSED
+    finally:
+        go_on.set()
+        eraser.join(20)
+    assert left_behind(store) == []
+    assert questions(fake_telegram) == []
+    assert not Job.objects.filter(status=JobStatus.QUEUED).exists()
+    # A request after the erasure is new data: it is kept and asked as usual.
+    join["update_id"] += 1
+    assert process_update(join) == Outcome.PROCESSED
+    assert len(questions(fake_telegram)) == 1 and left_behind(store)
