@@ -245,7 +245,7 @@ def telegram_error(
     description = redact(str(payload.get("description") or ""))
     parameters = payload.get("parameters")
     parameters = parameters if isinstance(parameters, Mapping) else {}
-    retry_after = _float_or_none(parameters.get("retry_after"))
+    retry_after = _retry_after(parameters.get("retry_after"))
     if error_code == 429:
         return TelegramRateLimitError(
             method,
@@ -329,7 +329,20 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _float_or_none(value: Any) -> float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    return None
+# Telegram's flood waits are seconds, at most hours. A larger value comes from a broken proxy
+# or a local server; taken as sent it overflowed the retry job's date (the answer was lost).
+MAX_RETRY_AFTER = 24 * 3600.0
+
+
+def _retry_after(value: Any) -> float | None:
+    """``parameters.retry_after`` in seconds, within 0..``MAX_RETRY_AFTER``; None if it is no
+    number (or not a number: NaN, a negative one)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer beyond a float
+        return MAX_RETRY_AFTER
+    if seconds != seconds or seconds < 0:
+        return None
+    return min(seconds, MAX_RETRY_AFTER)

@@ -136,3 +136,26 @@ def test_the_mapping_ignores_malformed_parameters() -> None:
     error = telegram_error("sendMessage", status=400, payload=payload)
     assert error.retry_after is None
     assert error.description == ""
+
+
+@pytest.mark.parametrize(
+    ("sent", "kept"),
+    [
+        (7, 7.0),
+        (2.5, 2.5),
+        (10**12, 86400.0),
+        (10**400, 86400.0),
+        (float("inf"), 86400.0),
+        (float("nan"), 1.0),
+        (-5, 1.0),
+        ("30", 1.0),
+        (True, 1.0),
+    ],
+)
+def test_retry_after_is_kept_within_a_day(sent: object, kept: float) -> None:
+    """A broken proxy's retry_after of 10**12 s overflowed the retry job's date, so an answer
+    to deliver later went to the dead letters instead (no number: Telegram's 1 s)."""
+    payload = {"ok": False, "error_code": 429, "parameters": {"retry_after": sent}}
+    error = telegram_error("sendMessage", status=429, payload=payload)
+    assert isinstance(error, TelegramRateLimitError)
+    assert error.retry_after == kept
