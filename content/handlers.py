@@ -290,7 +290,9 @@ def _preview(ctx: Context, post: Post) -> None:
     except TelegramApiError as exc:
         ctx.reply(gettext("The preview failed: %(error)s") % {"error": exc.description or exc})
     else:
-        services.post_photo_remember(post_id=post.pk, file_id=delivery.sent_photo_file_id(message))
+        services.post_photo_remember(
+            post_id=post.pk, photo=post.photo.name, file_id=delivery.sent_photo_file_id(message)
+        )
     text, markup = panel.preview_controls(post)
     ctx.reply(text, reply_markup=markup)
 
@@ -357,6 +359,14 @@ def edit_step(ctx: Context) -> None:
     if workflow is None:
         return
     post_id = int(workflow.data["post_id"])
+    if not ctx.update.text.strip():
+        # A sticker, a voice message, a location: no text to take. Read as "" it wiped a
+        # published caption (or every button) at once.
+        ctx.reply(
+            gettext("That message has no text. Send the new text as a message, or Cancel."),
+            reply_markup=panel.cancel_only(),
+        )
+        return
     try:
         with _audited(ctx, "post.edit", post_id) as step:
             step.detail = workflow.step

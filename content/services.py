@@ -222,13 +222,13 @@ def post_delete_draft(*, post_id: int) -> None:
     post.delete()
 
 
-def post_photo_remember(*, post_id: int, file_id: str) -> None:
-    """Keep Telegram's file_id of an uploaded photo (from a preview) so that later sends
-    need no upload. Only fills an empty field: never replaces a photo that changed since."""
-    if file_id:
-        Post.objects.filter(pk=post_id, photo_file_id="").exclude(photo="").update(
-            photo_file_id=file_id
-        )
+def post_photo_remember(*, post_id: int, photo: str, file_id: str) -> None:
+    """Keep Telegram's file_id of the uploaded photo ``photo`` (its stored name: every upload
+    gets a new one) that a preview sent, so that later sends need no upload. Only fills an
+    empty field of a post that still has that photo: a photo replaced while the preview was
+    in flight must not get the old photo's file_id (the publication would send the old one)."""
+    if file_id and photo:
+        Post.objects.filter(pk=post_id, photo_file_id="", photo=photo).update(photo_file_id=file_id)
 
 
 # --- helpers ----------------------------------------------------------------------------------
