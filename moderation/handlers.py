@@ -5,6 +5,7 @@ line naming the target. Refusals change nothing."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -103,6 +104,8 @@ def _admins_of(ctx: Context, message: Message) -> dict[int, ChatAdmin]:
 
 # -- who -------------------------------------------------------------------------------------
 
+_COMMAND_WORD = re.compile(r"\s*\S+\s+")  # "/ban@bot " before the first argument
+
 
 def resolve_target(req: Request, *, protect: bool = True) -> Target:
     """The member the command is about (by reply, text mention, @username or id); the args
@@ -116,6 +119,8 @@ def resolve_target(req: Request, *, protect: bool = True) -> Target:
             raise Refusal(_("That message was sent on behalf of a chat, not by a member."))
         user = reply.from_user
         target = Target(user.id, user.full_name, user.username or "")
+    elif (mentioned := _mention_first(req)) is not None:
+        target, req.args = mentioned
     elif req.args:
         target = _target_from_arg(req, req.args[0])
         req.args = req.args[1:]
@@ -128,10 +133,26 @@ def resolve_target(req: Request, *, protect: bool = True) -> Target:
     return target
 
 
-def _target_from_arg(req: Request, arg: str) -> Target:
+def _mention_first(req: Request) -> tuple[Target, list[str]] | None:
+    """A member picked from the mention menu (a ``text_mention``: one without a username) as
+    the command's first argument: them, and the words after the mention (which may hold
+    spaces: it shows their name). A mention further on is part of the reason, never the
+    target: ``/ban 5005 for harassing Bob`` bans 5005, not Bob."""
+    text = req.message.text or ""
+    command = _COMMAND_WORD.match(text)
+    if command is None:
+        return None
+    units = text.encode("utf-16-le")  # Telegram's offsets count UTF-16 code units
+    start = len(text[: command.end()].encode("utf-16-le")) // 2
     for entity in req.message.entities or []:
-        if entity.type == "text_mention" and entity.user is not None:
-            return Target(entity.user.id, entity.user.full_name, entity.user.username or "")
+        if entity.type == "text_mention" and entity.user is not None and entity.offset == start:
+            user = entity.user
+            rest = units[2 * (entity.offset + entity.length) :].decode("utf-16-le", "replace")
+            return Target(user.id, user.full_name, user.username or ""), rest.split()
+    return None
+
+
+def _target_from_arg(req: Request, arg: str) -> Target:
     if arg.isascii() and arg.isdigit():  # not "²", which int() refuses
         user_id = int(arg)
         if not 0 < user_id < MAX_USER_ID:
