@@ -1,6 +1,8 @@
-"""Durations typed by moderators: ``30s``, ``30m``, ``2h``, ``7d``, ``2w``, within Telegram's
+"""Durations typed by moderators: ``30s``, ``30m``, ``2h``, ``7d``, ``2w``, and their sums
+(``1h30m``), with Latin or Russian unit letters (``30м``, ``2ч``, ``7д``), within Telegram's
 range for restrictions (30 seconds to 366 days; outside it Telegram means "forever", which a
-typo must never silently become)."""
+typo must never silently become: anything that starts like a number and is not a duration is
+refused, never read as the reason)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,12 @@ from django.utils.translation import gettext_lazy
 from moderation.models import MAX_SECONDS, MIN_SECONDS
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DURATION = re.compile(r"^(\d{1,7})([smhdw])$")
-# What looks like an attempt at a duration (so "-5h" is refused rather than read as a reason).
-_LOOKS_LIKE = re.compile(r"^[-+]?\d+[a-z]*$", re.I)
+_UNITS |= {"с": 1, "м": 60, "ч": 3600, "д": 86400, "н": 7 * 86400}  # сек, мин, час, день, нед
+_PART = re.compile(r"([0-9]{1,7})([smhdwсмчдн])")
+_DURATION = re.compile(r"(?:[0-9]{1,7}[smhdwсмчдн]){1,5}")
+# What looks like an attempt at a duration: a number first, whatever follows ("-5h", "1.5h",
+# "10 min" is "10" then a reason): refused rather than read as the reason, which is forever.
+_LOOKS_LIKE = re.compile(r"^[-+]?\d")  # any digit: "٣m" is refused too
 HELP = gettext_lazy("Durations look like 30m, 2h or 7d (30 seconds to 366 days).")
 
 
@@ -28,13 +33,21 @@ def looks_like_duration(token: str) -> bool:
 
 def parse_duration(token: str) -> int:
     """Seconds of ``token``; DurationError (with a one-line answer) otherwise."""
-    match = _DURATION.match(token.lower())
-    if match is None:
-        raise DurationError(_("%(token)r is not a duration.") % {"token": token} + f" {HELP}")
-    seconds = int(match.group(1)) * _UNITS[match.group(2)]
+    text = token.lower()
+    if _DURATION.fullmatch(text) is None:
+        raise DurationError(
+            _("%(token)r is not a duration.") % {"token": _clip(token)} + f" {HELP}"
+        )
+    seconds = sum(int(number) * _UNITS[unit] for number, unit in _PART.findall(text))
     if not MIN_SECONDS <= seconds <= MAX_SECONDS:
-        raise DurationError(_("%(token)s is out of range.") % {"token": token} + f" {HELP}")
+        raise DurationError(_("%(token)s is out of range.") % {"token": _clip(token)} + f" {HELP}")
     return seconds
+
+
+def _clip(token: str) -> str:
+    """The token as a refusal quotes it: a command of 4,096 characters must get an answer
+    Telegram accepts."""
+    return token if len(token) <= 40 else token[:40] + "…"
 
 
 def describe(seconds: int | None) -> str:

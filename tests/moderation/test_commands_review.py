@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from moderation.durations import DurationError, looks_like_duration, parse_duration
 from moderation.models import Warning
 from telegram_bot.models import AuditEntry
 from tests.builders import user
@@ -83,3 +84,52 @@ def test_a_text_mention_as_the_first_argument_is_the_target_and_its_words_not_th
     run(update)
     assert [call.params["user_id"] for call in ok_calls(bot, "banChatMember")] == [OTHER]
     assert AuditEntry.objects.get(action="ban").reason == "spamming"
+
+
+# -- 2. a duration the parser does not recognise becomes "for good" -------------------------
+
+
+@pytest.mark.parametrize(
+    "duration",
+    [
+        "1h30m",  # a compound duration, common in other bots
+        "30\u043c",  # 30 with a Cyrillic "m" (the bot ships a Russian translation)
+        "1.5h",
+    ],
+)
+def test_a_mistyped_duration_is_never_forever(bot: FakeTelegramServer, duration: str) -> None:
+    """``durations.py``: "a typo must never silently become [forever]". ``looks_like_duration``
+    recognised only ``[-+]?digits[a-z]*``, so ``1h30m``, ``30м`` or ``1.5h`` were read as the
+    reason and the member was muted with no until_date: for good."""
+    describe_group(bot)
+    run(command(f"/mute {MEMBER} {duration} spamming"))
+    restricted = ok_calls(bot, "restrictChatMember")
+    forever = [c for c in restricted if not c.params.get("until_date")]
+    assert forever == [], f"muted for good: {answers(bot)}"
+    if duration == "1.5h":
+        assert answers(bot)[-1].startswith(f"'{duration}' is not a duration")
+    else:  # a sum, a Russian unit letter: durations now
+        assert answers(bot)[-1].endswith(("muted for 90m: spamming", "muted for 30m: spamming"))
+
+
+@pytest.mark.parametrize(
+    ("typed", "seconds"),
+    [
+        ("30m", 1800),
+        ("1h30m", 5400),
+        ("1d12h", 129600),
+        ("30м", 1800),
+        ("2Ч", 7200),
+        ("1н", 604800),
+        ("2w", 1209600),
+    ],
+)
+def test_durations_take_sums_and_russian_unit_letters(typed: str, seconds: int) -> None:
+    assert parse_duration(typed) == seconds
+
+
+@pytest.mark.parametrize("typed", ["1.5h", "10 min", "5x", "-5h", "٣m", "1h30", "367d", "1h" * 6])
+def test_a_token_that_starts_like_a_number_and_is_no_duration_is_refused(typed: str) -> None:
+    assert looks_like_duration(typed.split()[0])
+    with pytest.raises(DurationError):
+        parse_duration(typed.split()[0])
