@@ -36,17 +36,17 @@ def parse_duration(token: str) -> int:
     text = token.lower()
     if _DURATION.fullmatch(text) is None:
         raise DurationError(
-            _("%(token)r is not a duration.") % {"token": _clip(token)} + f" {HELP}"
+            _("%(token)r is not a duration.") % {"token": quoted(token)} + f" {HELP}"
         )
     seconds = sum(int(number) * _UNITS[unit] for number, unit in _PART.findall(text))
     if not MIN_SECONDS <= seconds <= MAX_SECONDS:
-        raise DurationError(_("%(token)s is out of range.") % {"token": _clip(token)} + f" {HELP}")
+        raise DurationError(_("%(token)s is out of range.") % {"token": quoted(token)} + f" {HELP}")
     return seconds
 
 
-def _clip(token: str) -> str:
-    """The token as a refusal quotes it: a command of 4,096 characters must get an answer
-    Telegram accepts."""
+def quoted(token: str) -> str:
+    """A command's argument as a refusal quotes it: a command of 4,096 characters must get an
+    answer Telegram accepts (a refused answer made the update a dead letter)."""
     return token if len(token) <= 40 else token[:40] + "…"
 
 

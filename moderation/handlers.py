@@ -14,7 +14,7 @@ from django.utils.translation import gettext_lazy
 
 from moderation import flood, panel, services, violations
 from moderation.conf import chat_settings
-from moderation.durations import DurationError, looks_like_duration, parse_duration
+from moderation.durations import DurationError, looks_like_duration, parse_duration, quoted
 from moderation.rights import (
     DELETE,
     GROUP_ANONYMOUS_BOT_ID,
@@ -156,7 +156,7 @@ def _target_from_arg(req: Request, arg: str) -> Target:
     if arg.isascii() and arg.isdigit():  # not "²", which int() refuses
         user_id = int(arg)
         if not 0 < user_id < MAX_USER_ID:
-            raise Refusal(_("%(arg)s is not a Telegram user id.") % {"arg": arg})
+            raise Refusal(_("%(arg)s is not a Telegram user id.") % {"arg": quoted(arg)})
         return Target(user_id)
     if arg.startswith("@") and len(arg) > 1:
         name = arg[1:]
@@ -168,11 +168,11 @@ def _target_from_arg(req: Request, arg: str) -> Target:
             return known
         raise Refusal(
             _("I don't know %(arg)s here: reply to one of their messages or use their id.")
-            % {"arg": arg}
+            % {"arg": quoted(arg)}
         )
     raise Refusal(
         _("%(arg)s is not a member: reply to their message, or give @username or id.")
-        % {"arg": arg[:40]}
+        % {"arg": quoted(arg)}
     )
 
 

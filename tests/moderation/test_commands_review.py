@@ -133,3 +133,31 @@ def test_a_token_that_starts_like_a_number_and_is_no_duration_is_refused(typed: 
     assert looks_like_duration(typed.split()[0])
     with pytest.raises(DurationError):
         parse_duration(typed.split()[0])
+# -- 9. refusals quote the argument whole: past Telegram's 4096 characters -----------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/ban @" + "a" * 4085,  # "I don't know @aaa... here: reply to one of their messages..."
+        f"/mute {MEMBER} " + "9" * 4070 + "m",  # "'999...m' is not a duration. Durations..."
+    ],
+)
+def test_a_refusal_quoting_a_long_argument_fits_one_message(
+    bot: FakeTelegramServer, text: str
+) -> None:
+    """``_target_from_arg`` clips the argument it quotes in one refusal (``arg[:40]``) but not
+    in "I don't know %(arg)s here", and ``parse_duration`` quotes the whole token: a command
+    of up to 4096 characters gets an answer longer than Telegram's 4096, which Telegram
+    refuses ("message is too long"); ``ctx.reply`` is outside the handler's try, so the update
+    becomes a dead letter and the moderator gets no answer. (The fake Bot API does not check
+    the length, so the test does.)"""
+    from telegram_bot.client.limits import TEXT_LIMIT
+
+    describe_group(bot)
+    assert len(text) <= 4096
+    run(command(text))
+    lengths = [len(c.params["text"]) for c in bot.calls_to("sendMessage")]
+    assert lengths and max(lengths) <= TEXT_LIMIT, f"answers of {lengths} characters"
+
+
