@@ -110,9 +110,9 @@ _COMMAND_WORD = re.compile(r"\s*\S+\s+")  # "/ban@bot " before the first argumen
 def resolve_target(req: Request, *, protect: bool = True) -> Target:
     """The member the command is about (by reply, text mention, @username or id); the args
     left are what follows. Refuses the bot, the owner and admins when ``protect``."""
-    reply = req.message.reply_to_message
+    reply = _replied(req.message)
     target: Target | None = None
-    if reply is not None and not _is_topic_root(reply):
+    if reply is not None:
         if reply.is_service:
             raise Refusal(_("That is a service message: reply to something a member wrote."))
         if reply.from_user is None or reply.sender_chat is not None:
@@ -174,6 +174,14 @@ def _target_from_arg(req: Request, arg: str) -> Target:
         _("%(arg)s is not a member: reply to their message, or give @username or id.")
         % {"arg": quoted(arg)}
     )
+
+
+def _replied(message: Message) -> Message | None:
+    """The message a command replies to; None for a forum topic's creation message, which
+    every message of the topic "replies" to (a bare /purge there deleted the chat's messages
+    of every topic from the topic's creation on)."""
+    reply = message.reply_to_message
+    return None if reply is None or _is_topic_root(reply) else reply
 
 
 def _is_topic_root(reply: Message) -> bool:
@@ -265,7 +273,7 @@ def warns(req: Request) -> str:
 
 @_command(DELETE)
 def delete(req: Request) -> str:
-    reply = req.message.reply_to_message
+    reply = _replied(req.message)
     if reply is None:
         raise Refusal(_("Reply to the message to delete."))
     req.ctx.client.delete_messages(
@@ -277,7 +285,7 @@ def delete(req: Request) -> str:
 
 @_command(DELETE)
 def purge(req: Request) -> str:
-    reply = req.message.reply_to_message
+    reply = _replied(req.message)
     if reply is None:
         raise Refusal(_("Reply to the first message to delete; /purge deletes from there on."))
     first, last = reply.message_id, req.message.message_id

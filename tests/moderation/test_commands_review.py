@@ -161,3 +161,41 @@ def test_a_refusal_quoting_a_long_argument_fits_one_message(
     assert lengths and max(lengths) <= TEXT_LIMIT, f"answers of {lengths} characters"
 
 
+# -- 8. in a forum topic, /del and /purge take the topic's root for the replied message ------
+
+
+def _in_topic(text: str, *, sender: int, root_id: int, message_id: int) -> dict:
+    """A message in a forum topic that replies to nothing: Telegram sets reply_to_message to
+    the topic's creation message (a service message) on every such message."""
+    from tests.builders import make_message
+
+    root = make_message(None, chat_id=GROUP, user_id=MEMBER)
+    root["message_id"] = root_id
+    root["message_thread_id"] = root_id
+    root["forum_topic_created"] = {"name": "Off-topic", "icon_color": 7322096}
+    update = command(text, sender=sender, reply_to=root)
+    update["message"].update(
+        message_id=message_id, message_thread_id=root_id, is_topic_message=True
+    )
+    return update
+
+
+@pytest.mark.parametrize("text", ["/purge", "/del"])
+def test_del_and_purge_without_a_reply_in_a_forum_topic_delete_nothing(
+    bot: FakeTelegramServer, text: str
+) -> None:
+    """``handlers.delete`` / ``purge`` use ``reply_to_message`` as is; ``resolve_target``
+    skips a topic root (``_is_topic_root``) but these two do not. So ``/purge`` typed in a
+    forum topic without a reply deletes every message of the whole chat (all topics: message
+    ids are chat-wide) from the topic's creation on, up to 500, and ``/del`` deletes the
+    topic's creation message, instead of "Reply to the message"."""
+    from tests.moderation.helpers import DELETER
+
+    describe_group(bot)
+    bot.set_chat(GROUP, "supergroup", title="Test group", is_forum=True)
+    run(_in_topic(text, sender=DELETER, root_id=2000, message_id=2300))
+    deleted = [i for c in ok_calls(bot, "deleteMessages") for i in c.params["message_ids"]]
+    assert deleted == [], f"deleted {len(deleted)} message(s) from #{min(deleted)}; {answers(bot)}"
+    assert answers(bot) and answers(bot)[0].startswith("Reply to")
+
+
