@@ -14,9 +14,12 @@ from django.utils.translation import gettext_lazy
 from moderation.models import MAX_SECONDS, MIN_SECONDS
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_UNITS |= {"с": 1, "м": 60, "ч": 3600, "д": 86400, "н": 7 * 86400}  # сек, мин, час, день, нед
-_PART = re.compile(r"([0-9]{1,7})([smhdwсмчдн])")
-_DURATION = re.compile(r"(?:[0-9]{1,7}[smhdwсмчдн]){1,5}")
+# Russian unit letters (s, m, h, d, w: sek, min, chas, den, nedelya), escaped: ruff refuses
+# letters that look like Latin ones.
+_UNITS |= {"\u0441": 1, "\u043c": 60, "\u0447": 3600, "\u0434": 86400, "\u043d": 7 * 86400}
+_LETTERS = "".join(_UNITS)
+_PART = re.compile(rf"([0-9]{{1,7}})([{_LETTERS}])")
+_DURATION = re.compile(rf"(?:[0-9]{{1,7}}[{_LETTERS}]){{1,5}}")
 # What looks like an attempt at a duration: a number first, whatever follows ("-5h", "1.5h",
 # "10 min" is "10" then a reason): refused rather than read as the reason, which is forever.
 _LOOKS_LIKE = re.compile(r"^[-+]?\d")  # any digit: "٣m" is refused too

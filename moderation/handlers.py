@@ -337,7 +337,7 @@ def on_member_change(ctx: Context) -> None:
 
 def panel_button(ctx: Context) -> None:
     try:
-        page, chat_id, op = panel.parse(ctx.update.callback_data)
+        page, chat_id, field, value = panel.parse(ctx.update.callback_data)
     except ValueError:
         ctx.answer_callback_quietly(_("This button is not valid."), alert=True)
         return
@@ -348,9 +348,17 @@ def panel_button(ctx: Context) -> None:
         if page == "set":
             user = ctx.update.user
             actor = Actor(user.id if user else None, user.full_name if user else "")
-            row = services.settings_toggle(
-                chat_id=chat_id, op=op, actor=actor, update_id=ctx.update.update_id
-            )
+            try:
+                row = services.settings_set(
+                    chat_id=chat_id,
+                    field=field,
+                    value=value,
+                    actor=actor,
+                    update_id=ctx.update.update_id,
+                )
+            except ValueError:
+                ctx.answer_callback_quietly(_("This button is not valid."), alert=True)
+                return
         else:
             row = services.settings_for_edit(chat_id)
         text, markup = panel.chat_view(row)

@@ -1,7 +1,9 @@
-"""The moderation page of the Telegram /panel: pick a chat, then toggle its settings.
+"""The moderation page of the Telegram /panel: pick a chat, then change its settings.
 
-Callback data: ``mod:p`` (the chats), ``mod:c:<chat>`` (one chat), ``mod:s:<chat>:<op>`` (one
-change, see ``services.PANEL_OPS``). Every change is validated and recorded in the audit log.
+Callback data: ``mod:p`` (the chats), ``mod:c:<chat>`` (one chat), ``mod:s:<chat>:<field>=<value>``
+(one setting and the value the button sets: ``flood=on``, ``warn=4``, ``high=ban``; see
+``services.settings_set``). A button says what it sets, so a press on an older copy of the page
+sets the same again. Every change is validated and recorded in the audit log.
 """
 
 from __future__ import annotations
@@ -61,17 +63,21 @@ def chat_view(row: ChatSettings) -> tuple[str, Markup]:
         },
     ]
     c = row.chat_id
-    flood_button = (
-        _("Anti-flood: turn off") if row.flood_action != "none" else _("Anti-flood: turn on")
-    )
+    flood_on = row.flood_action != "none"
+    flood_button = _("Anti-flood: turn off") if flood_on else _("Anti-flood: turn on")
+    lower = max(1, row.warn_limit - 1)
+    higher = min(services.WARN_LIMIT_MAX, row.warn_limit + 1)
     rows = [
-        [{"text": flood_button, "callback_data": f"mod:s:{c}:flood"}],
+        [{"text": flood_button, "callback_data": f"mod:s:{c}:flood={'off' if flood_on else 'on'}"}],
         [
-            {"text": _("Warn limit -1"), "callback_data": f"mod:s:{c}:warn-"},
-            {"text": _("Warn limit +1"), "callback_data": f"mod:s:{c}:warn+"},
+            {"text": _("Warn limit -1"), "callback_data": f"mod:s:{c}:warn={lower}"},
+            {"text": _("Warn limit +1"), "callback_data": f"mod:s:{c}:warn={higher}"},
         ],
         [
-            {"text": f"{s}: {row.violation_action(s)}", "callback_data": f"mod:s:{c}:{s}"}
+            {
+                "text": f"{s}: {row.violation_action(s)}",
+                "callback_data": f"mod:s:{c}:{s}={_next_action(row.violation_action(s))}",
+            }
             for s in ("low", "medium", "high")
         ],
         [{"text": _("Back"), "callback_data": "mod:p"}],
@@ -79,20 +85,31 @@ def chat_view(row: ChatSettings) -> tuple[str, Markup]:
     return "\n".join(lines), {"inline_keyboard": rows}
 
 
-def parse(data: str) -> tuple[str, int | None, str]:
-    """(page, chat id, op) of callback ``data``; ValueError when malformed."""
+def _next_action(current: str) -> str:
+    cycle = [str(action) for action in services.VIOLATION_CYCLE]
+    index = cycle.index(current) if current in cycle else 0
+    return cycle[(index + 1) % len(cycle)]
+
+
+def parse(data: str) -> tuple[str, int | None, str, str]:
+    """(page, chat id, field, value) of callback ``data``; ValueError when malformed (the value
+    itself is checked by ``services.settings_set``)."""
     parts = data.split(":")
     if parts == ["mod", "p"]:
-        return "chats", None, ""
+        return "chats", None, "", ""
     if len(parts) == 3 and parts[1] == "c":
-        return "chat", _chat_id(parts[2]), ""
-    if len(parts) == 4 and parts[1] == "s" and parts[3] in services.PANEL_OPS:
-        return "set", _chat_id(parts[2]), parts[3]
+        return "chat", _chat_id(parts[2]), "", ""
+    if len(parts) == 4 and parts[1] == "s":
+        field, _sep, value = parts[3].partition("=")
+        if field in services.PANEL_FIELDS and value:
+            return "set", _chat_id(parts[2]), field, value
     raise ValueError(f"not a moderation button: {data[:64]!r}")
 
 
 def _chat_id(text: str) -> int:
-    if re.fullmatch(r"-[0-9]{1,19}", text) is None:  # ASCII digits: int() refuses "²"
+    # ASCII digits (int() refuses "²"), and a 64-bit integer (the database's): Telegram's
+    # group ids have at most 52 significant bits.
+    if re.fullmatch(r"-[0-9]{1,16}", text) is None:
         raise ValueError("a group chat id is negative")
     return int(text)
 

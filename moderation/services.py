@@ -13,6 +13,7 @@ Flood control (429) and other retryable Telegram errors hand the action to a job
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -371,44 +372,55 @@ def known_username(chat_id: int, username: str) -> Target | None:
 # -- settings -------------------------------------------------------------------------------
 
 VIOLATION_CYCLE = (Action.NONE, Action.DELETE, Action.WARN, Action.MUTE, Action.BAN)
-PANEL_OPS = ("flood", "warn+", "warn-", "low", "medium", "high")
+# The panel's buttons carry the value they set, never "the next one": a press on an older copy
+# of the page (another admin's, or a double tap) sets what its label says again instead of
+# turning it back. ``field``: "flood" ("on"/"off"), "warn" (the limit), or a severity.
+PANEL_FIELDS = ("flood", "warn", "low", "medium", "high")
+WARN_LIMIT_MAX = 20  # as ChatSettings.warn_limit's validator
 
 
 def settings_for_edit(chat_id: int) -> ChatSettings:
     return ChatSettings.objects.filter(chat_id=chat_id).first() or ChatSettings(chat_id=chat_id)
 
 
-def settings_toggle(
-    *, chat_id: int, op: str, actor: Actor, update_id: int | None = None
+def settings_set(
+    *, chat_id: int, field: str, value: str, actor: Actor, update_id: int | None = None
 ) -> ChatSettings:
-    """One panel button: anti-flood on/off, warning limit up/down, a severity's next action.
-    Validated like the admin site's form (``full_clean``) and recorded in the audit log; a
-    re-delivered press changes nothing again."""
-    if op not in PANEL_OPS:
-        raise ValueError(f"unknown settings change {op!r}")
+    """One panel button: anti-flood on/off, the warning limit, a severity's action, set to
+    ``value``. Validated like the admin site's form (``full_clean``) and recorded in the audit
+    log when it changed something; a re-delivered press changes nothing again. ValueError for
+    a field or value no button carries."""
+    new = _panel_value(field, value)
     with transaction.atomic():
         row, _ = ChatSettings.objects.select_for_update().get_or_create(chat_id=chat_id)
         if update_id is not None and already_done(update_id, "settings"):
             return row
-        if op == "flood":
-            row.flood_action = Action.NONE if row.flood_action != Action.NONE else Action.MUTE
-            field, value = "flood_action", str(row.flood_action)
-        elif op in ("warn+", "warn-"):
-            step = 1 if op == "warn+" else -1
-            row.warn_limit = min(20, max(1, row.warn_limit + step))
-            field, value = "warn_limit", str(row.warn_limit)
+        if field == "flood":
+            # On keeps the chat's action when it has one (the admin site may have set a ban).
+            name = "flood_action"
+            if new == Action.MUTE and row.flood_action != Action.NONE:
+                new = row.flood_action
         else:
-            field = f"violation_{op}"
-            current = getattr(row, field)
-            index = VIOLATION_CYCLE.index(current) if current in VIOLATION_CYCLE else 0
-            value = str(VIOLATION_CYCLE[(index + 1) % len(VIOLATION_CYCLE)])
-            setattr(row, field, value)
+            name = "warn_limit" if field == "warn" else f"violation_{field}"
+        if getattr(row, name) == new:
+            return row  # already what the button says: a second press, an older copy
+        setattr(row, name, new)
         row.full_clean()
         row.save()
         audit_settings(
-            row, actor=actor, source="panel", changes=f"{field}={value}", update_id=update_id
+            row, actor=actor, source="panel", changes=f"{name}={new}", update_id=update_id
         )
     return row
+
+
+def _panel_value(field: str, value: str) -> str | int:
+    if field == "flood" and value in ("on", "off"):
+        return Action.MUTE if value == "on" else Action.NONE
+    if field == "warn" and re.fullmatch(r"[0-9]{1,2}", value) and 1 <= int(value) <= WARN_LIMIT_MAX:
+        return int(value)
+    if field in ("low", "medium", "high") and value in VIOLATION_CYCLE:
+        return Action(value)
+    raise ValueError(f"not a panel setting: {field[:16]!r}={value[:16]!r}")
 
 
 def audit_settings(

@@ -4,8 +4,6 @@ failed on the code before its fix."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from moderation.durations import DurationError, looks_like_duration, parse_duration
@@ -133,6 +131,8 @@ def test_a_token_that_starts_like_a_number_and_is_no_duration_is_refused(typed: 
     assert looks_like_duration(typed.split()[0])
     with pytest.raises(DurationError):
         parse_duration(typed.split()[0])
+
+
 # -- 9. refusals quote the argument whole: past Telegram's 4096 characters -----------------
 
 
@@ -199,3 +199,47 @@ def test_del_and_purge_without_a_reply_in_a_forum_topic_delete_nothing(
     assert answers(bot) and answers(bot)[0].startswith("Reply to")
 
 
+# -- 5. the panel's buttons toggle whatever the setting is now, not what they showed --------
+
+
+def _button(markup: dict, prefix: str) -> dict:
+    return next(
+        button
+        for row in markup["inline_keyboard"]
+        for button in row
+        if prefix in button["callback_data"]
+    )
+
+
+def test_a_stale_anti_flood_turn_on_button_does_not_turn_it_off(
+    bot: FakeTelegramServer,
+) -> None:
+    """Two admins have the chat's moderation page open; it shows "Anti-flood: turn on". The
+    first presses it (on). The second presses the same button on their (stale) copy and
+    anti-flood goes OFF: ``mod:s:<chat>:flood`` means "toggle", so the button does the
+    opposite of what it said (the old services.settings_toggle). The same for a double tap.
+    The button now carries the state it sets (``flood=on``)."""
+    from moderation.models import ChatSettings
+    from telegram_bot.models import BotAdmin
+    from tests.builders import make_callback_update
+    from tests.conftest import OWNER_ID
+
+    ChatSettings.objects.create(chat_id=GROUP, flood_action="none")
+    BotAdmin.objects.create(telegram_id=4242)
+    run(make_callback_update(f"mod:c:{GROUP}", user_id=OWNER_ID))
+    run(make_callback_update(f"mod:c:{GROUP}", user_id=4242))
+    shown = [c.params for c in ok_calls(bot, "editMessageText")]
+    assert len(shown) == 2
+    for view in shown:
+        assert _button(view["reply_markup"], ":flood")["text"] == "Anti-flood: turn on"
+    data = _button(shown[1]["reply_markup"], ":flood")["callback_data"]
+    run(
+        make_callback_update(
+            _button(shown[0]["reply_markup"], ":flood")["callback_data"], user_id=OWNER_ID
+        )
+    )
+    assert ChatSettings.objects.get(chat_id=GROUP).flood_action != "none"
+    run(make_callback_update(data, user_id=4242))  # "turn on", pressed on the older copy
+    assert ChatSettings.objects.get(chat_id=GROUP).flood_action != "none", (
+        "the 'Anti-flood: turn on' button turned anti-flood off"
+    )

@@ -9,7 +9,7 @@ from django.test import Client
 
 from moderation.models import ChatSettings
 from telegram_bot.models import AuditEntry
-from telegram_bot.pipeline.process import process_update
+from telegram_bot.pipeline.process import Outcome, process_update
 from tests.builders import make_callback_update
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
@@ -65,10 +65,10 @@ def test_admin_site_validates_and_audits() -> None:
 
 
 def test_panel_toggles_are_validated_audited_and_once(bot: FakeTelegramServer) -> None:
-    press = make_callback_update(f"mod:s:{GROUP}:warn+", user_id=OWNER_ID)
+    press = make_callback_update(f"mod:s:{GROUP}:warn=4", user_id=OWNER_ID)
     process_update(press)
-    process_update(make_callback_update(f"mod:s:{GROUP}:high", user_id=OWNER_ID))
-    process_update(make_callback_update(f"mod:s:{GROUP}:flood", user_id=OWNER_ID))
+    process_update(make_callback_update(f"mod:s:{GROUP}:high=delete", user_id=OWNER_ID))
+    process_update(make_callback_update(f"mod:s:{GROUP}:flood=off", user_id=OWNER_ID))
     row = ChatSettings.objects.get(chat_id=GROUP)
     assert (row.warn_limit, row.violation_high, row.flood_action) == (4, "delete", "none")
     # The same press again (a re-delivery the done-marker did not catch).
@@ -96,13 +96,23 @@ def test_panel_lists_chats_and_refuses_members_and_bad_buttons(bot: FakeTelegram
         b["callback_data"] for row in page.params["reply_markup"]["inline_keyboard"] for b in row
     ]
     assert f"mod:c:{GROUP}" in buttons and "Test group" in str(page.params["reply_markup"])
-    process_update(make_callback_update(f"mod:s:{GROUP}:warn+", user_id=5005))
+    process_update(make_callback_update(f"mod:s:{GROUP}:warn=4", user_id=5005))
     assert ChatSettings.objects.get(chat_id=GROUP).warn_limit == 3
-    process_update(make_callback_update("mod:s:123:warn+", user_id=OWNER_ID))
-    process_update(make_callback_update(f"mod:s:{GROUP}:rm-rf", user_id=OWNER_ID))
-    process_update(make_callback_update("mod:s:-\u00b9\u00b2:warn+", user_id=OWNER_ID))
+    bad = [
+        "mod:s:123:warn=4",
+        f"mod:s:{GROUP}:rm-rf",
+        "mod:s:-\u00b9\u00b2:warn=4",
+        f"mod:s:{GROUP}:warn=21",
+        f"mod:s:{GROUP}:warn=\u00b2",
+        f"mod:s:{GROUP}:high=explode",
+        f"mod:s:{GROUP}:flood=maybe",
+        f"mod:s:{GROUP}:warn+",  # a button of the version before: it toggled
+        "mod:s:-9999999999999999999:warn=4",  # past 64 bits: was a dead letter
+    ]
+    for data in bad:
+        assert process_update(make_callback_update(data, user_id=OWNER_ID)) == Outcome.PROCESSED
     alerts = [c.params.get("text") for c in bot.calls_to("answerCallbackQuery")]
-    assert alerts.count("This button is not valid.") == 3
+    assert alerts.count("This button is not valid.") == len(bad)
     assert not AuditEntry.objects.exists()
 
 
