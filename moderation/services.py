@@ -324,6 +324,11 @@ def unwarn(*, origin: Origin, target: Target) -> bool:
     now = timezone.now()
     try:
         with transaction.atomic():
+            # The member's row lock, as ``warn`` takes it: two /unwarn at once each revoke
+            # their own warning (both read the same latest one and were both told "removed").
+            WarnState.objects.select_for_update().filter(
+                chat_id=origin.chat_id, user_id=target.user_id
+            ).first()
             latest = _active(origin.chat_id, target.user_id, now).first()
             if latest is None:
                 return False

@@ -243,3 +243,74 @@ def test_a_stale_anti_flood_turn_on_button_does_not_turn_it_off(
     assert ChatSettings.objects.get(chat_id=GROUP).flood_action != "none", (
         "the 'Anti-flood: turn on' button turned anti-flood off"
     )
+
+
+# -- 10. two moderators /unwarn the same member at once: one warning goes, both are told so --
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_two_unwarns_at_once_remove_two_warnings(
+    bot: FakeTelegramServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``services.unwarn`` reads the latest active warning without a lock (unlike ``warn``,
+    which locks the member's ``WarnState``) and revokes it by primary key: two moderators'
+    /unwarn at the same moment both pick the same warning, one warning is revoked, and both
+    are answered "Removed a warning". Here both reads happen before either write (a barrier
+    that gives up after a second, so that code which serialises the two still passes)."""
+    import contextlib
+    import threading
+    from typing import Any
+
+    from django.db import connections
+
+    from moderation import services
+    from telegram_bot.pipeline.process import Outcome, process_update
+    from tests.moderation.helpers import CHAT_OWNER, MOD, member_message
+
+    describe_group(bot)
+    target = member_message()
+    for reason in ("one", "two"):
+        run(command(f"/warn {reason}", reply_to=target))
+    assert Warning.objects.filter(revoked=False).count() == 2
+
+    barrier = threading.Barrier(2, timeout=1.0)
+    original = services._active
+
+    class Reading:
+        def __init__(self, queryset: Any) -> None:
+            self.queryset = queryset
+
+        def first(self) -> Any:
+            found = self.queryset.first()
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait()
+            return found
+
+        def __iter__(self) -> Any:
+            return iter(self.queryset)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.queryset, name)
+
+    monkeypatch.setattr(services, "_active", lambda *a: Reading(original(*a)))
+    outcomes: list[Any] = []
+
+    def work(update: dict[str, Any]) -> None:
+        try:
+            outcomes.append(process_update(update))
+        finally:
+            connections.close_all()
+
+    threads = [
+        threading.Thread(target=work, args=(command("/unwarn", sender=s, reply_to=target),))
+        for s in (MOD, CHAT_OWNER)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes == [Outcome.PROCESSED, Outcome.PROCESSED]
+    said = [a for a in answers(bot) if a.startswith("Removed")]
+    left = Warning.objects.filter(revoked=False).count()
+    assert left == 2 - len(said), f"{len(said)} told 'removed', {left} warning(s) still active"
