@@ -18,6 +18,7 @@ chats (``sender_chat``) are not members: they never moderate and are never moder
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,25 +64,33 @@ def admins_key(chat_id: int) -> str:
 
 
 def chat_admins(store: KVStore, client: TelegramClient, chat_id: int) -> dict[int, ChatAdmin]:
-    """The chat's owner and administrators (the bot included when it is one)."""
-    cached = store.get(admins_key(chat_id))
-    if isinstance(cached, list):
-        return {row[0]: ChatAdmin(*row) for row in cached}
-    members = client.get_chat_administrators(chat_id=chat_id)
-    admins = [_admin(member) for member in members]
-    store.set(
-        admins_key(chat_id),
-        [
+    """The chat's owner and administrators (the bot included when it is one).
+
+    Fetched from Telegram on a miss and cached only if nobody forgot the list meanwhile: the
+    list is stored by compare-and-set against what the key held before the fetch, and
+    ``forget_chat_admins`` writes a fresh marker. A demotion handled while the fetch was in
+    flight (another worker) so never gets its old list cached back, trusted for 10 minutes."""
+    key = admins_key(chat_id)
+    admins: list[ChatAdmin] = []
+    for _attempt in range(3):
+        before = store.get(key)
+        if isinstance(before, list):
+            return {row[0]: ChatAdmin(*row) for row in before}
+        members = client.get_chat_administrators(chat_id=chat_id)
+        admins = [_admin(member) for member in members]
+        rows = [
             [a.user_id, a.status, a.can_restrict, a.can_delete, a.username, a.is_anonymous]
             for a in admins
-        ],
-        ADMINS_TTL_MS,
-    )
+        ]
+        if store.compare_and_set(key, before, rows, ADMINS_TTL_MS):
+            break
+        # Forgotten while Telegram answered: this answer may predate the change; ask again.
     return {admin.user_id: admin for admin in admins}
 
 
 def forget_chat_admins(store: KVStore, chat_id: int) -> None:
-    store.delete(admins_key(chat_id))
+    """Drop the cached list: a new marker (never the absent key a fetch in flight expects)."""
+    store.set(admins_key(chat_id), {"forgotten": secrets.token_hex(8)}, ADMINS_TTL_MS)
 
 
 def _admin(member: dict[str, Any]) -> ChatAdmin:

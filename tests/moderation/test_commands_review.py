@@ -314,3 +314,39 @@ def test_two_unwarns_at_once_remove_two_warnings(
     said = [a for a in answers(bot) if a.startswith("Removed")]
     left = Warning.objects.filter(revoked=False).count()
     assert left == 2 - len(said), f"{len(said)} told 'removed', {left} warning(s) still active"
+
+
+# -- 4. a demotion seen while the admin list is being fetched is undone by the cache write --
+
+
+def test_a_demotion_during_the_admin_fetch_is_not_cached_away(
+    bot: FakeTelegramServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rights.chat_admins``: read the cache, miss, call getChatAdministrators, then
+    ``store.set`` the answer unconditionally for 10 minutes. When the ``chat_member`` update
+    of a demotion is handled (``forget_chat_admins``: a delete) between Telegram's answer and
+    that set (another worker, at the same moment), the list from before the demotion is
+    written after the delete and trusted for 10 minutes: the demoted admin keeps moderating.
+    A fix: a generation the observer bumps, compared when the fetched list is stored."""
+    from telegram_bot.client import TelegramClient
+    from tests.moderation.helpers import CHAT_OWNER, MOD, member_message, member_update
+
+    describe_group(bot)
+    original = TelegramClient.get_chat_administrators
+    demoted: list[bool] = []
+
+    def fetch_then_demotion(self: TelegramClient, **params: object) -> list[dict]:
+        answer = original(self, **params)  # the list before the demotion
+        if not demoted:
+            demoted.append(True)
+            bot.set_chat_member(GROUP, MOD, "member", first_name="Mo")
+            run(member_update(MOD, "administrator", "member"))  # the observer drops the cache
+        return answer
+
+    monkeypatch.setattr(TelegramClient, "get_chat_administrators", fetch_then_demotion)
+    run(command("/mute 1h", sender=CHAT_OWNER, reply_to=member_message()))
+    monkeypatch.setattr(TelegramClient, "get_chat_administrators", original)
+    assert demoted and len(ok_calls(bot, "restrictChatMember")) == 1
+    # Mo is no longer an admin, as the chat_member update said.
+    run(command(f"/ban {OTHER}", sender=MOD))
+    assert ok_calls(bot, "banChatMember") == [], f"a demoted admin banned: {answers(bot)}"
