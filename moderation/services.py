@@ -268,6 +268,7 @@ def warn(
         # The lock that serialises warnings of this member (PostgreSQL; SQLite's IMMEDIATE
         # transactions serialise every writer anyway).
         WarnState.objects.select_for_update().filter(pk=state.pk).first()
+        _learn_name(state, target)
         if origin.update_id is not None:
             existing = Warning.objects.filter(update_id=origin.update_id).first()
             if existing is not None:
@@ -361,6 +362,23 @@ def _active(chat_id: int, user_id: int, now: Any) -> Any:
     return Warning.objects.filter(
         chat_id=chat_id, user_id=user_id, revoked=False, spent=False, expires_at__gt=now
     ).order_by("-created_at", "-id")
+
+
+def _learn_name(state: WarnState, target: Target) -> None:
+    """Keep the member's current name and @username (a target from a reply or a mention
+    carries them; one given by id carries neither): ``known_username`` resolves @names from
+    these rows, and a name given up and taken by someone else must not lead to the member
+    who had it before."""
+    if not target.name:
+        return
+    name, username = clean(target.name, 200), clean(target.username, 64)
+    if (state.name, state.username) == (name, username):
+        return
+    if username:
+        WarnState.objects.filter(chat_id=state.chat_id, username__iexact=username).exclude(
+            pk=state.pk
+        ).update(username="")
+    WarnState.objects.filter(pk=state.pk).update(name=name, username=username)
 
 
 def known_username(chat_id: int, username: str) -> Target | None:

@@ -350,3 +350,43 @@ def test_a_demotion_during_the_admin_fetch_is_not_cached_away(
     # Mo is no longer an admin, as the chat_member update said.
     run(command(f"/ban {OTHER}", sender=MOD))
     assert ok_calls(bot, "banChatMember") == [], f"a demoted admin banned: {answers(bot)}"
+
+
+# -- 7. @username lookups read a username recorded once, never refreshed ---------------------
+
+
+def test_a_warned_members_new_username_is_learned(bot: FakeTelegramServer) -> None:
+    """``services.warn`` creates the member's ``WarnState`` with their name and username as
+    ``defaults`` of ``get_or_create`` and never updates them, and ``known_username`` resolves
+    @username from those rows. A member warned as @mallory who renames to @mal_new and is
+    warned again is still only known as @mallory: ``/mute @mal_new`` is refused, and once
+    someone else takes @mallory (usernames are reassigned), ``/ban @mallory`` bans the old
+    holder."""
+    from tests.moderation.helpers import member_message
+
+    describe_group(bot)
+    run(command("/warn", reply_to=member_message(MEMBER, "Mallory")))  # @mallory
+    renamed = member_message(MEMBER, "Mallory")
+    renamed["from"]["username"] = "mal_new"
+    run(command("/warn", reply_to=renamed))
+    run(command("/mute @mal_new 1h"))
+    muted = [c.params["user_id"] for c in ok_calls(bot, "restrictChatMember")]
+    assert muted == [MEMBER], f"answers: {answers(bot)}"
+
+
+def test_a_username_taken_over_by_another_member_leads_to_them_not_the_old_holder(
+    bot: FakeTelegramServer,
+) -> None:
+    from tests.moderation.helpers import member_message
+
+    describe_group(bot)
+    run(command("/warn", reply_to=member_message(OTHER, "Oscar")))  # @oscar
+    run(command("/warn", reply_to=member_message(MEMBER, "Mallory")))  # @mallory
+    renamed = member_message(MEMBER, "Mallory")
+    renamed["from"]["username"] = "mal_new"
+    run(command("/warn", reply_to=renamed))
+    oscar = member_message(OTHER, "Oscar")
+    oscar["from"]["username"] = "mallory"  # the name Mallory gave up
+    run(command("/warn", reply_to=oscar))
+    run(command("/ban @mallory"))
+    assert [c.params["user_id"] for c in ok_calls(bot, "banChatMember")] == [OTHER]
