@@ -112,6 +112,7 @@ def on_chat_member(ctx: Context) -> None:
         date=change.date,
         via_join_request=bool(change.via_join_request)
         or bool(change.invite_link and change.invite_link.creates_join_request),
+        update_id=ctx.update.update_id,
     )
     if now:
         members.member_joined(event)
@@ -126,20 +127,22 @@ def on_service_message(ctx: Context) -> None:
     message = ctx.update.message
     if message is None or not (message.new_chat_members or message.left_chat_member):
         return
+    update_id = ctx.update.update_id
     for user in message.new_chat_members or []:
-        members.member_joined(_event(message, user))
+        members.member_joined(_event(message, user, update_id))
     if message.left_chat_member is not None:
-        members.member_left(_event(message, message.left_chat_member))
+        members.member_left(_event(message, message.left_chat_member, update_id))
     members.clean_service_message(message.chat.id, message.message_id)
 
 
-def _event(message: Message, user: User) -> members.MemberEvent:
+def _event(message: Message, user: User, update_id: int) -> members.MemberEvent:
     return members.MemberEvent(
         chat_id=message.chat.id,
         chat_title=message.chat.title or "",
         user=user,
         date=message.date,
         from_service=True,
+        update_id=update_id,
     )
 
 

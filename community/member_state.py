@@ -60,11 +60,15 @@ class Stay:
     welcomed: bool = False
     cap: str = ""
     removed: bool = False  # by the anti-raid "join requests only" mode: no goodbye
+    # The update of the last join or leave: Telegram's dates are whole seconds, and a member
+    # removed by the captcha can join again within the same one (update ids are in order).
+    update: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "in": self.inside,
             "date": self.date,
+            "upd": self.update,
             "stay": self.stay,
             "welcomed": self.welcomed,
             "cap": self.cap,
@@ -80,7 +84,21 @@ class Stay:
             welcomed=bool(data.get("welcomed")),
             cap=str(data.get("cap") or ""),
             removed=bool(data.get("removed")),
+            update=int(data.get("upd") or 0),
         )
+
+    def before(self, date: int, update_id: int) -> bool:
+        """Whether this stay's last event came before the event at ``date`` (update
+        ``update_id``): by date, and within one second by update id when both are known."""
+        if date != self.date:
+            return self.date < date
+        return bool(update_id and self.update) and self.update < update_id
+
+    def after(self, date: int, update_id: int) -> bool:
+        """Whether this stay's last event came after the event at ``date`` (as ``before``)."""
+        if date != self.date:
+            return self.date > date
+        return bool(update_id and self.update) and self.update > update_id
 
 
 @dataclass(frozen=True)
@@ -159,26 +177,26 @@ class MemberStore:
         data = self.store.get(stay_key(chat_id, user_id))
         return Stay.from_json(data) if data is not None else None
 
-    def joined(self, chat_id: int, user_id: int, date: int) -> Transition:
-        """Record a join at ``date``: changed only when the member was not in (or unknown) and
-        the event is newer than the leave we know."""
+    def joined(self, chat_id: int, user_id: int, date: int, update_id: int = 0) -> Transition:
+        """Record a join at ``date`` (update ``update_id``): changed only when the member was
+        not in (or unknown) and the event is newer than the leave we know."""
 
         def change(current: Stay | None) -> Stay | None:
-            if current is not None and (current.inside or date <= current.date):
+            if current is not None and (current.inside or not current.before(date, update_id)):
                 return None
-            return Stay(inside=True, date=date, stay=new_token())
+            return Stay(inside=True, date=date, stay=new_token(), update=update_id)
 
         return self._transition(chat_id, user_id, change)
 
-    def left(self, chat_id: int, user_id: int, date: int) -> Transition:
-        """Record a leave at ``date``: changed only when the member was in (or unknown) and
-        the event is not older than their join."""
+    def left(self, chat_id: int, user_id: int, date: int, update_id: int = 0) -> Transition:
+        """Record a leave at ``date`` (update ``update_id``): changed only when the member was
+        in (or unknown) and the event is not older than their join."""
 
         def change(current: Stay | None) -> Stay | None:
-            if current is not None and (not current.inside or date < current.date):
+            if current is not None and (not current.inside or current.after(date, update_id)):
                 return None
             previous = current or Stay(inside=True, date=date, stay=new_token())
-            return replace(previous, inside=False, date=date)
+            return replace(previous, inside=False, date=date, update=update_id)
 
         return self._transition(chat_id, user_id, change)
 

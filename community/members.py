@@ -94,6 +94,7 @@ class MemberEvent:
     date: int
     via_join_request: bool = False  # approved through a join request (or a link asking one)
     from_service: bool = False  # a service message, which does not say how they joined
+    update_id: int = 0  # orders a leave and a join within one second (Telegram's dates)
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def member_joined(event: MemberEvent) -> None:
     if event.user.is_bot:
         return  # bots are not welcomed nor challenged; the bot's own chats: bot_chats
     store = members()
-    transition = store.joined(event.chat_id, event.user.id, event.date)
+    transition = store.joined(event.chat_id, event.user.id, event.date, event.update_id)
     stay = transition.stay
     if stay is None or not stay.inside:
         return  # a join older than the leave we know of
@@ -146,7 +147,7 @@ def member_left(event: MemberEvent) -> None:
     if event.user.is_bot:
         return
     store = members()
-    transition = store.left(event.chat_id, event.user.id, event.date)
+    transition = store.left(event.chat_id, event.user.id, event.date, event.update_id)
     stay = transition.stay
     if stay is None or stay.inside:
         return  # a leave older than the join we know of
