@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import logging
+import re
 import secrets
 import time
 from dataclasses import dataclass, replace
@@ -215,9 +216,13 @@ def welcome(policy: MemberPolicy, event: MemberEvent, stay_id: str) -> None:
         _delete(event.chat_id, previous)
 
 
+_PLACEHOLDER = re.compile(r"\{(?:first_name|mention|chat_title|rules)\}")
+
+
 def render(template: str, user: User, *, chat_title: str, rules: str) -> str:
     """The template as HTML, every value escaped. Plain replacement, not str.format: the
-    template is operator input and format() would let it reach attributes."""
+    template is operator input and format() would let it reach attributes. One pass: a value
+    put in (a member named "{rules}") is never searched for placeholders again."""
     values = {
         "{first_name}": html.escape(user.first_name, quote=False),
         "{mention}": f'<a href="tg://user?id={user.id}">{html.escape(user.full_name)}</a>',
@@ -225,9 +230,7 @@ def render(template: str, user: User, *, chat_title: str, rules: str) -> str:
         "{rules}": html.escape(rules, quote=False),
     }
     text = html.escape(template, quote=False)
-    for placeholder, value in values.items():
-        text = text.replace(placeholder, value)
-    return text
+    return _PLACEHOLDER.sub(lambda match: values[match.group(0)], text)
 
 
 # --- anti-raid --------------------------------------------------------------------------------

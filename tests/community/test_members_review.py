@@ -65,3 +65,16 @@ def test_a_rejoin_within_the_second_of_the_captcha_removal_is_challenged_again(
     processed(post_update, join_update(ANN, date=now))
     # The ban lifted the first challenge's restriction: the new stay must be challenged.
     assert mutes(bot) == 2, "the rejoin was taken for an old event and not challenged"
+
+
+# --- 4. placeholders inside a member's name are expanded -----------------------------------------
+def test_a_placeholder_in_a_members_name_is_not_expanded(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """render() replaces the placeholders one after the other, so a value put in by an earlier
+    one (the member's name) is itself searched for the later ones. A name of nine "{rules}"
+    multiplies the rules into the welcome (past Telegram's 4,096: no welcome at all)."""
+    make_policy(welcome_enabled=True, welcome_text="Hi {first_name}!", rules_text="Be kind. " * 100)
+    processed(post_update, join_update(ANN, first_name="{rules}"))
+    [call] = succeeded(bot, "sendMessage")
+    assert call.params["text"] == "Hi {rules}!", call.params["text"][:80]
