@@ -113,6 +113,7 @@ def on_chat_member(ctx: Context) -> None:
         via_join_request=bool(change.via_join_request)
         or bool(change.invite_link and change.invite_link.creates_join_request),
         update_id=ctx.update.update_id,
+        arrived_restricted=members.arrival_restriction(change.new_chat_member) if now else None,
     )
     if now:
         members.member_joined(event)

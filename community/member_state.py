@@ -126,6 +126,10 @@ class Challenge:
     finished: bool = False  # the outcome's Telegram calls are done
     decided_at: float = 0.0  # unix time the outcome was set
     finisher: str = ""  # who carries the outcome out: "webhook" (a press, a leave) or "job"
+    # The restriction the member arrived with (a moderator's mute survives leaving), given
+    # back instead of every permission when the captcha ends: {"permissions": {...},
+    # "until": unix seconds, 0 for good}. None: they arrived unrestricted.
+    restore: dict[str, Any] | None = None
 
     @property
     def pending(self) -> bool:

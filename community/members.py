@@ -57,7 +57,7 @@ from telegram_bot.errors import BotError, TelegramApiError
 from telegram_bot.jobs.services import job_cancel_key, job_enqueue, job_retry_later
 from telegram_bot.languages import supported
 from telegram_bot.state import get_store
-from telegram_bot.updates import User
+from telegram_bot.updates import ChatMember, User
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +96,8 @@ class MemberEvent:
     via_join_request: bool = False  # approved through a join request (or a link asking one)
     from_service: bool = False  # a service message, which does not say how they joined
     update_id: int = 0  # orders a leave and a join within one second (Telegram's dates)
+    # The restriction they arrived with (``Challenge.restore``); None: unrestricted or unknown.
+    arrived_restricted: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -278,6 +280,7 @@ def _challenge(policy: MemberPolicy, event: MemberEvent, stay: Stay, store: Memb
                 choices=[emoji for emoji, _ in names],
                 answer=secrets.randbelow(BUTTONS_PER_CHALLENGE),
                 deadline=int(time.time()) + policy.captcha_seconds,
+                restore=event.arrived_restricted,
             )
         )
         challenge = store.get_challenge(token)
@@ -402,9 +405,19 @@ def _finish(challenge: Challenge, *, in_job: bool) -> None:
     is raised in a job (the runner retries) or handed to the job (in the webhook)."""
     client = get_client()
     try:
-        if challenge.status == PASSED:
+        if challenge.status == PASSED or (
+            challenge.status == LEFT
+            and challenge.restricted
+            and not _back_in_another_stay(challenge)
+        ):
+            # Left during the captcha: Telegram keeps a restriction after a leave, and a member
+            # let back in without a captcha (a join request) could never write again.
+            permissions, until = _after_captcha(challenge)
             client.restrict_chat_member(
-                chat_id=challenge.chat_id, user_id=challenge.user_id, permissions=FREED
+                chat_id=challenge.chat_id,
+                user_id=challenge.user_id,
+                permissions=permissions,
+                until_date=until,
             )
         elif challenge.status in (FAILED, TIMEOUT):
             client.ban_chat_member(chat_id=challenge.chat_id, user_id=challenge.user_id)
@@ -445,6 +458,41 @@ def _finish(challenge: Challenge, *, in_job: bool) -> None:
             user = User.model_validate(challenge.user)
             event = MemberEvent(challenge.chat_id, challenge.chat_title, user, int(time.time()))
             welcome(policy, event, challenge.stay)
+
+
+def _after_captcha(challenge: Challenge) -> tuple[dict[str, bool], int | None]:
+    """The permissions (and their end) to give back when the captcha ends: the restriction
+    the member arrived with while it lasts (passing the captcha must not lift a moderator's
+    mute), else every permission the captcha took."""
+    restore = challenge.restore
+    if isinstance(restore, dict) and isinstance(restore.get("permissions"), dict):
+        until = int(restore.get("until") or 0)
+        # Telegram takes an end less than 30 s away as "for good": an ending mute is over.
+        if until == 0 or until > time.time() + 60:
+            kept = restore["permissions"]
+            return {name: bool(kept.get(name)) for name in PERMISSION_NAMES}, until or None
+    return FREED, None
+
+
+def _back_in_another_stay(challenge: Challenge) -> bool:
+    """Whether the member is in the chat again, in a stay after the challenge's: that stay's
+    own captcha restriction must not be lifted by this one's late end."""
+    stay = members().get_stay(challenge.chat_id, challenge.user_id)
+    return stay is not None and stay.inside and stay.stay != challenge.stay
+
+
+def arrival_restriction(member: ChatMember) -> dict[str, Any] | None:
+    """What ``MemberEvent.arrived_restricted`` holds for a member who joins as ``member``."""
+    if member.status != "restricted":
+        return None
+    extra = member.model_extra or {}
+    permissions = {
+        name: bool(
+            extra.get(name) if getattr(member, name, None) is None else getattr(member, name)
+        )
+        for name in PERMISSION_NAMES
+    }
+    return {"permissions": permissions, "until": int(member.until_date or 0)}
 
 
 def _job_key(token: str) -> str:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.community.helpers import press_update, succeeded
+from telegram_bot.jobs.runner import new_owner, run_due
+from tests.community.helpers import make_jobs_due, press_update, succeeded
 from tests.community.members_helpers import (
     GROUP,
     chat_member_update,
@@ -15,6 +16,7 @@ from tests.community.members_helpers import (
     make_policy,
     member,
     processed,
+    sent_to,
 )
 from tests.community.test_members_captcha import right_and_wrong
 from tests.fakes.telegram import FAKE_TOKEN, FakeTelegramServer
@@ -78,3 +80,84 @@ def test_a_placeholder_in_a_members_name_is_not_expanded(
     processed(post_update, join_update(ANN, first_name="{rules}"))
     [call] = succeeded(bot, "sendMessage")
     assert call.params["text"] == "Hi {rules}!", call.params["text"][:80]
+
+
+# --- 2. the captcha's "passed" lifts a moderator's mute -----------------------------------------
+def test_passing_the_captcha_does_not_lift_a_mute_the_member_had_before_joining(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """Muted by a moderator, a member leaves and comes back: Telegram keeps the restriction
+    (``restricted`` with ``is_member`` false, then true). The captcha restricts them again and,
+    on the right button, grants every permission: the mute is gone."""
+    bot.set_chat_member(
+        GROUP,
+        BOT_ID,
+        "administrator",
+        is_bot=True,
+        can_restrict_members=True,
+        can_delete_messages=True,
+        can_invite_users=True,
+    )
+    bot.set_chat_member(GROUP, ANN, "restricted", first_name="Ann", is_member=True)  # muted
+    assert muted_in_fake(bot)
+    make_policy(captcha_enabled=True)
+    rejoin = chat_member_update(ANN, "left", "restricted")
+    rejoin["chat_member"]["old_chat_member"] = restricted(ANN, is_member=False)
+    rejoin["chat_member"]["new_chat_member"] = restricted(ANN, is_member=True)
+    assert processed(post_update, rejoin) == "processed"
+    right, _ = right_and_wrong(bot)
+    processed(post_update, press_update(right, user_id=ANN))
+    assert muted_in_fake(bot), f"the moderator's mute was lifted: {bot.chat_member(GROUP, ANN)}"
+
+
+# --- 3. a member who leaves during the captcha stays restricted for good -------------------------
+def test_a_member_who_left_during_the_captcha_is_not_muted_when_let_back_in(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """The outcome ``left`` deletes the challenge and lifts nothing. Telegram keeps the
+    restriction of a member who left; back through a join request (no captcha by design), the
+    member is welcomed and cannot write, with no challenge nor job left to free them."""
+    bot.set_chat_member(
+        GROUP,
+        BOT_ID,
+        "administrator",
+        is_bot=True,
+        can_restrict_members=True,
+        can_delete_messages=True,
+        can_invite_users=True,
+    )
+    make_policy(captcha_enabled=True, welcome_enabled=True, welcome_text="Hi {first_name}")
+    now = int(time.time())
+    processed(post_update, join_update(ANN, date=now - 60))
+    assert muted_in_fake(bot)  # the captcha's restriction
+    # Telegram keeps the restriction of a member who leaves.
+    bot.set_chat_member(GROUP, ANN, "restricted", first_name="Ann", is_member=False)
+    leave = chat_member_update(ANN, "restricted", "restricted", date=now - 30)
+    leave["chat_member"]["new_chat_member"] = restricted(ANN, is_member=False)
+    processed(post_update, leave)
+    assert not muted_in_fake(bot)  # the captcha's restriction is lifted at the leave
+    # Back, approved through a join request.
+    back = chat_member_update(ANN, "left", "member", date=now, via_join_request=True)
+    processed(post_update, back)
+    bot.set_chat_member(GROUP, ANN, "member", first_name="Ann")
+    assert sent_to(bot)[-1] == "Hi Ann"
+    make_jobs_due()
+    run_due(new_owner())
+    assert not muted_in_fake(bot), "welcomed, yet still muted by the captcha of the earlier stay"
+
+
+def test_a_mute_with_an_end_is_given_back_with_that_end_and_an_ended_one_not_at_all() -> None:
+    from community.member_state import Challenge
+    from community.members import FREED, _after_captcha
+
+    muted = dict.fromkeys(FREED, False)
+
+    def challenge(until: int) -> Challenge:
+        restore = {"permissions": muted, "until": until}
+        return Challenge("t", GROUP, ANN, "s", {}, "", [], 0, 0, restore=restore)
+
+    later = int(time.time()) + 3600
+    assert _after_captcha(challenge(later)) == (muted, later)
+    assert _after_captcha(challenge(0)) == (muted, None)  # for good
+    assert _after_captcha(challenge(int(time.time()) + 10)) == (FREED, None)  # ending: over
+    assert _after_captcha(Challenge("t", GROUP, ANN, "s", {}, "", [], 0, 0)) == (FREED, None)

@@ -182,8 +182,9 @@ class ChatMemberResults:
         target = self._changeable(chat, params["user_id"], bot_id)
         permissions = params["permissions"]
         if all(permissions.get(name, False) for name in MEMBER_PERMISSIONS[:11]):
-            if target["status"] == "restricted":
-                self.set_member(chat["id"], target["user"], "member")
+            if target["status"] == "restricted":  # lifted: in the chat, or out of it again
+                status = "left" if target.get("is_member") is False else "member"
+                self.set_member(chat["id"], target["user"], status)
             return True
         until = self._until(params.get("until_date"))
         values = {name: bool(permissions.get(name, False)) for name in MEMBER_PERMISSIONS}
