@@ -66,6 +66,10 @@ log = logging.getLogger(__name__)
 WORKFLOW = "community.join_question"
 DECIDE_JOB = "community.decide"
 TIMEOUT_JOB = "community.question_timeout"
+# A question waiting for the requester's private chat to be free (another chat's question, a
+# support conversation): asked by this job, which looks again every ASK_AGAIN_SECONDS.
+ASK_JOB = "community.question_ask"
+ASK_AGAIN_SECONDS = 15
 # Queued by the core when an admin's copy of a request arrived late (its retry job).
 COPY_SENT_JOB = "community.copy_sent"
 # When the watchdog of a decision comes: after the longest Telegram call can have ended (the
@@ -520,24 +524,36 @@ def _notify(record: JoinRequestRecord) -> JoinRequestRecord | None:
     return current
 
 
-def _ask_question(record: JoinRequestRecord, policy: ChatPolicy) -> None:
+def _ask_question(record: JoinRequestRecord, policy: ChatPolicy, *, in_job: bool = False) -> None:
+    """Ask the requester privately, one question at a time: the answer is taken by the
+    private chat's workflow, which a second chat's question (or another conversation with the
+    bot) would replace. While that chat is busy, ``ASK_JOB`` asks later."""
     timeout = policy.timeout_seconds
+    workflows = WorkflowStore(get_store())
+    busy = workflows.get(chat_id=record.user_chat_id, user_id=record.user_id)
+    if busy is not None and not busy.expired and busy.data.get("token") != record.token:
+        _ask_later(record, in_job=in_job)
+        return
     job = job_enqueue(  # a re-delivery gets the job of the first delivery back
         TIMEOUT_JOB,
         {"token": record.token},
         run_at=timezone.now() + timedelta(seconds=timeout),
         dedupe_key=f"{TIMEOUT_JOB}:{record.token}",
     )
-    workflows = WorkflowStore(get_store())
     # Started before the question is sent: a quick answer must find it.
-    workflows.start(
+    started = workflows.start_if_free(
         chat_id=record.user_chat_id,
         user_id=record.user_id,
         name=WORKFLOW,
         step="answer",
         ttl_ms=timeout * 1000,
         data={"token": record.token, "timeout_job": job.pk},
+        ours=lambda workflow: workflow.data.get("token") == record.token,
     )
+    if started is None:  # another question or conversation started at the same moment
+        job_cancel(job_id=job.pk)
+        _ask_later(record, in_job=in_job)
+        return
     if _requester_erased(record):  # after the workflow, its last write about the requester
         job_cancel(job_id=job.pk)
         return
@@ -559,6 +575,31 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy) -> None:
     # Recorded after sending: a delivery that stops before this point is finished by the
     # re-delivery, which asks again (the timeout job is the same one, by its dedupe key).
     _records().update(record.token, lambda r: None if r.asked else replace(r, asked=True))
+
+
+def _ask_later(record: JoinRequestRecord, *, in_job: bool = False) -> None:
+    """Queue ``ASK_JOB``. From the webhook once per request (its dedupe key); from the job
+    itself without the key, which the running job still holds (it would be handed back)."""
+    log.info("join request %s: the requester's chat is busy: the question waits", record.token)
+    job_enqueue(
+        ASK_JOB,
+        {"token": record.token},
+        run_at=timezone.now() + timedelta(seconds=ASK_AGAIN_SECONDS),
+        dedupe_key=None if in_job else f"{ASK_JOB}:{record.token}",
+    )
+
+
+def join_request_ask(*, token: str) -> None:
+    """``ASK_JOB``: ask the question that waited for the requester's chat (again later if it
+    is still busy); the policy may have changed meanwhile."""
+    record = _records().get(token)
+    if record is None or not record.pending or record.stage != STAGE_QUESTION or record.asked:
+        return
+    policy = policy_for_chat(record.chat_id)
+    if policy.mode == ChatPolicy.Mode.QUESTION:
+        _ask_question(record, policy, in_job=True)
+    else:
+        _hand_to_admins(record.token, note="", from_stage=STAGE_QUESTION)
 
 
 def _requester_erased(record: JoinRequestRecord) -> bool:

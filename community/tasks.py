@@ -21,6 +21,11 @@ def question_timeout_job(payload: dict[str, Any], run: JobRun) -> None:
     services.join_request_question_timeout(token=str(payload["token"]))
 
 
+def question_ask_job(payload: dict[str, Any], run: JobRun) -> None:
+    """A question that waited for the requester's private chat to be free."""
+    services.join_request_ask(token=str(payload["token"]))
+
+
 def copy_sent_job(payload: dict[str, Any], run: JobRun) -> None:
     """An admin's copy of a request arrived late (the core retried it): keep it."""
     services.join_request_copy_sent(
@@ -56,5 +61,6 @@ JOB_HANDLERS = {
     raid.RAID_REMOVE_JOB: raid_remove_job,
     services.DECIDE_JOB: decide_job,
     services.TIMEOUT_JOB: question_timeout_job,
+    services.ASK_JOB: question_ask_job,
     services.COPY_SENT_JOB: copy_sent_job,
 }

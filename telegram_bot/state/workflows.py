@@ -10,6 +10,7 @@ both advance it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -70,9 +71,45 @@ class WorkflowStore:
         self.store.set(self.key(chat_id, user_id), asdict(workflow), ttl_ms + GRACE_MS)
         return workflow
 
+    def start_if_free(
+        self,
+        *,
+        chat_id: int,
+        user_id: int,
+        name: str,
+        step: str,
+        ttl_ms: int,
+        data: dict[str, Any] | None = None,
+        ours: Callable[[Workflow], bool] = lambda _workflow: False,
+    ) -> Workflow | None:
+        """``start``, unless the user has another live workflow in this chat (one for which
+        ``ours`` is False: a re-delivery may restart its own): None then, nothing changed.
+        Compare-and-set: of two starts at once, one wins and the other finds it busy."""
+        if ttl_ms <= 0:
+            raise WorkflowError("workflow ttl must be positive")
+        key = self.key(chat_id, user_id)
+        raw = self.store.get(key)
+        current = self._parse(raw)
+        if current is not None and not current.expired and not ours(current):
+            return None
+        workflow = Workflow(
+            chat_id=chat_id,
+            user_id=user_id,
+            name=name,
+            step=step,
+            expires_at_ms=_now_ms() + ttl_ms,
+            data=dict(data or {}),
+        )
+        if not self.store.compare_and_set(key, raw, asdict(workflow), ttl_ms + GRACE_MS):
+            return None
+        return workflow
+
     def get(self, *, chat_id: int, user_id: int) -> Workflow | None:
         """The user's workflow in this chat (possibly ``expired``), or None."""
-        raw = self.store.get(self.key(chat_id, user_id))
+        return self._parse(self.store.get(self.key(chat_id, user_id)))
+
+    @staticmethod
+    def _parse(raw: Any) -> Workflow | None:
         if not isinstance(raw, dict):
             return None
         try:

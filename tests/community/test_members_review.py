@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from community.models import ChatPolicy
 from telegram_bot.jobs.runner import new_owner, run_due
+from tests.builders import make_join_request_update, make_message_update
 from tests.community.helpers import make_jobs_due, press_update, succeeded
 from tests.community.members_helpers import (
     GROUP,
@@ -161,3 +163,69 @@ def test_a_mute_with_an_end_is_given_back_with_that_end_and_an_ended_one_not_at_
     assert _after_captcha(challenge(0)) == (muted, None)  # for good
     assert _after_captcha(challenge(int(time.time()) + 10)) == (FREED, None)  # ending: over
     assert _after_captcha(Challenge("t", GROUP, ANN, "s", {}, "", [], 0, 0)) == (FREED, None)
+
+
+# --- 6. two join requests with a question at once: the second takes the first's answer ----------
+CHAT_A, CHAT_B, REQUESTER = -100601, -100602, 2002
+
+
+def test_questions_of_two_chats_asked_at_once_each_take_their_own_answer(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """The question's workflow is keyed on the requester's private chat only, so the request to
+    a second chat replaced the first one's workflow: the answer to the first question was taken
+    as the (wrong) answer to the second, the second answer found no workflow, and the first
+    request was declined at its deadline although it was answered right. Now the second
+    question waits until the chat is free."""
+    for chat_id, question, answer in ((CHAT_A, "Two plus two?", "four"), (CHAT_B, "Cat?", "meow")):
+        ChatPolicy.objects.create(
+            chat_id=chat_id,
+            mode=ChatPolicy.Mode.QUESTION,
+            question=question,
+            answers=answer,
+            timeout_seconds=120,
+        )
+        update = make_join_request_update(user_id=REQUESTER, chat_id=chat_id)
+        assert post_update(update)["X-Update-Outcome"] == "processed"
+    [first] = asked_of(bot)
+    assert "Two plus two?" in first
+    post_update(make_message_update("four", chat_id=REQUESTER, user_id=REQUESTER))
+    make_jobs_due()
+    run_due(new_owner())  # the waiting question's job: the chat is free now
+    assert len(asked_of(bot)) == 2 and "Cat?" in asked_of(bot)[1]
+    post_update(make_message_update("meow", chat_id=REQUESTER, user_id=REQUESTER))
+    approved = sorted(c.params["chat_id"] for c in succeeded(bot, "approveChatJoinRequest"))
+    assert approved == sorted([CHAT_A, CHAT_B]), f"approved only {approved}"
+
+
+def test_a_question_waits_for_a_support_conversation_and_does_not_wipe_it(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    from telegram_bot.state import get_store
+    from telegram_bot.state.workflows import WorkflowStore
+
+    workflows = WorkflowStore(get_store())
+    workflows.start(
+        chat_id=REQUESTER, user_id=REQUESTER, name="support.open", step="text", ttl_ms=60_000
+    )
+    ChatPolicy.objects.create(
+        chat_id=CHAT_A, mode=ChatPolicy.Mode.QUESTION, question="Q?", answers="a"
+    )
+    update = make_join_request_update(user_id=REQUESTER, chat_id=CHAT_A)
+    assert post_update(update)["X-Update-Outcome"] == "processed"
+    assert asked_of(bot) == []
+    kept = workflows.get(chat_id=REQUESTER, user_id=REQUESTER)
+    assert kept is not None and kept.name == "support.open"
+    workflows.cancel(chat_id=REQUESTER, user_id=REQUESTER)  # the conversation ends
+    make_jobs_due()
+    run_due(new_owner())
+    assert len(asked_of(bot)) == 1
+
+
+def asked_of(bot: FakeTelegramServer) -> list[str]:
+    """The questions sent to the requester (not the answers to their answers)."""
+    return [
+        c.params["text"]
+        for c in succeeded(bot, "sendMessage")
+        if c.params["chat_id"] == REQUESTER and "Please answer" in c.params["text"]
+    ]
