@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from community.models import BotChat, ChatPolicy, MemberMovement, MemberPolicy
-from telegram_bot.audit_admin import AuditedModelAdmin
+from telegram_bot.audit_admin import AuditedDeletesMixin, AuditedModelAdmin
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
 
 
@@ -87,7 +87,7 @@ class MemberPolicyAdmin(AuditedModelAdmin):
 
 
 @admin.register(BotChat)
-class BotChatAdmin(admin.ModelAdmin):
+class BotChatAdmin(AuditedDeletesMixin, admin.ModelAdmin):
     """Read only: Telegram's my_chat_member updates are the source."""
 
     list_display = ("chat_id", "title", "chat_type", "status", "is_member", "updated_at")

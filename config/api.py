@@ -15,6 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
+from django.utils.cache import add_never_cache_headers, patch_cache_control
 from ninja import NinjaAPI
 from ninja.errors import HttpError
 from ninja.security import SessionAuth
@@ -39,8 +40,28 @@ class StaffSessionAuth(SessionAuth):
         return user
 
 
+class StaffAPI(NinjaAPI):
+    """Every answer is the staff's own view of personal data (members' names, usernames, last
+    seen): never stored by a browser or a proxy, as the admin site's pages are not."""
+
+    def create_response(
+        self,
+        request: HttpRequest,
+        data: Any,
+        *,
+        status: int | None = None,
+        temporal_response: HttpResponse | None = None,
+    ) -> HttpResponse:
+        response = super().create_response(
+            request, data, status=status, temporal_response=temporal_response
+        )
+        add_never_cache_headers(response)
+        patch_cache_control(response, private=True)
+        return response
+
+
 def build_api() -> NinjaAPI:
-    api = NinjaAPI(
+    api = StaffAPI(
         title="Community bot API",
         version="1",
         urls_namespace="api-v1",

@@ -12,11 +12,12 @@ from django.utils.translation import gettext_lazy as _
 from moderation.models import ChatSettings, Warning
 from moderation.services import audit_settings
 from telegram_bot.audit import Actor
+from telegram_bot.audit_admin import AuditedDeletesMixin
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
 
 
 @admin.register(ChatSettings)
-class ChatSettingsAdmin(admin.ModelAdmin):
+class ChatSettingsAdmin(AuditedDeletesMixin, admin.ModelAdmin):
     list_display = (
         "chat_id",
         "title",

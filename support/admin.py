@@ -19,6 +19,7 @@ from django.utils.translation import gettext_lazy
 from support import assignees, files, selectors, views
 from support.models import Ticket
 from support.validation import parse_ticket_number
+from telegram_bot.audit_admin import AuditedDeletesMixin
 
 
 class AgeFilter(admin.SimpleListFilter):
@@ -69,7 +70,7 @@ class AssigneeFilter(admin.SimpleListFilter):
 
 
 @admin.register(Ticket)
-class TicketAdmin(admin.ModelAdmin):
+class TicketAdmin(AuditedDeletesMixin, admin.ModelAdmin):
     list_display = (
         "ticket_number",
         "user",

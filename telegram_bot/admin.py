@@ -19,7 +19,12 @@ from django_q.models import Failure, Schedule, Success
 
 from telegram_bot import admins
 from telegram_bot.audit import audit_step
-from telegram_bot.audit_admin import AuditedModelAdmin, admin_actor, audited_action
+from telegram_bot.audit_admin import (
+    AuditedDeletesMixin,
+    AuditedModelAdmin,
+    admin_actor,
+    audited_action,
+)
 from telegram_bot.errors import BotError
 from telegram_bot.jobs.services import job_cancel, job_retry_now
 from telegram_bot.models import BlockedChat, BotAdmin, ChatPreference, DeliveryFailure, Job
@@ -152,7 +157,7 @@ class BotAdminAdmin(admin.ModelAdmin):
 
 
 @admin.register(DeliveryFailure)
-class DeliveryFailureAdmin(admin.ModelAdmin):
+class DeliveryFailureAdmin(AuditedDeletesMixin, admin.ModelAdmin):
     list_display = ("created_at", "chat_id", "purpose", "error_class", "error")
     list_filter = ("purpose", "error_class")
     search_fields = ("chat_id",)
@@ -168,7 +173,7 @@ class DeliveryFailureAdmin(admin.ModelAdmin):
 
 
 @admin.register(BlockedChat)
-class BlockedChatAdmin(admin.ModelAdmin):
+class BlockedChatAdmin(AuditedDeletesMixin, admin.ModelAdmin):
     list_display = ("chat_id", "reason", "blocked_at")
     search_fields = ("chat_id",)
     readonly_fields = ("chat_id", "reason", "blocked_at")

@@ -160,7 +160,33 @@ def selection(queryset: QuerySet[Any], limit: int = 20) -> str:
     return f"{name} #{shown}{more} ({count})" if ids else "nothing"
 
 
-class AuditedModelAdmin(admin.ModelAdmin):
+class AuditedDeletesMixin:
+    """Deletions in the admin site recorded as ``<model>.delete`` (with the object's name and
+    chat): for a model admin whose saves are audited its own way, or never made by hand."""
+
+    opts: Any
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        with audit_step(
+            f"{self.opts.model_name}.delete",
+            actor=admin_actor(request),
+            source="admin",
+            chat_id=getattr(obj, "chat_id", None),
+            target_name=_name(obj),
+        ):
+            super().delete_model(request, obj)  # type: ignore[misc]
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
+        with audit_step(
+            f"{self.opts.model_name}.delete",
+            actor=admin_actor(request),
+            source="admin",
+            target_name=selection(queryset),
+        ):
+            super().delete_queryset(request, queryset)  # type: ignore[misc]
+
+
+class AuditedModelAdmin(AuditedDeletesMixin, admin.ModelAdmin):
     """A model admin whose saves and deletions are recorded (``<model>.add``, ``.change``,
     ``.delete``), with the changed fields; the chat is the object's ``chat_id`` if it has one."""
 
@@ -177,25 +203,6 @@ class AuditedModelAdmin(admin.ModelAdmin):
         ) as step:
             super().save_model(request, obj, form, change)
             step.fields["target_name"] = _name(obj)
-
-    def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        with audit_step(
-            f"{self.opts.model_name}.delete",
-            actor=admin_actor(request),
-            source="admin",
-            chat_id=getattr(obj, "chat_id", None),
-            target_name=_name(obj),
-        ):
-            super().delete_model(request, obj)
-
-    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
-        with audit_step(
-            f"{self.opts.model_name}.delete",
-            actor=admin_actor(request),
-            source="admin",
-            target_name=selection(queryset),
-        ):
-            super().delete_queryset(request, queryset)
 
 
 def _name(obj: Model) -> str:
