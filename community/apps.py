@@ -15,6 +15,7 @@ class CommunityConfig(features.FeatureConfig):
     overview_cards = "community.overview.community_cards"
     start_line = gettext_lazy("members (join requests, welcome, captcha)")
     privacy = "community.privacy"
+    chat_settings_models = ("community.ChatPolicy", "community.MemberPolicy", "community.BotChat")
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "
         "join counters and strict mode, the last welcome",

@@ -17,6 +17,7 @@ from community import auditing, bot_chats, members, selectors, services, texts
 from community.records import Decider
 from telegram_bot.admins import Role
 from telegram_bot.audit import update_step
+from telegram_bot.chat_migration import migrate_chat
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import Observer, PanelEntry, Route
@@ -126,7 +127,14 @@ def on_service_message(ctx: Context) -> None:
     ``chat_member`` is not delivered (the bot is not an admin); the same join from both is
     handled once."""
     message = ctx.update.message
-    if message is None or not (message.new_chat_members or message.left_chat_member):
+    if message is None:
+        return
+    if message.model_extra and (
+        "migrate_to_chat_id" in message.model_extra or "migrate_from_chat_id" in message.model_extra
+    ):
+        _migrated(message, ctx.update.update_id)
+        return
+    if not (message.new_chat_members or message.left_chat_member):
         return
     update_id = ctx.update.update_id
     for user in message.new_chat_members or []:
@@ -134,6 +142,16 @@ def on_service_message(ctx: Context) -> None:
     if message.left_chat_member is not None:
         members.member_left(_event(message, message.left_chat_member, update_id))
     members.clean_service_message(message.chat.id, message.message_id)
+
+
+def _migrated(message: Message, update_id: int) -> None:
+    """The group became a supergroup: its settings follow it to the new id. Both messages
+    (the old group's last, the new one's first) carry the pair; either does it, once."""
+    extra = message.model_extra or {}
+    to_id, from_id = extra.get("migrate_to_chat_id"), extra.get("migrate_from_chat_id")
+    pair = (message.chat.id, to_id) if to_id is not None else (from_id, message.chat.id)
+    if all(type(chat_id) is int and -(2**52) < chat_id < 0 for chat_id in pair):
+        migrate_chat(pair[0], pair[1], update_id=update_id)
 
 
 def _event(message: Message, user: User, update_id: int) -> members.MemberEvent:

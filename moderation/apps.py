@@ -16,6 +16,7 @@ class ModerationConfig(features.FeatureConfig):
     }
     start_line = gettext_lazy("moderation (/warn, /mute, /ban... in groups)")
     privacy = "moderation.privacy"
+    chat_settings_models = ("moderation.ChatSettings",)
 
     def ready(self) -> None:
         super().ready()

@@ -17,6 +17,7 @@ class TelegramBotConfig(features.FeatureConfig):
     schedules = "telegram_bot.schedules.SCHEDULES"
     overview_cards = "telegram_bot.ops.overview_cards.core_cards"
     privacy = "telegram_bot.privacy_core"
+    chat_settings_models = ("telegram_bot.ChatPreference",)
 
     def ready(self) -> None:
         super().ready()

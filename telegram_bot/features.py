@@ -14,10 +14,12 @@ paths imported when first needed (never at app-loading time):
   export, erasure and retention hooks (``telegram_bot.privacy``);
 
 and as values: ``key_families`` (the KV key families it owns, declared to the state layer
-when the app is ready) and ``start_line`` (what ``/start`` says the bot does for it; ``/help``
-lists the commands with help text from the routes themselves). Adding a feature is adding its
-app to ``INSTALLED_APPS``; the core names no feature. The order of ``INSTALLED_APPS`` is the
-routing order.
+when the app is ready), ``chat_settings_models`` (its models of one row per chat, keyed by
+``chat_id``, that follow a group to the supergroup Telegram upgrades it to:
+``telegram_bot.chat_migration``) and ``start_line`` (what ``/start`` says the bot does for
+it; ``/help`` lists the commands with help text from the routes themselves). Adding a
+feature is adding its app to ``INSTALLED_APPS``; the core names no feature. The order of
+``INSTALLED_APPS`` is the routing order.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class FeatureConfig(AppConfig):
     overview_cards: ClassVar[str | None] = None
     privacy: ClassVar[str | None] = None
     key_families: ClassVar[Mapping[str, str]] = {}
+    chat_settings_models: ClassVar[tuple[str, ...]] = ()
     start_line: ClassVar[str | Promise] = ""
 
     def ready(self) -> None:
