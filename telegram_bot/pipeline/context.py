@@ -83,9 +83,13 @@ class Context:
         return applied
 
     def reply(self, text: str, **params: Any) -> dict[str, Any]:
-        """Send ``text`` to the chat the update came from."""
+        """Send ``text`` to the chat the update came from: in a forum, to the message's topic
+        (without the thread id the answer lands in General, away from the command)."""
         if self.chat_id is None:
             raise ValueError("this update has no chat to reply to")
+        message = self.update.message
+        if message is not None and message.is_topic_message and message.message_thread_id:
+            params.setdefault("message_thread_id", message.message_thread_id)
         return self.client.send_message(chat_id=self.chat_id, text=text, **params)
 
     def answer_callback(self, text: str | None = None, *, alert: bool = False) -> None:

@@ -390,3 +390,15 @@ def test_a_username_taken_over_by_another_member_leads_to_them_not_the_old_holde
     run(command("/warn", reply_to=oscar))
     run(command("/ban @mallory"))
     assert [c.params["user_id"] for c in ok_calls(bot, "banChatMember")] == [OTHER]
+
+
+def test_an_answer_in_a_forum_topic_goes_to_that_topic(bot: FakeTelegramServer) -> None:
+    """Without message_thread_id the answer went to the General topic, away from the command."""
+    from tests.moderation.helpers import DELETER
+
+    describe_group(bot)
+    bot.set_chat(GROUP, "supergroup", title="Test group", is_forum=True)
+    run(_in_topic("/purge", sender=DELETER, root_id=2000, message_id=2300))
+    [answer] = bot.calls_to("sendMessage")
+    assert answer.params["message_thread_id"] == 2000
+    assert answer.params["text"].startswith("Reply to")
