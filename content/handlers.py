@@ -9,7 +9,6 @@ caption) -> buttons (or Skip); the draft is then created and previewed in the ch
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
@@ -23,6 +22,7 @@ from content.services import PostChanges, PostContent
 from telegram_bot.admins import Role
 from telegram_bot.audit import Step, update_step
 from telegram_bot.errors import TelegramApiError, WorkflowError
+from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import PanelEntry, Route
 from telegram_bot.state.workflows import Workflow, WorkflowStore
@@ -43,7 +43,7 @@ def callback(ctx: Context) -> None:
 # --- list and view ----------------------------------------------------------------------------
 def _list(ctx: Context, argument: str) -> None:
     ctx.answer_callback()
-    _show_list(ctx, _number(argument, digits=6) or 0)
+    _show_list(ctx, ascii_int(argument, digits=6) or 0)
 
 
 def _show_list(ctx: Context, page: int) -> None:
@@ -431,19 +431,11 @@ def _advance(ctx: Context, workflow: Workflow, step: str, data: dict[str, object
 
 
 def _post(ctx: Context, argument: str) -> Post | None:
-    post_id = _number(argument, digits=18)
+    post_id = ascii_int(argument)
     post = selectors.post_find(post_id) if post_id is not None else None
     if post is None:
         ctx.answer_callback(gettext("This post does not exist any more."), alert=True)
     return post
-
-
-def _number(argument: str, *, digits: int) -> int | None:
-    """A number from callback data: ASCII digits only (``str.isdigit`` also accepts "²", on
-    which ``int`` fails), few enough for a page or a bigint id; None otherwise."""
-    if re.fullmatch(f"[0-9]{{1,{digits}}}", argument) is None:
-        return None
-    return int(argument)
 
 
 def _refresh(ctx: Context, post_id: int) -> None:

@@ -34,6 +34,7 @@ from telegram_bot.admins import Role
 from telegram_bot.audit import Actor, telegram_actor
 from telegram_bot.client.methods import DELETE_BATCH
 from telegram_bot.errors import TelegramApiError
+from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import Observer, PanelEntry, Route
 from telegram_bot.updates import Message
@@ -153,8 +154,8 @@ def _mention_first(req: Request) -> tuple[Target, list[str]] | None:
 
 
 def _target_from_arg(req: Request, arg: str) -> Target:
-    if arg.isascii() and arg.isdigit():  # not "²", which int() refuses
-        user_id = int(arg)
+    user_id = ascii_int(arg, digits=len(arg))  # ASCII digits: not "²", which int() refuses
+    if user_id is not None:
         if not 0 < user_id < MAX_USER_ID:
             raise Refusal(_("%(arg)s is not a Telegram user id.") % {"arg": quoted(arg)})
         return Target(user_id)

@@ -8,7 +8,6 @@ sets the same again. Every change is validated and recorded in the audit log.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -16,6 +15,7 @@ from django.utils.translation import gettext as _
 from moderation import services
 from moderation.durations import describe
 from moderation.models import ChatSettings
+from telegram_bot.numbers import ascii_int
 
 Markup = dict[str, Any]
 
@@ -109,9 +109,10 @@ def parse(data: str) -> tuple[str, int | None, str, str]:
 def _chat_id(text: str) -> int:
     # ASCII digits (int() refuses "²"), and a 64-bit integer (the database's): Telegram's
     # group ids have at most 52 significant bits.
-    if re.fullmatch(r"-[0-9]{1,16}", text) is None:
+    chat_id = ascii_int(text, digits=16, signed=True)
+    if chat_id is None or chat_id >= 0:
         raise ValueError("a group chat id is negative")
-    return int(text)
+    return chat_id
 
 
 def _chat_label(chat_id: int) -> str:

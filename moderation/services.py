@@ -13,7 +13,6 @@ Flood control (429) and other retryable Telegram errors hand the action to a job
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,6 +30,7 @@ from telegram_bot.client import SEND_PERMISSIONS, TelegramClient
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_retry_later
 from telegram_bot.models import AuditEntry
+from telegram_bot.numbers import ascii_int
 
 log = logging.getLogger(__name__)
 JOB_KIND = "moderation.act"
@@ -439,8 +439,9 @@ def settings_set(
 def _panel_value(field: str, value: str) -> str | int:
     if field == "flood" and value in ("on", "off"):
         return Action.MUTE if value == "on" else Action.NONE
-    if field == "warn" and re.fullmatch(r"[0-9]{1,2}", value) and 1 <= int(value) <= WARN_LIMIT_MAX:
-        return int(value)
+    limit = ascii_int(value, digits=2) if field == "warn" else None
+    if limit is not None and 1 <= limit <= WARN_LIMIT_MAX:
+        return limit
     if field in ("low", "medium", "high") and value in VIOLATION_CYCLE:
         return Action(value)
     raise ValueError(f"not a panel setting: {field[:16]!r}={value[:16]!r}")

@@ -31,6 +31,8 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
+from telegram_bot.numbers import ascii_int
+
 MESSAGES = "stats:messages:"
 WORDS = "stats:words:"
 MEDIA = "stats:media:"
@@ -227,6 +229,7 @@ def _column(family: str, field: str) -> tuple[str, str] | None:
         if field == "profanity":
             return "profanity_count", "profanity"
         return (field, "violations") if field in CATEGORY_FIELDS else None
-    if len(field) == 2 and field.isascii() and field.isdigit() and int(field) < 24:
+    hour = ascii_int(field, digits=2) if len(field) == 2 else None
+    if hour is not None and hour < 24:
         return f"hour_{field}", "hours"
     return None

@@ -9,6 +9,7 @@ from django.db.models import Max, OuterRef, QuerySet, Subquery
 
 from support.models import Ticket, TicketMessage
 from telegram_bot.models import BotAdmin
+from telegram_bot.numbers import ascii_int
 
 
 def with_assignee_names(tickets: QuerySet[Ticket]) -> QuerySet[Ticket]:
@@ -29,7 +30,9 @@ def assignee_names(labels: Iterable[str]) -> dict[str, str]:
     username."""
     labels = set(labels)
     telegram_ids = {
-        int(label[3:]) for label in labels if label.startswith("tg:") and _number(label[3:])
+        number
+        for label in labels
+        if label.startswith("tg:") and (number := ascii_int(label[3:])) is not None
     }
     signed: dict[int, str] = {}
     if telegram_ids:
@@ -49,13 +52,8 @@ def assignee_names(labels: Iterable[str]) -> dict[str, str]:
 
 def assignee_name(label: str, signed: dict[int, str] | None = None) -> str:
     kind, _, value = label.partition(":")
-    if kind == "tg" and _number(value):
+    if kind == "tg" and ascii_int(value) is not None:
         return (signed or {}).get(int(value)) or f"Telegram user {value}"
     if kind == "site" and value:
         return value
     return label
-
-
-def _number(text: str) -> bool:
-    """ASCII digits only: str.isdigit() also accepts "²", which int() refuses."""
-    return 0 < len(text) <= 18 and text.isascii() and text.isdigit()

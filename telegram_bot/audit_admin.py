@@ -6,7 +6,6 @@ queryset, ``AuditedModelAdmin`` for saves and deletions, ``admin_actor`` for the
 from __future__ import annotations
 
 import csv
-import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -19,6 +18,7 @@ from django.utils.translation import gettext_lazy
 
 from telegram_bot.audit import Actor, audit_step
 from telegram_bot.models import AuditEntry
+from telegram_bot.numbers import ascii_int
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
 
 CSV_COLUMNS = (
@@ -39,9 +39,6 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # Spreadsheet programs read a CSV without a byte-order mark in the system's code page, which
 # garbles Cyrillic (and any non-Latin) names.
 BOM = "\ufeff"
-
-# An id as the search box takes it: one optional minus, ASCII digits (not "²"), in 64 bits.
-_ID = re.compile(r"-?[0-9]{1,18}")
 
 
 @admin.register(AuditEntry)
@@ -76,8 +73,8 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         """Text search, plus exact ids: a number finds its actor, chat, target or update."""
         results, distinct = super().get_search_results(request, queryset, search_term)
         term = search_term.strip()
-        if _ID.fullmatch(term):
-            number = int(term)
+        number = ascii_int(term, signed=True)  # an id: one optional minus, in 64 bits
+        if number is not None:
             results |= queryset.filter(
                 Q(actor_id=number) | Q(chat_id=number) | Q(target_id=number) | Q(update_id=number)
             )

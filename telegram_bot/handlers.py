@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.utils import translation
@@ -14,12 +13,12 @@ from telegram_bot.admins import Role
 from telegram_bot.audit import update_step
 from telegram_bot.errors import BotError
 from telegram_bot.features import feature_configs, start_lines
+from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import ANY_COMMAND, PanelEntry, Route
 from telegram_bot.privacy_handlers import forget_me, forget_me_cancel, forget_me_confirm
 
 # ASCII digits only: str.isdigit() also accepts characters such as "²" that int() refuses.
-_USER_ID = re.compile(r"[0-9]{1,18}")
 
 
 def start_text() -> str:
@@ -114,12 +113,13 @@ def admins_view(ctx: Context) -> tuple[str, dict[str, Any]]:
 
 def panel_admin_remove(ctx: Context) -> None:
     raw_id = ctx.update.callback_data.removeprefix("panel:adm_rm:")
-    if not _USER_ID.fullmatch(raw_id):
+    user_id = ascii_int(raw_id)
+    if user_id is None:
         ctx.answer_callback(_("This button is not valid."), alert=True)
         return
     try:
-        with update_step(ctx.update, "admin.remove", source="panel", target_id=int(raw_id)):
-            admins.admin_remove(telegram_id=int(raw_id), removed_by=ctx.sender.user_id)
+        with update_step(ctx.update, "admin.remove", source="panel", target_id=user_id):
+            admins.admin_remove(telegram_id=user_id, removed_by=ctx.sender.user_id)
     except BotError as exc:
         ctx.answer_callback(str(exc.user_message), alert=True)
         return
@@ -130,22 +130,24 @@ def panel_admin_remove(ctx: Context) -> None:
 
 def add_admin(ctx: Context) -> None:
     args = ctx.command.args if ctx.command else ""
-    if not _USER_ID.fullmatch(args) or int(args) <= 0:
+    user_id = ascii_int(args)
+    if user_id is None or user_id <= 0:
         ctx.reply(_("Usage: /addadmin <user id>, a positive number."))
         return
-    with update_step(ctx.update, "admin.add", source="command", target_id=int(args)):
-        admins.admin_add(telegram_id=int(args), added_by=ctx.sender.user_id)
+    with update_step(ctx.update, "admin.add", source="command", target_id=user_id):
+        admins.admin_add(telegram_id=user_id, added_by=ctx.sender.user_id)
     ctx.reply(_("%(id)s is now an admin.") % {"id": args})
 
 
 def remove_admin(ctx: Context) -> None:
     args = ctx.command.args if ctx.command else ""
-    if not _USER_ID.fullmatch(args):
+    user_id = ascii_int(args)
+    if user_id is None:
         ctx.reply(_("Usage: /removeadmin <user id>"))
         return
     try:
-        with update_step(ctx.update, "admin.remove", source="command", target_id=int(args)):
-            admins.admin_remove(telegram_id=int(args), removed_by=ctx.sender.user_id)
+        with update_step(ctx.update, "admin.remove", source="command", target_id=user_id):
+            admins.admin_remove(telegram_id=user_id, removed_by=ctx.sender.user_id)
     except BotError as exc:
         ctx.reply(str(exc.user_message))
         return

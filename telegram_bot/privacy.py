@@ -41,6 +41,7 @@ from django.conf import settings
 
 from telegram_bot.audit import Actor, audit_record
 from telegram_bot.features import feature_configs
+from telegram_bot.numbers import ascii_int
 from telegram_bot.state import KVStore, get_store
 from telegram_bot.state.keys import FAMILIES
 
@@ -88,10 +89,10 @@ class ErasureResult:
 
 def check_user_id(value: object) -> int:
     """A Telegram user id from a form, a command argument or a button: 1..2**52, digits only."""
-    text = str(value).strip()
-    if not re.fullmatch(r"[0-9]{1,16}", text) or not 0 < int(text) < MAX_USER_ID:
+    number = ascii_int(str(value).strip(), digits=16)
+    if number is None or not 0 < number < MAX_USER_ID:
         raise ValueError("A Telegram user id is a positive whole number (for example 123456789).")
-    return int(text)
+    return number
 
 
 def new_anonymous_id() -> int:

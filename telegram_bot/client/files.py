@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import httpx
 
 from telegram_bot.errors import FileTooLargeError, TelegramApiError
+from telegram_bot.numbers import ascii_int
 
 CHUNK_BYTES = 64 * 1024
 # What getFile answers as file_path: "voice/file_12.oga", "video_notes/file_3.mp4".
@@ -35,7 +36,7 @@ class FileStream:
         self._response = response
         self.max_bytes = max_bytes
         length = response.headers.get("Content-Length", "")
-        self.size = int(length) if length.isascii() and length.isdigit() else None
+        self.size = ascii_int(length)
 
     def __iter__(self) -> Iterator[bytes]:
         received = 0

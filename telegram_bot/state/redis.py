@@ -26,6 +26,7 @@ from redis.exceptions import NoScriptError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from telegram_bot.errors import StateError, StateUnavailableError
+from telegram_bot.numbers import ascii_int
 from telegram_bot.state.base import InvalidValueError, KVStore, RawOp, prefix_successor
 from telegram_bot.state.keys import INDEXED_FAMILIES
 
@@ -444,10 +445,10 @@ class RedisStore(KVStore):
         # Keys hold no spaces, so the first two spaces end the key and the SCAN cursor.
         last_key, _, rest = cursor.partition(" ")
         head, _, count = rest.partition(" ")
-        if not (_is_number(head, 20) and _is_number(count, 4)):
+        scan, skip = ascii_int(head, digits=20), ascii_int(count, digits=4)
+        if scan is None or skip is None:
             raise InvalidValueError(f"malformed scan cursor {cursor[:80]!r}")
-        skip = int(count)
-        return int(head), skip, (self.prefix + last_key) if skip else None
+        return scan, skip, (self.prefix + last_key) if skip else None
 
     def _apply_once(
         self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]
@@ -472,10 +473,6 @@ class RedisStore(KVStore):
         for connection in connections:
             connection.disconnect()
         self.client.close()
-
-
-def _is_number(text: str, digits: int) -> bool:
-    return 0 < len(text) <= digits and text.isascii() and text.isdigit()
 
 
 def _resume_at(keys: list[str], skip: int, last_key: str | None) -> int:

@@ -22,6 +22,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 
 from telegram_bot.metrics import count_webhook_reply, observe_webhook
+from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.pipeline.reply import webhook_reply
 from telegram_bot.updates import Update, UpdateShapeError, parse_update_json
@@ -100,8 +101,8 @@ def telegram_webhook(request: HttpRequest) -> HttpResponse:
     content_type = request.content_type or ""
     if content_type.lower() != "application/json":
         return _error(415, "content type must be application/json")
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if not (declared.isascii() and declared.isdigit()) or int(declared) > MAX_BODY_BYTES:
+    declared = ascii_int(request.META.get("CONTENT_LENGTH") or "0")
+    if declared is None or declared > MAX_BODY_BYTES:
         return _error(413, "body larger than 1 MiB")
     if not _secret_ok(request.META.get(SECRET_HEADER, "")):
         return _error(401, "unauthorized")
