@@ -26,6 +26,14 @@ DEVELOPMENT_SECRET_KEY = "dev-insecure-9f3c1e0b7a2d4c68b5e1f0a3d7c9e2b4-do-not-u
 GENERATED_SECRET_KEY_FILE = VAR_DIR / "secret_key"
 
 DEBUG = env.flag("DJANGO_DEBUG", default=False)
+# Where processes do not share var/ (containers: compose sets it), a generated key would differ
+# between them: the key must then come from the environment or a _FILE.
+if env.flag("DJANGO_SECRET_KEY_REQUIRED", default=False) and not env.text("DJANGO_SECRET_KEY"):
+    raise ConfigError(
+        "DJANGO_SECRET_KEY",
+        "must be set (or DJANGO_SECRET_KEY_FILE): this deployment's processes share no var/ "
+        "to generate one into",
+    )
 SECRET_KEY = env.text("DJANGO_SECRET_KEY") or (
     DEVELOPMENT_SECRET_KEY if DEBUG else generated_secret_key(GENERATED_SECRET_KEY_FILE)
 )

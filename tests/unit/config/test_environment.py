@@ -210,6 +210,34 @@ def test_every_process_sees_the_same_generated_key(tmp_path: Path) -> None:
     assert hashes == {hashlib.sha256(on_disk.encode()).hexdigest()}
 
 
+def test_where_a_key_is_required_none_is_generated_and_a_file_is_taken(tmp_path: Path) -> None:
+    """compose.yaml's containers share no var/: each generated its own key (sessions and the
+    erasure's HMAC names differed between web and worker) unless one was set; a key from a
+    file (DJANGO_SECRET_KEY_FILE, a mounted secret) must do as well as the variable."""
+    env = clean_env(
+        ENV_FILE=os.devnull,
+        DJANGO_SECRET_KEY="",
+        DJANGO_SECRET_KEY_REQUIRED="1",
+        DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3",
+    )
+    refused = manage(env, "check")
+    assert refused.returncode == 2
+    assert refused.stderr.strip().startswith("configuration error: DJANGO_SECRET_KEY: must be set")
+    key = tmp_path / "key"
+    key.write_text("k" * 50)
+    taken = manage(
+        {**env, "DJANGO_SECRET_KEY_FILE": str(key)}, "shell", "-v", "0", "-c", PRINT_SETTINGS
+    )
+    assert taken.returncode == 0, taken.stderr
+    assert taken.stdout.split()[-1] == hashlib.sha256(b"k" * 50).hexdigest()
+
+
+def test_compose_asks_for_the_key_from_env_or_a_file_not_the_variable_only() -> None:
+    compose = (ROOT / "compose.yaml").read_text()
+    assert 'DJANGO_SECRET_KEY_REQUIRED: "1"' in compose
+    assert "${DJANGO_SECRET_KEY" not in compose  # that made a _FILE impossible
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_superuser_without_a_terminal(tmp_path: Path) -> None:
     venv = Path(sys.prefix)
