@@ -39,6 +39,21 @@ class Workflow:
         return _now_ms() >= self.expires_at_ms
 
 
+def _new(
+    chat_id: int, user_id: int, name: str, step: str, ttl_ms: int, data: dict[str, Any] | None
+) -> Workflow:
+    if ttl_ms <= 0:
+        raise WorkflowError("workflow ttl must be positive")
+    return Workflow(
+        chat_id=chat_id,
+        user_id=user_id,
+        name=name,
+        step=step,
+        expires_at_ms=_now_ms() + ttl_ms,
+        data=dict(data or {}),
+    )
+
+
 class WorkflowStore:
     def __init__(self, store: KVStore) -> None:
         self.store = store
@@ -58,16 +73,7 @@ class WorkflowStore:
         data: dict[str, Any] | None = None,
     ) -> Workflow:
         """Begin ``name`` at ``step``, replacing whatever workflow the user had in this chat."""
-        if ttl_ms <= 0:
-            raise WorkflowError("workflow ttl must be positive")
-        workflow = Workflow(
-            chat_id=chat_id,
-            user_id=user_id,
-            name=name,
-            step=step,
-            expires_at_ms=_now_ms() + ttl_ms,
-            data=dict(data or {}),
-        )
+        workflow = _new(chat_id, user_id, name, step, ttl_ms, data)
         self.store.set(self.key(chat_id, user_id), asdict(workflow), ttl_ms + GRACE_MS)
         return workflow
 
@@ -85,21 +91,12 @@ class WorkflowStore:
         """``start``, unless the user has another live workflow in this chat (one for which
         ``ours`` is False: a re-delivery may restart its own): None then, nothing changed.
         Compare-and-set: of two starts at once, one wins and the other finds it busy."""
-        if ttl_ms <= 0:
-            raise WorkflowError("workflow ttl must be positive")
+        workflow = _new(chat_id, user_id, name, step, ttl_ms, data)
         key = self.key(chat_id, user_id)
         raw = self.store.get(key)
         current = self._parse(raw)
         if current is not None and not current.expired and not ours(current):
             return None
-        workflow = Workflow(
-            chat_id=chat_id,
-            user_id=user_id,
-            name=name,
-            step=step,
-            expires_at_ms=_now_ms() + ttl_ms,
-            data=dict(data or {}),
-        )
         if not self.store.compare_and_set(key, raw, asdict(workflow), ttl_ms + GRACE_MS):
             return None
         return workflow

@@ -32,6 +32,18 @@ def restricted(user_id: int, *, is_member: bool, first_name: str = "Ann") -> dic
     return member(user_id, "restricted", first_name, is_member=is_member)
 
 
+def bot_may_restrict(bot: FakeTelegramServer) -> None:
+    bot.set_chat_member(
+        GROUP,
+        BOT_ID,
+        "administrator",
+        is_bot=True,
+        can_restrict_members=True,
+        can_delete_messages=True,
+        can_invite_users=True,
+    )
+
+
 def muted_in_fake(bot: FakeTelegramServer, user_id: int = ANN) -> bool:
     state = bot.chat_member(GROUP, user_id)
     return state["status"] == "restricted" and not state.get("can_send_messages")
@@ -91,15 +103,7 @@ def test_passing_the_captcha_does_not_lift_a_mute_the_member_had_before_joining(
     """Muted by a moderator, a member leaves and comes back: Telegram keeps the restriction
     (``restricted`` with ``is_member`` false, then true). The captcha restricts them again and,
     on the right button, grants every permission: the mute is gone."""
-    bot.set_chat_member(
-        GROUP,
-        BOT_ID,
-        "administrator",
-        is_bot=True,
-        can_restrict_members=True,
-        can_delete_messages=True,
-        can_invite_users=True,
-    )
+    bot_may_restrict(bot)
     bot.set_chat_member(GROUP, ANN, "restricted", first_name="Ann", is_member=True)  # muted
     assert muted_in_fake(bot)
     make_policy(captcha_enabled=True)
@@ -119,15 +123,7 @@ def test_a_member_who_left_during_the_captcha_is_not_muted_when_let_back_in(
     """The outcome ``left`` deletes the challenge and lifts nothing. Telegram keeps the
     restriction of a member who left; back through a join request (no captcha by design), the
     member is welcomed and cannot write, with no challenge nor job left to free them."""
-    bot.set_chat_member(
-        GROUP,
-        BOT_ID,
-        "administrator",
-        is_bot=True,
-        can_restrict_members=True,
-        can_delete_messages=True,
-        can_invite_users=True,
-    )
+    bot_may_restrict(bot)
     make_policy(captcha_enabled=True, welcome_enabled=True, welcome_text="Hi {first_name}")
     now = int(time.time())
     processed(post_update, join_update(ANN, date=now - 60))

@@ -28,6 +28,14 @@ pytestmark = pytest.mark.django_db
 # -- 1. a text mention in the reason becomes the target -------------------------------------
 
 
+def mentioning_bob(text: str) -> dict:
+    """The command ``text`` whose "Bob" is a text mention of OTHER (picked from the menu)."""
+    update = command(text)
+    mention = {"type": "text_mention", "offset": text.index("Bob"), "length": 3}
+    update["message"]["entities"].append({**mention, "user": user(OTHER, "Bob")})
+    return update
+
+
 def test_a_text_mention_in_the_reason_does_not_replace_the_id_given(
     bot: FakeTelegramServer,
 ) -> None:
@@ -36,16 +44,7 @@ def test_a_text_mention_in_the_reason_does_not_replace_the_id_given(
     named in the reason. ``_target_from_arg`` takes the first text_mention entity anywhere in
     the message, whatever its offset."""
     describe_group(bot)
-    text = f"/ban {MEMBER} for harassing Bob"
-    update = command(text)
-    update["message"]["entities"].append(
-        {
-            "type": "text_mention",
-            "offset": text.index("Bob"),
-            "length": 3,
-            "user": user(OTHER, "Bob"),
-        }
-    )
+    update = mentioning_bob(f"/ban {MEMBER} for harassing Bob")
     run(update)
     banned = [call.params["user_id"] for call in ok_calls(bot, "banChatMember")]
     assert banned == [MEMBER], f"banned {banned}, answered {answers(bot)}"
@@ -55,16 +54,7 @@ def test_a_text_mention_in_a_warn_reason_does_not_take_the_warning(
     bot: FakeTelegramServer,
 ) -> None:
     describe_group(bot)
-    text = f"/warn {MEMBER} stop insulting Bob"
-    update = command(text)
-    update["message"]["entities"].append(
-        {
-            "type": "text_mention",
-            "offset": text.index("Bob"),
-            "length": 3,
-            "user": user(OTHER, "Bob"),
-        }
-    )
+    update = mentioning_bob(f"/warn {MEMBER} stop insulting Bob")
     run(update)
     warned = list(Warning.objects.values_list("user_id", flat=True))
     assert warned == [MEMBER], f"warned {warned}, answered {answers(bot)}"

@@ -92,6 +92,29 @@ def test_a_workflow_advances_once_per_revision(kv: KVStore) -> None:
     assert workflows.get(chat_id=5, user_id=7) is None
 
 
+def test_start_if_free_leaves_another_live_workflow_alone(kv: KVStore) -> None:
+    flows = WorkflowStore(kv)
+    other = flows.start(chat_id=7, user_id=7, name="support.open", step="text", ttl_ms=60_000)
+    mine = {"token": "abc"}
+    assert (
+        flows.start_if_free(chat_id=7, user_id=7, name="q", step="a", ttl_ms=1000, data=mine)
+        is None
+    )
+    assert flows.get(chat_id=7, user_id=7) == other
+    flows.finish(other)  # ended: free
+    started = flows.start_if_free(chat_id=7, user_id=7, name="q", step="a", ttl_ms=1000, data=mine)
+    assert started is not None and flows.get(chat_id=7, user_id=7) == started
+    # Its own (a re-delivery) may start again; another's may not.
+    ours = lambda workflow: workflow.data.get("token") == "abc"  # noqa: E731
+    again = flows.start_if_free(
+        chat_id=7, user_id=7, name="q", step="a", ttl_ms=1000, data=mine, ours=ours
+    )
+    assert again is not None
+    assert flows.start_if_free(chat_id=7, user_id=7, name="x", step="a", ttl_ms=1000) is None
+    time.sleep(1.1)  # expired: free again
+    assert flows.start_if_free(chat_id=7, user_id=7, name="x", step="a", ttl_ms=1000) is not None
+
+
 def test_dead_letters_keep_the_update_and_a_redacted_error(kv: KVStore) -> None:
     letters = DeadLetterStore(kv, retention_ms=60_000)
     update = {"update_id": 42, "message": {"message_id": 1, "text": "hi"}}
