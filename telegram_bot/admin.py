@@ -122,8 +122,15 @@ class BotAdminAdmin(admin.ModelAdmin):
         return super().changelist_view(request, {**(extra_context or {}), **extra})
 
     def save_model(self, request: HttpRequest, obj: BotAdmin, form: Any, change: bool) -> None:
-        if change:
-            super().save_model(request, obj, form, change)
+        if change:  # the display name: what answers are signed with
+            with audit_step(
+                "admin.change",
+                actor=admin_actor(request),
+                source="admin",
+                target_id=obj.telegram_id,
+                detail=", ".join(form.changed_data) or "no change",
+            ):
+                super().save_model(request, obj, form, change)
             return
         with audit_step(
             "admin.add", actor=admin_actor(request), source="admin", target_id=obj.telegram_id
@@ -189,7 +196,7 @@ class ChatPreferenceAdmin(AuditedModelAdmin):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(AuditedDeletesMixin, admin.ModelAdmin):
     list_display = (
         "id",
         "kind",

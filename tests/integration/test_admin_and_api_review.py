@@ -117,3 +117,18 @@ def test_deleting_a_blocked_chat_or_a_delivery_failure_is_audited(admin_client: 
         assert admin_client.post(url, {"post": "yes"}).status_code == 302
     actions = sorted(AuditEntry.objects.values_list("action", flat=True))
     assert actions == ["blockedchat.delete", "deliveryfailure.delete"]
+
+
+def test_a_bot_admins_new_name_and_a_deleted_job_are_audited(admin_client: Client) -> None:
+    """A queued job may be a ban waiting out Telegram's rate limit: deleting it is an act."""
+    from telegram_bot.jobs.models import Job
+    from telegram_bot.models import BotAdmin
+
+    row = BotAdmin.objects.create(telegram_id=4242, display_name="Ann")
+    url = f"/admin/telegram_bot/botadmin/{row.pk}/change/"
+    assert admin_client.post(url, {"display_name": "Ann B."}).status_code == 302
+    job = Job.objects.create(kind="moderation.act", payload={"user_id": 1})
+    url = f"/admin/telegram_bot/job/{job.pk}/delete/"
+    assert admin_client.post(url, {"post": "yes"}).status_code == 302
+    entries = AuditEntry.objects.values_list("action", "target_id", "detail")
+    assert sorted(entries) == [("admin.change", 4242, "display_name"), ("job.delete", None, "")]
