@@ -130,6 +130,9 @@ class Challenge:
     # back instead of every permission when the captcha ends: {"permissions": {...},
     # "until": unix seconds, 0 for good}. None: they arrived unrestricted.
     restore: dict[str, Any] | None = None
+    # The captcha's own restriction was taken off (a pass, a lift at a leave, the removal's
+    # ban and unban): else a later join arrives "restricted" by it, not by a moderator.
+    lifted: bool = False
 
     @property
     def pending(self) -> bool:

@@ -122,6 +122,8 @@ def member_joined(event: MemberEvent) -> None:
     if event.user.is_bot:
         return  # bots are not welcomed nor challenged; the bot's own chats: bot_chats
     store = members()
+    if event.arrived_restricted is not None and _own_restriction_left(store, event):
+        event = replace(event, arrived_restricted=None)
     transition = store.joined(event.chat_id, event.user.id, event.date, event.update_id)
     stay = transition.stay
     if stay is None or not stay.inside:
@@ -404,11 +406,10 @@ def _finish(challenge: Challenge, *, in_job: bool) -> None:
     """Carry the outcome out in Telegram, then mark the challenge finished. A retryable failure
     is raised in a job (the runner retries) or handed to the job (in the webhook)."""
     client = get_client()
+    lifted = False
     try:
         if challenge.status == PASSED or (
-            challenge.status == LEFT
-            and challenge.restricted
-            and not _back_in_another_stay(challenge)
+            challenge.status == LEFT and challenge.restricted and _only_restricted(challenge)
         ):
             # Left during the captcha: Telegram keeps a restriction after a leave, and a member
             # let back in without a captcha (a join request) could never write again.
@@ -419,11 +420,13 @@ def _finish(challenge: Challenge, *, in_job: bool) -> None:
                 permissions=permissions,
                 until_date=until,
             )
+            lifted = True
         elif challenge.status in (FAILED, TIMEOUT):
             client.ban_chat_member(chat_id=challenge.chat_id, user_id=challenge.user_id)
             client.unban_chat_member(
                 chat_id=challenge.chat_id, user_id=challenge.user_id, only_if_banned=True
             )
+            lifted = True
     except TelegramApiError as exc:
         if exc.retryable:
             if in_job:
@@ -444,7 +447,8 @@ def _finish(challenge: Challenge, *, in_job: bool) -> None:
             exc,
         )
     finished = members().update_challenge(
-        challenge.token, lambda c: None if c.finished else replace(c, finished=True)
+        challenge.token,
+        lambda c: None if c.finished else replace(c, finished=True, lifted=lifted),
     )
     if finished is None:
         return  # another run finished it
@@ -474,11 +478,27 @@ def _after_captcha(challenge: Challenge) -> tuple[dict[str, bool], int | None]:
     return FREED, None
 
 
-def _back_in_another_stay(challenge: Challenge) -> bool:
-    """Whether the member is in the chat again, in a stay after the challenge's: that stay's
-    own captcha restriction must not be lifted by this one's late end."""
+def _own_restriction_left(store: MemberStore, event: MemberEvent) -> bool:
+    """Whether the restriction a member arrives with may be the captcha's own from their
+    previous stay, never taken off (its lift met a rate limit, or came before this version):
+    given back at the pass, it would mute them for good."""
+    previous = store.get_stay(event.chat_id, event.user.id)
+    if previous is None or previous.inside or not previous.cap:
+        return False
+    challenge = store.get_challenge(previous.cap)
+    return challenge is not None and challenge.restricted and not challenge.lifted
+
+
+def _only_restricted(challenge: Challenge) -> bool:
+    """Whether the member who left during the captcha is out with the captcha's restriction
+    only, so that lifting it is right: not banned (restricting a banned user replaces the ban:
+    an admin's ban of a spam account in the captcha would be undone), and not back in another
+    stay (whose own captcha restriction this late end must not lift)."""
     stay = members().get_stay(challenge.chat_id, challenge.user_id)
-    return stay is not None and stay.inside and stay.stay != challenge.stay
+    if stay is not None and stay.inside and stay.stay != challenge.stay:
+        return False
+    member = get_client().get_chat_member(chat_id=challenge.chat_id, user_id=challenge.user_id)
+    return member.get("status") == "restricted"
 
 
 def arrival_restriction(member: ChatMember) -> dict[str, Any] | None:

@@ -70,6 +70,9 @@ TIMEOUT_JOB = "community.question_timeout"
 # support conversation): asked by this job, which looks again every ASK_AGAIN_SECONDS.
 ASK_JOB = "community.question_ask"
 ASK_AGAIN_SECONDS = 15
+# Telegram lets the bot write to a requester for 5 minutes after the request: a question still
+# waiting then goes to the admins instead of waiting for the chat any longer.
+ASK_WINDOW_SECONDS = 280
 # Queued by the core when an admin's copy of a request arrived late (its retry job).
 COPY_SENT_JOB = "community.copy_sent"
 # When the watchdog of a decision comes: after the longest Telegram call can have ended (the
@@ -596,10 +599,17 @@ def join_request_ask(*, token: str) -> None:
     if record is None or not record.pending or record.stage != STAGE_QUESTION or record.asked:
         return
     policy = policy_for_chat(record.chat_id)
-    if policy.mode == ChatPolicy.Mode.QUESTION:
-        _ask_question(record, policy, in_job=True)
-    else:
+    if policy.mode != ChatPolicy.Mode.QUESTION:
         _hand_to_admins(record.token, note="", from_stage=STAGE_QUESTION)
+    elif time.time() - record.requested_at > ASK_WINDOW_SECONDS:
+        with operators_language():
+            note = gettext(
+                "The question could not be asked in time: the requester was answering "
+                "another question."
+            )
+        _hand_to_admins(record.token, note=note, from_stage=STAGE_QUESTION)
+    else:
+        _ask_question(record, policy, in_job=True)
 
 
 def _requester_erased(record: JoinRequestRecord) -> bool:

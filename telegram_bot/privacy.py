@@ -229,11 +229,20 @@ def start_run(store: KVStore, user_id: int) -> Subject:
     return Subject(user_id=user_id, anonymous_id=int(run["anon"]), marker_prefix=f"{key}:")
 
 
+# An erasure takes seconds to minutes; a run record older than this is one that crashed and
+# waits to be resumed (which scans everything again), not one that is scanning now.
+RUNNING_SECONDS = 3600
+
+
 def erasure_running(store: KVStore, user_id: int) -> bool:
-    """Whether an erasure of ``user_id`` has started and not finished (its run record). A
-    writer that stores something about a person checks this after its last write: if it is
-    True, the erasure may have scanned past the write, and the writer takes it back itself."""
-    return store.get(f"{RUN_PREFIX}{subject_digest(user_id)}") is not None
+    """Whether an erasure of ``user_id`` has started (within ``RUNNING_SECONDS``) and not
+    finished (its run record). A writer that stores something about a person checks this
+    after its last write: if it is True, the erasure may have scanned past the write, and the
+    writer takes it back itself."""
+    run = store.get(f"{RUN_PREFIX}{subject_digest(user_id)}")
+    if not isinstance(run, dict):
+        return False
+    return time.time() - int(run.get("started") or 0) < RUNNING_SECONDS
 
 
 def finish_run(store: KVStore, subject: Subject) -> None:

@@ -5,6 +5,7 @@ export of other people's join requests."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -253,3 +254,19 @@ def test_a_join_request_received_while_the_erasure_runs_takes_its_own_keys_back(
     join["update_id"] += 1
     assert process_update(join) == Outcome.PROCESSED
     assert len(questions(fake_telegram)) == 1 and left_behind(store)
+
+
+def test_the_run_record_of_a_crashed_erasure_does_not_drop_join_requests_for_a_month(
+    store: KVStore, fake_telegram: FakeTelegramServer
+) -> None:
+    """A run that crashed waits (30 days) for its resumption, which scans everything again:
+    it is not an erasure scanning now, and the requester's new requests are kept."""
+    join = question_join(store)
+    subject = privacy.start_run(store, USER)
+    key = subject.marker_prefix.removesuffix(":")
+    store.set(key, {**store.get(key), "started": int(time.time()) - 2 * 3600})
+    assert not privacy.erasure_running(store, USER)
+    assert process_update(join) == Outcome.PROCESSED
+    assert len(questions(fake_telegram)) == 1 and left_behind(store)
+    store.set(key, {**store.get(key), "started": int(time.time())})
+    assert privacy.erasure_running(store, USER)
