@@ -505,13 +505,8 @@ def arrival_restriction(member: ChatMember) -> dict[str, Any] | None:
     """What ``MemberEvent.arrived_restricted`` holds for a member who joins as ``member``."""
     if member.status != "restricted":
         return None
-    extra = member.model_extra or {}
-    permissions = {
-        name: bool(
-            extra.get(name) if getattr(member, name, None) is None else getattr(member, name)
-        )
-        for name in PERMISSION_NAMES
-    }
+    fields = member.model_dump()  # the declared rights and the ones Telegram added since
+    permissions = {name: bool(fields.get(name)) for name in PERMISSION_NAMES}
     return {"permissions": permissions, "until": int(member.until_date or 0)}
 
 

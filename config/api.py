@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
-from django.utils.cache import add_never_cache_headers, patch_cache_control
+from django.utils.cache import add_never_cache_headers
 from ninja import NinjaAPI
 from ninja.errors import HttpError
 from ninja.security import SessionAuth
@@ -55,8 +55,7 @@ class StaffAPI(NinjaAPI):
         response = super().create_response(
             request, data, status=status, temporal_response=temporal_response
         )
-        add_never_cache_headers(response)
-        patch_cache_control(response, private=True)
+        add_never_cache_headers(response)  # no-cache, no-store, must-revalidate, private
         return response
 
 

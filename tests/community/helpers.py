@@ -6,12 +6,24 @@ from typing import Any
 
 from django.utils import timezone
 
+from community.models import ChatPolicy
 from community.records import JoinRequestRecord
 from community.selectors import join_request_get
 from telegram_bot.jobs.models import Job, JobStatus
 from tests.builders import make_callback_update
 from tests.fakes.telegram import FakeTelegramServer
 from tests.fakes.telegram_core import Call
+
+
+def question_policy(chat_id: int, **fields: Any) -> ChatPolicy:
+    """A chat asking join requesters "What is two plus two?" (answer "four", 120 s)."""
+    defaults: dict[str, Any] = {
+        "mode": ChatPolicy.Mode.QUESTION,
+        "question": "What is two plus two?",
+        "answers": "four",
+        "timeout_seconds": 120,
+    }
+    return ChatPolicy.objects.create(chat_id=chat_id, **{**defaults, **fields})
 
 
 def notifications(bot: FakeTelegramServer) -> list[Call]:

@@ -7,10 +7,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from community.models import ChatPolicy
 from telegram_bot.jobs.runner import new_owner, run_due
 from tests.builders import chat, make_join_request_update, make_message_update, next_update_id
-from tests.community.helpers import make_jobs_due, press_update, succeeded
+from tests.community.helpers import make_jobs_due, press_update, question_policy, succeeded
 from tests.community.members_helpers import (
     GROUP,
     chat_member_update,
@@ -174,13 +173,7 @@ def test_questions_of_two_chats_asked_at_once_each_take_their_own_answer(
     request was declined at its deadline although it was answered right. Now the second
     question waits until the chat is free."""
     for chat_id, question, answer in ((CHAT_A, "Two plus two?", "four"), (CHAT_B, "Cat?", "meow")):
-        ChatPolicy.objects.create(
-            chat_id=chat_id,
-            mode=ChatPolicy.Mode.QUESTION,
-            question=question,
-            answers=answer,
-            timeout_seconds=120,
-        )
+        question_policy(chat_id, question=question, answers=answer)
         update = make_join_request_update(user_id=REQUESTER, chat_id=chat_id)
         assert post_update(update)["X-Update-Outcome"] == "processed"
     [first] = asked_of(bot)
@@ -204,9 +197,7 @@ def test_a_question_waits_for_a_support_conversation_and_does_not_wipe_it(
     workflows.start(
         chat_id=REQUESTER, user_id=REQUESTER, name="support.open", step="text", ttl_ms=60_000
     )
-    ChatPolicy.objects.create(
-        chat_id=CHAT_A, mode=ChatPolicy.Mode.QUESTION, question="Q?", answers="a"
-    )
+    question_policy(CHAT_A)
     update = make_join_request_update(user_id=REQUESTER, chat_id=CHAT_A)
     assert post_update(update)["X-Update-Outcome"] == "processed"
     assert asked_of(bot) == []
@@ -371,9 +362,7 @@ def test_a_question_that_waited_past_telegrams_window_goes_to_the_admins(
     WorkflowStore(get_store()).start(
         chat_id=REQUESTER, user_id=REQUESTER, name="support.open", step="text", ttl_ms=3_600_000
     )
-    ChatPolicy.objects.create(
-        chat_id=CHAT_A, mode=ChatPolicy.Mode.QUESTION, question="Q?", answers="a"
-    )
+    question_policy(CHAT_A)
     update = make_join_request_update(user_id=REQUESTER, chat_id=CHAT_A)
     update["chat_join_request"]["date"] = int(time.time()) - services.ASK_WINDOW_SECONDS - 5
     assert post_update(update)["X-Update-Outcome"] == "processed"

@@ -24,6 +24,7 @@ from tests.community.helpers import (
     record_of,
     succeeded,
 )
+from tests.community.helpers import question_policy as a_question_policy
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
 
@@ -36,13 +37,7 @@ def policy(**fields: Any) -> ChatPolicy:
 
 
 def question_policy(**fields: Any) -> ChatPolicy:
-    defaults: dict[str, Any] = {
-        "mode": ChatPolicy.Mode.QUESTION,
-        "question": "What is two plus two?",
-        "answers": "four\n4",
-        "timeout_seconds": 120,
-    }
-    return policy(**{**defaults, **fields})
+    return a_question_policy(CHAT, **{"answers": "four\n4", **fields})
 
 
 def request_join(post_update: Any, chat_type: str = "supergroup") -> None:

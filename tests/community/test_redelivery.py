@@ -36,6 +36,7 @@ from tests.community.helpers import (
     make_jobs_due,
     notifications,
     press_update,
+    question_policy,
     record_of,
     succeeded,
     token_of,
@@ -175,13 +176,7 @@ def test_a_redelivered_join_request_is_auto_approved_once(
 def test_a_redelivered_join_request_asks_the_question_once(
     bot: FakeTelegramServer, deliver: Deliver, memory_store: KVStore
 ) -> None:
-    ChatPolicy.objects.create(
-        chat_id=CHAT,
-        mode=ChatPolicy.Mode.QUESTION,
-        question="What is two plus two?",
-        answers="four",
-        timeout_seconds=120,
-    )
+    question_policy(CHAT)
     update = join_update()
     assert deliver(update) == "processed"
     assert redeliver(deliver, memory_store, update) == "processed"
@@ -226,13 +221,7 @@ def test_a_delivery_that_failed_before_asking_is_finished_by_the_redelivery(
     memory_store: KVStore,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    ChatPolicy.objects.create(
-        chat_id=CHAT,
-        mode=ChatPolicy.Mode.QUESTION,
-        question="What is two plus two?",
-        answers="four",
-        timeout_seconds=120,
-    )
+    question_policy(CHAT)
     fail_once(monkeypatch, "_ask_question")
     update = join_update()
     assert deliver(update) == "unavailable"
@@ -284,17 +273,6 @@ def test_a_decide_job_finishes_a_hand_off_that_stopped_before_notifying(
     assert record is not None and record.pending and record.notified
 
 
-def question_policy(on_timeout: str = ChatPolicy.Fallback.ADMINS) -> None:
-    ChatPolicy.objects.create(
-        chat_id=CHAT,
-        mode=ChatPolicy.Mode.QUESTION,
-        question="What is two plus two?",
-        answers="four",
-        timeout_seconds=120,
-        on_timeout=on_timeout,
-    )
-
-
 def test_an_answer_whose_run_failed_leaves_the_timeout_job_to_decide(
     bot: FakeTelegramServer,
     deliver: Deliver,
@@ -303,7 +281,7 @@ def test_an_answer_whose_run_failed_leaves_the_timeout_job_to_decide(
 ) -> None:
     """The answer's workflow was finished when the database failed: the re-delivered answer
     finds no workflow, so the timeout job must still be there, and decide at its deadline."""
-    question_policy(on_timeout=ChatPolicy.Fallback.DECLINE)
+    question_policy(CHAT, on_timeout=ChatPolicy.Fallback.DECLINE)
     assert deliver(join_update()) == "processed"
     fail_once_in(monkeypatch, services, "policy_for_chat")
     answer = make_message_update("four", chat_id=REQUESTER, user_id=REQUESTER)
@@ -321,7 +299,7 @@ def test_an_answer_whose_run_failed_leaves_the_timeout_job_to_decide(
 def test_an_answer_that_decides_cancels_the_timeout_job(
     bot: FakeTelegramServer, deliver: Deliver, memory_store: KVStore
 ) -> None:
-    question_policy()
+    question_policy(CHAT, on_timeout=ChatPolicy.Fallback.ADMINS)
     assert deliver(join_update()) == "processed"
     answer = make_message_update("four", chat_id=REQUESTER, user_id=REQUESTER)
     assert deliver(answer) == "processed"
@@ -337,7 +315,7 @@ def test_a_timeout_job_that_failed_while_notifying_notifies_on_its_retry(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     BotAdmin.objects.create(telegram_id=ADMIN)
-    question_policy(on_timeout=ChatPolicy.Fallback.ADMINS)
+    question_policy(CHAT, on_timeout=ChatPolicy.Fallback.ADMINS)
     assert deliver(join_update()) == "processed"
     fail_once_in(monkeypatch, core_notifications, "admin_ids")
     make_jobs_due()

@@ -11,12 +11,10 @@ from django.test import Client
 from django.utils import timezone
 
 from moderation.models import ChatSettings
-from support import services as support_services
 from support.models import Ticket
-from support.services import Author, Origin
-from support.validation import Content
 from telegram_bot.models import AuditEntry
-from tests.builders import make_message_update, next_update_id
+from tests.builders import make_message_update
+from tests.support.helpers import open_ticket
 
 pytestmark = pytest.mark.django_db
 
@@ -84,20 +82,11 @@ def test_deleting_a_chats_moderation_settings_in_the_admin_site_is_audited(
 def test_deleting_a_ticket_in_the_admin_site_is_audited(admin_client: Client) -> None:
     """A ticket and its conversation deleted by an operator: the retention purge and an erasure
     are recorded, this is not."""
-    entry, _ = support_services.ticket_open(
-        bot_id=123456789,
-        user_id=2001,
-        chat_id=2001,
-        author=Author(name="Alice", telegram_id=2001),
-        origin=Origin(update_id=next_update_id(), chat_id=2001, message_id=1),
-        content=Content(kind="text", text="help me"),
-    )
+    ticket, _ = open_ticket(text="help me", user_id=2001)
     before = AuditEntry.objects.count()
-    response = admin_client.post(
-        f"/admin/support/ticket/{entry.ticket_id}/delete/", {"post": "yes"}
-    )
+    response = admin_client.post(f"/admin/support/ticket/{ticket.pk}/delete/", {"post": "yes"})
     assert response.status_code == 302
-    assert not Ticket.objects.filter(pk=entry.ticket_id).exists()
+    assert not Ticket.objects.filter(pk=ticket.pk).exists()
     new = list(AuditEntry.objects.order_by("id")[before:].values_list("action", flat=True))
     assert any("delete" in action for action in new), new
 

@@ -27,6 +27,7 @@ from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.privacy import ErasureDeferred, erase_user, export_user, is_anonymous
 from telegram_bot.state import KVStore
 from tests.builders import make_join_request_update, make_message_update
+from tests.community.helpers import question_policy
 from tests.fakes.telegram import FakeTelegramServer
 from tests.privacy.seed import OTHER, USER, person
 
@@ -176,13 +177,7 @@ def test_an_answer_delivered_during_the_erasure_does_not_link_the_chat_to_the_ti
 
 # --- a join request received while its requester is erased ---------------------------------
 def question_join(store: KVStore) -> dict[str, Any]:
-    ChatPolicy.objects.create(
-        chat_id=CHAT,
-        mode=ChatPolicy.Mode.QUESTION,
-        question="What is two plus two?",
-        answers="four",
-        timeout_seconds=120,
-    )
+    question_policy(CHAT)
     join = make_join_request_update(user_id=USER, chat_id=CHAT, bio="Zebulon, baker in Oslo")
     join["chat_join_request"]["from"] = person(USER)
     return join

@@ -4,10 +4,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.builders import make_callback_update, make_message_update
+from support import services
+from support.models import Ticket, TicketMessage
+from support.services import Author, Origin
+from support.validation import Content
+from tests.builders import make_callback_update, make_message_update, next_update_id
 from tests.fakes.telegram import Call, FakeTelegramServer
 
 USER = 2001
+
+
+def open_ticket(
+    kind: str = "text", *, text: str = "", file_id: str = "", user_id: int = 77
+) -> tuple[Ticket, TicketMessage]:
+    """A ticket opened by ``user_id`` with one entry, through the service (no update)."""
+    entry, _ = services.ticket_open(
+        bot_id=123456789,
+        user_id=user_id,
+        chat_id=user_id,
+        author=Author(name="Alice", telegram_id=user_id),
+        origin=Origin(update_id=next_update_id(), chat_id=user_id, message_id=1),
+        content=Content(kind=kind, text=text, file_id=file_id),
+    )
+    return entry.ticket, entry
 
 
 def sent(

@@ -10,31 +10,16 @@ from django.conf import settings
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from support import files, services
+from support import files
 from support.models import Ticket, TicketMessage
-from support.services import Author, Origin
-from support.validation import Content
-from tests.builders import next_update_id
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
 from tests.fakes.telegram_core import DOWNLOAD
 from tests.fakes.telegram_files import DOWNLOAD_LIMIT
-from tests.support.helpers import USER, last_message_id, message, reply_to, sent
+from tests.support.helpers import USER, last_message_id, message, open_ticket, reply_to, sent
 
 LIST = "/admin/support/ticket/"
 OGG = b"OggS\x00\x02" + bytes(range(256)) * 40  # 10 KB standing in for Opus audio
-
-
-def ticket_with(kind: str, file_id: str) -> tuple[Ticket, TicketMessage]:
-    entry, _ = services.ticket_open(
-        bot_id=123456789,
-        user_id=77,
-        chat_id=77,
-        author=Author(name="Alice", telegram_id=77),
-        origin=Origin(update_id=next_update_id(), chat_id=77, message_id=1),
-        content=Content(kind=kind, file_id=file_id),
-    )
-    return entry.ticket, entry
 
 
 def file_url(ticket: Ticket, entry: TicketMessage) -> str:
@@ -49,7 +34,7 @@ def test_a_voice_message_plays_from_the_ticket_page(
     bot: FakeTelegramServer, admin_client: Client
 ) -> None:
     path = bot.add_file("voice-file-1", OGG, kind="voice")
-    ticket, entry = ticket_with("voice", "voice-file-1")
+    ticket, entry = open_ticket("voice", file_id="voice-file-1")
     page = admin_client.get(f"{LIST}{ticket.pk}/change/").content.decode()
     assert (
         f'<audio class="entry-player" controls preload="none" src="{file_url(ticket, entry)}"'
@@ -69,7 +54,7 @@ def test_a_voice_message_plays_from_the_ticket_page(
 
 def test_a_video_note_plays_as_mp4(bot: FakeTelegramServer, admin_client: Client) -> None:
     bot.add_file("round-1", b"\x00\x00\x00\x18ftypmp42" + b"\x01" * 500, kind="video_note")
-    ticket, entry = ticket_with("video_note", "round-1")
+    ticket, entry = open_ticket("video_note", file_id="round-1")
     assert (
         '<video class="entry-player"'
         in admin_client.get(f"{LIST}{ticket.pk}/change/").content.decode()
@@ -83,8 +68,8 @@ def test_only_files_of_the_ticket_play_and_only_for_its_viewers(
     bot: FakeTelegramServer, admin_client: Client, client: Client, django_user_model: Any
 ) -> None:
     bot.add_file("voice-file-2", OGG)
-    ticket, entry = ticket_with("voice", "voice-file-2")
-    other, _ = ticket_with("text", "")
+    ticket, entry = open_ticket("voice", file_id="voice-file-2")
+    other, _ = open_ticket("text")
     text_ticket, text_entry = other, other.messages.get()
     assert admin_client.get(file_url(text_ticket, text_entry)).status_code == 404
     assert admin_client.get(f"{LIST}{other.pk}/entries/{entry.pk}/file/").status_code == 404
@@ -104,12 +89,12 @@ def test_a_file_over_the_bound_is_refused_before_it_streams(
     bot: FakeTelegramServer, admin_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bot.add_file("big", b"x" * (DOWNLOAD_LIMIT + 1))
-    ticket, entry = ticket_with("voice", "big")
+    ticket, entry = open_ticket("voice", file_id="big")
     response = admin_client.get(file_url(ticket, entry))
     assert (response.status_code, response.content) == (413, b"The file is too large to play here.")
     monkeypatch.setattr(files, "MAX_FILE_BYTES", 100)
     bot.add_file("small", b"y" * 101)
-    ticket, entry = ticket_with("voice", "small")
+    ticket, entry = open_ticket("voice", file_id="small")
     assert admin_client.get(file_url(ticket, entry)).status_code == 413
     assert bot.calls_to(DOWNLOAD) == []
 
@@ -117,7 +102,7 @@ def test_a_file_over_the_bound_is_refused_before_it_streams(
 def test_telegram_failing_gives_a_short_error_without_the_token(
     bot: FakeTelegramServer, admin_client: Client
 ) -> None:
-    ticket, entry = ticket_with("voice", "forgotten-id")
+    ticket, entry = open_ticket("voice", file_id="forgotten-id")
     response = admin_client.get(file_url(ticket, entry))
     assert (response.status_code, response.content) == (
         502,
@@ -125,7 +110,7 @@ def test_telegram_failing_gives_a_short_error_without_the_token(
     )
     assert response["X-Content-Type-Options"] == "nosniff"
     bot.add_file("voice-3", OGG)
-    ticket, entry = ticket_with("voice", "voice-3")
+    ticket, entry = open_ticket("voice", file_id="voice-3")
     bot.fail_next(DOWNLOAD, status=500)
     assert admin_client.get(file_url(ticket, entry)).status_code == 502
     assert body(admin_client.get(file_url(ticket, entry))) == OGG  # the next try works
