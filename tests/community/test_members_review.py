@@ -4,9 +4,14 @@ placeholders in names, two questions at once. Each test failed on the code befor
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
+import pytest
+
+from community.selectors import join_request_get
+from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.runner import new_owner, run_due
 from tests.builders import chat, make_join_request_update, make_message_update, next_update_id
 from tests.community.helpers import make_jobs_due, press_update, question_policy, succeeded
@@ -371,3 +376,46 @@ def test_a_question_that_waited_past_telegrams_window_goes_to_the_admins(
     assert asked_of(bot) == []
     notes = [c.params["text"] for c in succeeded(bot, "sendMessage") if "jr:a:" in str(c.params)]
     assert len(notes) == 1 and "could not be asked in time" in notes[0]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_two_join_requests_at_the_same_moment_ask_one_question_and_defer_the_other(
+    bot: FakeTelegramServer,
+) -> None:
+    """Real threads, both requests past the busy check at once: the workflow's
+    compare-and-set lets one start; the other's question waits (before, the second start
+    replaced the first one's workflow)."""
+    from django.db import connections
+
+    from telegram_bot.pipeline.process import Outcome, process_update
+    from telegram_bot.state import get_store
+    from telegram_bot.state.workflows import WorkflowStore
+
+    for chat_id in (CHAT_A, CHAT_B):
+        question_policy(chat_id, question=f"Question of {chat_id}?")
+    updates = [make_join_request_update(user_id=REQUESTER, chat_id=c) for c in (CHAT_A, CHAT_B)]
+    barrier = threading.Barrier(2)
+    outcomes: list[Any] = []
+
+    def work(update: dict[str, Any]) -> None:
+        try:
+            barrier.wait()
+            outcomes.append(process_update(update))
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(update,)) for update in updates]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcomes == [Outcome.PROCESSED, Outcome.PROCESSED]
+    [asked] = asked_of(bot)
+    workflow = WorkflowStore(get_store()).get(chat_id=REQUESTER, user_id=REQUESTER)
+    assert workflow is not None and str(workflow.data["token"])
+    waiting = Job.objects.filter(kind="community.question_ask", status=JobStatus.QUEUED)
+    assert waiting.count() == 1
+    # The workflow belongs to the request whose question went out.
+    record = join_request_get(str(workflow.data["token"]))
+    assert record is not None and f"Question of {record.chat_id}?" in asked
