@@ -71,7 +71,7 @@ def check_flood(ctx: Context) -> None:
             return  # admins are exempt
         answer = services.penalize(
             ctx.client,
-            origin=Origin(ctx.chat_id, BOT, "auto", ctx.update.update_id),
+            origin=Origin(ctx.chat_id, BOT, "auto", ctx.update.update_id, cause="flood"),
             action=settings.flood_action,
             target=target,
             seconds=settings.flood_action_seconds,

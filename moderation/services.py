@@ -1,9 +1,13 @@
 """Moderation actions: the Telegram call, the audit entry, and what to answer.
 
 Every action taken for an update is recorded once (``telegram_bot.audit``: unique on update
-id + action). An action whose audit entry exists is not called again: a re-delivered /ban
-bans once. A crash between Telegram's answer and the audit commit leaves at most a repeated
-call, and these calls are idempotent (banning a banned member changes nothing). Warnings are
+id + action + cause). An action whose audit entry exists is not called again: a re-delivered /ban
+bans once. One message can bring about two automatic actions (it crosses the flood limit and
+brings its sender to the warning limit): each has its own cause, and the second is taken only
+where it is stronger than what Telegram says the member has (a ban is never turned into a
+mute, a longer mute never into a shorter one). A crash between Telegram's answer and the audit
+commit leaves at most a repeated call, and these calls are idempotent (banning a banned member
+changes nothing). Warnings are
 rows written in the same transaction as their audit entry, under a per-member row lock, so a
 re-delivered /warn never warns twice and two moderators at the limit trigger one action.
 Flood control (429) and other retryable Telegram errors hand the action to a job
@@ -65,6 +69,7 @@ class Origin:
     actor: Actor
     source: str
     update_id: int | None = None
+    cause: str = ""  # an automatic action's: flood, violation, warn_limit
 
 
 def telegram_apply(
@@ -100,12 +105,46 @@ def telegram_apply(
         raise ValueError(f"unknown moderation action {action!r}")
 
 
-def already_done(update_id: int | None, action: str) -> bool:
+def already_done(update_id: int | None, action: str, cause: str = "") -> bool:
     if update_id is None:
         return False
     return AuditEntry.objects.filter(
-        update_id=update_id, action=action, outcome=Outcome.DONE
+        update_id=update_id, action=action, cause=cause, outcome=Outcome.DONE
     ).exists()
+
+
+PENALTIES = (Action.MUTE, Action.BAN, Action.KICK)
+
+
+def stronger_in_place(
+    client: TelegramClient, origin: Origin, action: str, user_id: int, seconds: int | None
+) -> str | None:
+    """For an automatic action of an update that already penalized this member for another
+    cause: the action the member is under when it is at least as strong as ``action`` (a ban
+    outranks a mute or a kick, a longer or endless one a shorter one), so this one is skipped;
+    else None. Telegram's own record decides, so a re-delivery judges as the first delivery
+    did, and a ban is never replaced by a mute (restricting a banned user lifts the ban)."""
+    if origin.update_id is None or not origin.cause or action not in PENALTIES:
+        return None
+    earlier = AuditEntry.objects.filter(
+        update_id=origin.update_id,
+        target_id=user_id,
+        source="auto",
+        outcome=Outcome.DONE,
+        action__in=PENALTIES,
+    ).exclude(cause=origin.cause)
+    if not earlier.exists():
+        return None
+    member = client.get_chat_member(chat_id=origin.chat_id, user_id=user_id)
+    status, until = member.get("status"), member.get("until_date")
+    until = until if isinstance(until, int) and not isinstance(until, bool) else 0
+    # until_date 0 is for ever; an action without seconds is for ever too.
+    lasts = not until or (seconds is not None and seconds > 0 and until >= time.time() + seconds)
+    if status == "kicked" and (action != Action.BAN or lasts):
+        return Action.BAN
+    if status == "restricted" and action == Action.MUTE and not member.get("can_send_messages"):
+        return Action.MUTE if lasts else None
+    return None
 
 
 def penalize(
@@ -119,9 +158,16 @@ def penalize(
 ) -> str:
     """Mute, unmute, ban, unban or kick ``target``; the one-line answer."""
     done = _done_text(action, target, seconds, reason)
-    if already_done(origin.update_id, action):
+    if already_done(origin.update_id, action, origin.cause):
         return done
     try:
+        held = stronger_in_place(client, origin, action, target.user_id, seconds)
+        if held is not None:
+            _record(origin, action, target, reason, Outcome.REFUSED, f"already {held}")
+            return gettext("%(name)s is already %(done)s.") % {
+                "name": target.label,
+                "done": PAST[held],
+            }
         telegram_apply(client, action, origin.chat_id, target.user_id, seconds)
     except TelegramApiError as exc:
         if exc.retryable:
@@ -139,14 +185,20 @@ def perform_job(payload: dict[str, Any], client: TelegramClient) -> None:
         actor=Actor(payload.get("actor_id"), str(payload.get("actor_name", ""))),
         source=str(payload["source"]),
         update_id=payload.get("update_id"),
+        cause=str(payload.get("cause", "")),
     )
     action = str(payload["action"])
     target = Target(int(payload["user_id"]), str(payload.get("name", "")))
-    if already_done(origin.update_id, action):
+    if already_done(origin.update_id, action, origin.cause):
+        return
+    reason = str(payload.get("reason", ""))
+    held = stronger_in_place(client, origin, action, target.user_id, payload.get("seconds"))
+    if held is not None:
+        _record(origin, action, target, reason, Outcome.REFUSED, f"already {held}")
         return
     # A retryable error raises here and the job runner retries it (honouring retry_after).
     telegram_apply(client, action, origin.chat_id, target.user_id, payload.get("seconds"))
-    _record(origin, action, target, str(payload.get("reason", "")), Outcome.DONE, "after retry")
+    _record(origin, action, target, reason, Outcome.DONE, "after retry")
 
 
 def _retry_later(
@@ -163,6 +215,7 @@ def _retry_later(
         "actor_name": origin.actor.name,
         "source": origin.source,
         "update_id": origin.update_id,
+        "cause": origin.cause,
         "action": action,
         "user_id": target.user_id,
         "name": target.label,
@@ -170,6 +223,7 @@ def _retry_later(
         "reason": reason,
     }
     key = f"mod:{origin.chat_id}:{origin.update_id or time.time_ns()}:{action}:{target.user_id}"
+    key += f":{origin.cause}" if origin.cause else ""
     job_retry_later(JOB_KIND, payload, dedupe_key=key, error=exc)
     if exc.retry_after:
         wait = gettext(" in %(seconds)ds") % {"seconds": int(exc.retry_after)}
@@ -201,6 +255,7 @@ def _record(
         outcome=outcome,
         detail=detail,
         update_id=origin.update_id,
+        cause=origin.cause,
     )
 
 
@@ -306,7 +361,7 @@ def warn_and_act(client: TelegramClient, origin: Origin, target: Target, reason:
     }
     text += f": {reason}" if reason else "."
     if result.triggered:
-        auto = Origin(origin.chat_id, BOT, "auto", origin.update_id)
+        auto = Origin(origin.chat_id, BOT, "auto", origin.update_id, cause="warn_limit")
         text += " " + penalize(
             client,
             origin=auto,

@@ -37,7 +37,7 @@ def act_on_violations(ctx: Context) -> None:
         return
     action = actions[severity]
     target = Target(user.id, user.full_name, user.username or "")
-    origin = Origin(ctx.chat_id, BOT, "auto", ctx.update.update_id)
+    origin = Origin(ctx.chat_id, BOT, "auto", ctx.update.update_id, cause="violation")
     reason = {
         "low": _("low violation"),
         "medium": _("medium violation"),

@@ -1,7 +1,8 @@
 """The audit log: every action of an admin or moderator, recorded once.
 
 Any app records through ``audit_record``: a Telegram command or button (with the update id, so
-that a re-delivered update records nothing twice: the row is unique on update id + action),
+that a re-delivered update records nothing twice: the row is unique on update id + action +
+cause, the cause telling apart the automatic actions one message brings about),
 an admin-site action (no update id: each call is one entry) or an automatic action taken for a
 member's message (anti-flood, violations, the warning limit). Free text is clipped to the
 column sizes, never refused: a log that fails to record is worse than a clipped reason. NUL
@@ -71,12 +72,16 @@ def audit_record(
     outcome: str = Outcome.DONE,
     detail: str = "",
     update_id: int | None = None,
+    cause: str = "",
 ) -> AuditEntry | None:
-    """Record one action; None when this update already recorded this action."""
+    """Record one action; None when this update already recorded this action (for this
+    ``cause``: an automatic action names what brought it about, such as ``flood``)."""
     if source not in SOURCES:
         raise ValueError(f"audit source {source!r} is not one of {sorted(SOURCES)}")
     if not action or len(action) > 40:
         raise ValueError(f"audit action {action!r}: 1-40 characters")
+    if len(cause) > 20:
+        raise ValueError(f"audit cause {cause!r}: at most 20 characters")
     entry = AuditEntry(
         actor_id=actor.telegram_id,
         actor_name=clean(actor.name, 200),
@@ -89,6 +94,7 @@ def audit_record(
         outcome=outcome,
         detail=clean(detail, 500),
         update_id=update_id,
+        cause=cause,
     )
     try:
         with transaction.atomic():

@@ -34,6 +34,7 @@ CSV_COLUMNS = (
     "outcome",
     "detail",
     "update_id",
+    "cause",
 )
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # Spreadsheet programs read a CSV without a byte-order mark in the system's code page, which

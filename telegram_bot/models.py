@@ -155,7 +155,9 @@ class AuditEntry(models.Model):
     """One action of an admin or moderator: who, where, what, on whom, why, when, outcome.
 
     Written through ``telegram_bot.audit.audit_record`` only. An action taken for a Telegram
-    update is unique on (update id, action): a re-delivered update records nothing twice.
+    update is unique on (update id, action, cause): a re-delivered update records nothing twice,
+    and the automatic actions one message can bring about (the flood limit's mute, the warning
+    limit's) are told apart by their ``cause``.
     The log is append-only in the admin site (no add, change or delete).
     """
 
@@ -180,6 +182,13 @@ class AuditEntry(models.Model):
     )
     detail = models.CharField(_("detail"), max_length=500, blank=True)
     update_id = models.BigIntegerField(_("update id"), null=True, blank=True)
+    cause = models.CharField(
+        _("cause"),
+        max_length=20,
+        blank=True,
+        default="",
+        help_text=_("what brought an automatic action about: flood, violation, warn_limit"),
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -188,9 +197,9 @@ class AuditEntry(models.Model):
         permissions = [("export_auditentry", "Can export the audit log as CSV")]
         constraints = [
             models.UniqueConstraint(
-                fields=["update_id", "action"],
+                fields=["update_id", "action", "cause"],
                 condition=models.Q(update_id__isnull=False),
-                name="audit_once_per_update_action",
+                name="audit_once_per_update_action_cause",
             )
         ]
 
