@@ -97,6 +97,9 @@ class JoinRequestRecord:
     decision: Decision | None = None
     closed_reason: str = ""
     asked: bool = False  # the question policy's question was sent to the requester
+    # Until when (unix ms) one delivery or job is asking the question: another one meanwhile
+    # leaves it to the waiting question's job instead of sending it a second time.
+    asking_until: int = 0
     # False from the moment the stage moves to "admins" until the admins' copies are recorded:
     # a hand-off that stopped in between (a failure, a killed process) is finished by the next
     # run of the same update or job. True by default: records stored before it existed.

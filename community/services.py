@@ -73,6 +73,10 @@ ASK_AGAIN_SECONDS = 15
 # Telegram lets the bot write to a requester for 5 minutes after the request: a question still
 # waiting then goes to the admins instead of waiting for the chat any longer.
 ASK_WINDOW_SECONDS = 280
+# How long one asker holds the question (JoinRequestRecord.asking_until): past the longest
+# Telegram call (the client's timeouts add up to 55 s), so a second asker never sends while
+# the first one's call can still succeed; a holder that stopped is replaced after it.
+ASK_HOLD_MS = 60_000
 # Queued by the core when an admin's copy of a request arrived late (its retry job).
 COPY_SENT_JOB = "community.copy_sent"
 # When the watchdog of a decision comes: after the longest Telegram call can have ended (the
@@ -537,6 +541,12 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy, *, in_job: bool
     if busy is not None and not busy.expired and busy.data.get("token") != record.token:
         _ask_later(record, in_job=in_job)
         return
+    held = _hold_question(record.token)
+    if held is None:
+        return  # asked, decided or handed to the admins meanwhile
+    if not held:  # a re-delivery and the waiting question's job at once: one asks
+        _ask_later(record, in_job=in_job)
+        return
     job = job_enqueue(  # a re-delivery gets the job of the first delivery back
         TIMEOUT_JOB,
         {"token": record.token},
@@ -555,6 +565,7 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy, *, in_job: bool
     )
     if started is None:  # another question or conversation started at the same moment
         job_cancel(job_id=job.pk)
+        _release_question(record.token)
         _ask_later(record, in_job=in_job)
         return
     if _requester_erased(record):  # after the workflow, its last write about the requester
@@ -577,7 +588,31 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy, *, in_job: bool
         return
     # Recorded after sending: a delivery that stops before this point is finished by the
     # re-delivery, which asks again (the timeout job is the same one, by its dedupe key).
-    _records().update(record.token, lambda r: None if r.asked else replace(r, asked=True))
+    _records().update(
+        record.token, lambda r: None if r.asked else replace(r, asked=True, asking_until=0)
+    )
+
+
+def _hold_question(token: str) -> bool | None:
+    """Take the asking of ``token``'s question for ``ASK_HOLD_MS`` (compare-and-set on the
+    record): True when taken, False when another delivery or job holds it, None when there is
+    nothing to ask any more."""
+    now = now_ms()
+    record, moved = _records().update(
+        token,
+        lambda r: (
+            replace(r, asking_until=now + ASK_HOLD_MS)
+            if r.pending and r.stage == STAGE_QUESTION and not r.asked and r.asking_until <= now
+            else None
+        ),
+    )
+    if record is None or not record.pending or record.stage != STAGE_QUESTION or record.asked:
+        return None
+    return moved
+
+
+def _release_question(token: str) -> None:
+    _records().update(token, lambda r: replace(r, asking_until=0) if r.asking_until else None)
 
 
 def _ask_later(record: JoinRequestRecord, *, in_job: bool = False) -> None:

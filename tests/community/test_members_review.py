@@ -419,3 +419,56 @@ def test_two_join_requests_at_the_same_moment_ask_one_question_and_defer_the_oth
     # The workflow belongs to the request whose question went out.
     record = join_request_get(str(workflow.data["token"]))
     assert record is not None and f"Question of {record.chat_id}?" in asked
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.timeout(60)
+def test_a_redelivery_while_the_waiting_questions_job_asks_sends_one_question(
+    bot: FakeTelegramServer,
+) -> None:
+    """The question waited for a busy chat (its job queued); the chat is free now, and the
+    job and a re-delivery of the request (its first delivery stopped before answering) ask at
+    the same moment, real threads, one of them slowed inside sendMessage: one asks, the other
+    leaves it to the job (before, both found the workflow their own and both sent)."""
+    from django.db import connections
+
+    from telegram_bot.pipeline.process import process_update
+    from telegram_bot.state import get_store
+    from telegram_bot.state.workflows import WorkflowStore
+
+    workflows = WorkflowStore(get_store())
+    workflows.start(
+        chat_id=REQUESTER, user_id=REQUESTER, name="support.open", step="text", ttl_ms=60_000
+    )
+    question_policy(CHAT_A)
+    update = make_join_request_update(user_id=REQUESTER, chat_id=CHAT_A)
+    process_update(update)
+    assert asked_of(bot) == []
+    workflows.cancel(chat_id=REQUESTER, user_id=REQUESTER)  # the chat is free
+    get_store().delete(f"upd:{update['update_id']}")  # as if the first delivery had stopped
+    make_jobs_due()
+    bot.delay_next("sendMessage", 1.0)
+    barrier = threading.Barrier(2)
+
+    def redeliver() -> None:
+        try:
+            barrier.wait()
+            process_update(update)
+        finally:
+            connections.close_all()
+
+    def job() -> None:
+        try:
+            barrier.wait()
+            run_due(new_owner())
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=redeliver), threading.Thread(target=job)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    make_jobs_due()
+    run_due(new_owner())  # a question left to the job finds it asked
+    assert len(asked_of(bot)) == 1, asked_of(bot)
