@@ -204,9 +204,12 @@ def _attempt(
 
     def refused(exc: TelegramApiError) -> _Attempt:
         why = _why(exc, delivery_failed(ticket.chat_id, purpose, exc))
-        error = why
+        suffix = ""
         if exc.retryable:
-            error += " (gave up retrying)" if final else RETRYING
+            suffix = " (gave up retrying)" if final else RETRYING
+        # The suffix survives the column's 500 characters: the retry job claims only an entry
+        # whose error ends with RETRYING (a long 5xx text cut it off, and nothing retried).
+        error = why[: 500 - len(suffix)] + suffix
         recorded = services.entry_delivery_failed(entry=entry, error=error, token=token)
         return _Attempt(_FAILED, why, exc, recorded=recorded)
 

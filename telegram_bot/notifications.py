@@ -160,8 +160,10 @@ class _Notice:
 
     def dedupe_key(self) -> str:
         """One pending retry per admin and notice: the same notice failing again (a caller
-        that runs twice) joins it instead of queueing a second copy."""
-        body = json.dumps([self.purpose, self.text, self.reply_markup], sort_keys=True)
+        that runs twice) joins it instead of queueing a second copy. The follow-up is part of
+        it: two notices that read alike ("[photo]" twice in one ticket) are two notices."""
+        follow = None if self.on_sent is None else [self.on_sent.kind, self.on_sent.payload]
+        body = json.dumps([self.purpose, self.text, self.reply_markup, follow], sort_keys=True)
         return f"{ADMIN_NOTICE_JOB}:{self.chat_id}:{hashlib.sha256(body.encode()).hexdigest()}"
 
     @classmethod
@@ -176,20 +178,36 @@ class _Notice:
         )
 
 
+class SendDied(Exception):
+    """An earlier attempt of a ``core.admin_notice`` job stopped while its send was out."""
+
+
 def admin_notice_job(payload: dict[str, Any], run: JobRun) -> None:
     """``core.admin_notice``: send one admin a notice that met a transient failure.
 
     A retryable refusal is raised while the policy retries it; the last one (or a permanent
     refusal) is recorded in ``DeliveryFailure`` and raised, so the job ends failed. An unknown
     outcome is recorded and not sent again. An admin removed, or blocked, meanwhile is skipped.
+
+    The send is claimed first: the job's payload names the attempt that is sending
+    (``sending``, fenced on the lease) until a refusal clears it. An attempt that finds an
+    earlier attempt named there knows that attempt stopped (a killed worker) while its send
+    may have been out, and records an unknown outcome instead of sending a second copy.
     """
     notice = _Notice.from_payload(payload)
     if notice.chat_id not in admin_ids():
         return
     if BlockedChat.objects.filter(chat_id=notice.chat_id).exists():
         return
+    died = payload.get("sending")
+    if died is not None and died != run.attempt:
+        exc = SendDied(f"attempt {died} stopped while sending")
+        delivery_failed(notice.chat_id, notice.purpose, exc, outcome_unknown=True)
+        return
+    claimed = run.remember(payload, sending=run.attempt)
 
     def refused(exc: TelegramApiError) -> None:
+        run.remember(claimed, sending=None)  # it did not go out: the next attempt may send it
         if not run.will_retry(exc):
             delivery_failed(notice.chat_id, notice.purpose, exc)
         raise exc

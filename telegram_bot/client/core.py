@@ -235,9 +235,11 @@ def telegram_error(
             method, description=description, retryable=transient, reached=reached
         )
     if payload is None:
-        # A proxy in front of the Bot API (a local server) gave up waiting for it: the request
-        # may have been processed.
-        reached = None if status in _GATEWAY_ERRORS else True
+        # A proxy in front of the Bot API (a local server) gave up waiting for it, or a 2xx
+        # answer that cannot be read (`ok: true` without `result`, a page): the request may
+        # have been processed, so it is no refusal (a post would be published twice).
+        unread = status is not None and 200 <= status < 300
+        reached = None if status in _GATEWAY_ERRORS or unread else True
         return TelegramApiError(
             method, status=status, description="answer is not Bot API JSON", reached=reached
         )

@@ -16,6 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -63,6 +64,15 @@ class JobRun:
             return self.max_retries
         stored = Job.objects.filter(pk=self.job_id).values_list("max_retries", flat=True).first()
         return settings.JOB_MAX_RETRIES if stored is None else stored
+
+    def remember(self, payload: dict[str, Any], **fields: Any) -> dict[str, Any]:
+        """Store ``fields`` in the job's payload (fenced on this worker's lease), for the next
+        attempt to read; the new payload. A field set to None is removed."""
+        updated = {k: v for k, v in {**payload, **fields}.items() if v is not None}
+        Job.objects.filter(pk=self.job_id, status=JobStatus.RUNNING, lease_owner=self.owner).update(
+            payload=updated
+        )
+        return updated
 
     def still_owned(self) -> bool:
         """True while this worker holds the job's lease (check before a final side effect)."""
@@ -148,14 +158,21 @@ def run_job(job: Job, owner: str, *, policy: RetryPolicy | None = None) -> str:
     return _finish(job, owner, JobStatus.SUCCEEDED, "")
 
 
-def run_due(owner: str, *, limit: int = 10, lease_seconds: int | None = None) -> int:
-    """Claim and run up to ``limit`` due jobs, one at a time; return how many ran.
+def run_due(
+    owner: str,
+    *,
+    limit: int = 10,
+    lease_seconds: int | None = None,
+    deadline: float | None = None,
+) -> int:
+    """Claim and run up to ``limit`` due jobs, one at a time; return how many ran. None is
+    claimed once ``deadline`` (a ``time.monotonic()`` value) has passed.
 
     Each job is claimed just before it runs, so it starts with its whole lease: claiming a
     batch up front would let the later jobs' leases run out while the first ones run.
     """
     ran = 0
-    while ran < limit:
+    while ran < limit and (deadline is None or time.monotonic() < deadline):
         claimed = claim_due(owner, limit=1, lease_seconds=lease_seconds)
         if not claimed:
             break
@@ -177,7 +194,9 @@ def run_until_idle(seconds: float, *, owner: str | None = None) -> int:
     deadline = time.monotonic() + seconds
     total = 0
     while time.monotonic() < deadline:
-        ran = run_due(owner)
+        # The deadline goes into each round: a backlog of slow sends must not run the tick
+        # past django-q2's task timeout, whose alarm would stop a job in the middle of a send.
+        ran = run_due(owner, deadline=deadline)
         total += ran
         if ran:
             continue

@@ -34,6 +34,8 @@ def test_answers_and_gateway_errors() -> None:
     assert telegram_error("sendMessage", status=400, payload=answered).reached is True
     assert telegram_error("sendMessage", status=504).reached is None  # a proxy gave up waiting
     assert telegram_error("sendMessage", status=500).reached is True
+    # A 200 that cannot be read (`ok: true` without `result`, a page) was processed: unknown.
+    assert telegram_error("sendMessage", status=200).reached is None
 
 
 def test_a_real_read_timeout_is_unknown_and_the_message_did_arrive(
