@@ -8,12 +8,21 @@ from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext as _
 
 from community.member_state import challenge_key, stay_key
 from community.models import MemberMovement
-from community.records import RECORD_PREFIX, Decision, JoinRequestRecord, JoinRequestStore
+from community.raid import RAID_REMOVE_JOB
+from community.records import (
+    DECIDING,
+    RECORD_PREFIX,
+    Decision,
+    JoinRequestRecord,
+    JoinRequestStore,
+)
+from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.privacy import Subject, delete_keys, mentions, values_mentioning
-from telegram_bot.state import KVStore
+from telegram_bot.state import KVStore, get_store
 from telegram_bot.state.keys import family_of
 
 STAY_PREFIX = stay_key(0, 0).removesuffix("0:0")
@@ -58,6 +67,39 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
             .order_by("at")
             .values("chat_id", "kind", "at")
         ),
+    }
+
+
+def erasure_blocked(user_id: int) -> str | None:
+    """What about this member must be carried out first: erasing deletes the jobs and records
+    that carry it. An anti-raid removal waiting out Telegram's rate limit (a raider would
+    escape it with /forgetme), a captcha not finished (its deadline would find no challenge
+    and leave the member muted for good), a join request whose decision is being applied (it
+    would stay pending in Telegram)."""
+    reasons = []
+    if Job.objects.filter(
+        kind=RAID_REMOVE_JOB,
+        status__in=(JobStatus.QUEUED, JobStatus.RUNNING),
+        payload__user_id=user_id,
+    ).exists():
+        reasons.append(_("an anti-raid removal"))
+    store = get_store()
+    recent = time.time() - 3600  # a challenge stuck past this is left to its TTL
+    challenges = [value for _key, value in values_mentioning(store, CHALLENGE_PREFIX, user_id)]
+    if any(
+        isinstance(c, dict)
+        and c.get("user_id") == user_id
+        and not c.get("finished")
+        and int(c.get("deadline") or 0) > recent
+        for c in challenges
+    ):
+        reasons.append(_("a captcha"))
+    if any(r.user_id == user_id and r.status == DECIDING for r in JoinRequestStore(store).all()):
+        reasons.append(_("a join request being decided"))
+    if not reasons:
+        return None
+    return _("something about this member is still to be carried out (%(what)s)") % {
+        "what": ", ".join(str(reason) for reason in reasons)
     }
 
 

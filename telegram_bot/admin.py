@@ -10,6 +10,8 @@ from axes.handlers.proxy import AxesProxyHandler
 from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.translation import gettext as _
@@ -135,9 +137,11 @@ class BotAdminAdmin(admin.ModelAdmin):
         with audit_step(
             "admin.add", actor=admin_actor(request), source="admin", target_id=obj.telegram_id
         ):
-            admins.admin_add(
+            added = admins.admin_add(
                 telegram_id=obj.telegram_id, added_by=None, display_name=obj.display_name
             )
+        # The site's history entry and its "added" message link to the row by this key.
+        obj.pk = added.pk
 
     def delete_model(self, request: HttpRequest, obj: BotAdmin) -> None:
         self.delete_queryset(request, BotAdmin.objects.filter(pk=obj.pk))
@@ -325,3 +329,75 @@ class AccessAttemptAdmin(axes_admin.AccessAttemptAdmin):
 if admin.site.is_registered(AccessAttempt):
     admin.site.unregister(AccessAttempt)
 admin.site.register(AccessAttempt, AccessAttemptAdmin)
+
+
+class AuditedAuthMixin:
+    """Who may do what in this site is recorded in the audit log (``user.add``, ``.change``,
+    ``.delete``, ``group.*``): the fields changed, and for an account its staff, superuser and
+    active flags, groups and permissions as they are after the change. Never a password:
+    Django's history message names the changed fields only (a new password is "password")."""
+
+    opts: Any
+
+    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        self._audit(request, obj, "add", message)
+        return super().log_addition(request, obj, message)  # type: ignore[misc]
+
+    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        self._audit(request, obj, "change", message)
+        return super().log_change(request, obj, message)  # type: ignore[misc]
+
+    def log_deletions(self, request: HttpRequest, queryset: QuerySet[Any]) -> Any:
+        for obj in queryset:
+            self._audit(request, obj, "delete", [])
+        return super().log_deletions(request, queryset)  # type: ignore[misc]
+
+    def _audit(self, request: HttpRequest, obj: Any, verb: str, message: Any) -> None:
+        fields = [
+            str(field)
+            for part in (message if isinstance(message, list) else [])
+            for change in part.values()
+            if isinstance(change, dict)
+            for field in change.get("fields", [])
+        ]
+        with audit_step(
+            f"{self.opts.model_name}.{verb}",
+            actor=admin_actor(request),
+            source="admin",
+            target_name=f"{self.opts.model_name} #{obj.pk}: {obj}",
+            detail="; ".join(part for part in (", ".join(fields), _rights(obj)) if part),
+        ):
+            pass
+
+
+def _rights(obj: Any) -> str:
+    """An account's or a group's rights as they are now (codenames, group names)."""
+    if isinstance(obj, User):
+        codenames = ",".join(sorted(p.codename for p in obj.user_permissions.all()))
+        groups = ",".join(sorted(g.name for g in obj.groups.all()))
+        return (
+            f"staff={obj.is_staff} superuser={obj.is_superuser} active={obj.is_active} "
+            f"groups=[{groups}] permissions=[{codenames}]"
+        )
+    if isinstance(obj, Group):
+        return "permissions=[{}]".format(
+            ",".join(sorted(p.codename for p in obj.permissions.all()))
+        )
+    return ""
+
+
+class AuditedUserAdmin(AuditedAuthMixin, UserAdmin):
+    pass
+
+
+class AuditedGroupAdmin(AuditedAuthMixin, GroupAdmin):
+    pass
+
+
+for _auth_model, _auth_admin in (
+    (User, AuditedUserAdmin),
+    (Group, AuditedGroupAdmin),
+):
+    if admin.site.is_registered(_auth_model):
+        admin.site.unregister(_auth_model)
+    admin.site.register(_auth_model, _auth_admin)

@@ -134,8 +134,12 @@ def add_admin(ctx: Context) -> None:
     if user_id is None or user_id <= 0:
         ctx.reply(_("Usage: /addadmin <user id>, a positive number."))
         return
-    with update_step(ctx.update, "admin.add", source="command", target_id=user_id):
-        admins.admin_add(telegram_id=user_id, added_by=ctx.sender.user_id)
+    try:
+        with update_step(ctx.update, "admin.add", source="command", target_id=user_id):
+            admins.admin_add(telegram_id=user_id, added_by=ctx.sender.user_id)
+    except BotError as exc:  # Telegram's stand-in accounts (777000, GroupAnonymousBot, ...)
+        ctx.reply(str(exc.user_message))
+        return
     ctx.reply(_("%(id)s is now an admin.") % {"id": args})
 
 
@@ -178,7 +182,10 @@ ROUTES = [
     Route.on_callback("panel:admins", panel_admins, role=Role.ADMIN),
     Route.on_callback("panel:adm_rm:", panel_admin_remove, role=Role.OWNER),
     Route.on_command(
-        "forgetme", forget_me, help="erase what the bot holds about you", chat_types=("private",)
+        "forgetme",
+        forget_me,
+        help=gettext_lazy("erase what the bot holds about you"),
+        chat_types=("private",),
     ),
     Route.on_callback("fm:y:", forget_me_confirm, expensive=True),
     Route.on_callback("fm:n:", forget_me_cancel),

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -69,8 +70,9 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
         ),
         "blocked_chat": list(BlockedChat.objects.filter(chat_id=user_id).values()),
         "delivery_failures": list(DeliveryFailure.objects.filter(chat_id=user_id).values()),
-        "audit_log": list(
-            audit.values(
+        "audit_log": [
+            _own_part(entry, user_id)
+            for entry in audit.values(
                 "created_at",
                 "actor_id",
                 "actor_name",
@@ -83,9 +85,15 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
                 "outcome",
                 "detail",
             )
-        ),
+        ],
+        # Only the parts of a job that name the person: a notice queued for an admin holds
+        # someone else's join request (name, bio, id), a moderator's queued ban its target.
         "jobs": [
-            {"kind": job.kind, "status": job.status, "payload": job.payload}
+            {
+                "kind": job.kind,
+                "status": job.status,
+                "payload": {k: v for k, v in job.payload.items() if mentions(v, user_id)},
+            }
             for job in _jobs_mentioning(user_id)
         ],
         "language": languages.remembered(store, user_id),
@@ -95,6 +103,14 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
             for key, value in values_mentioning(store, prefix, user_id)
         },
     }
+
+
+def _own_part(entry: Any, user_id: int) -> dict[str, Any]:
+    """An audit entry as the person's export shows it: an action they took on someone else
+    (a join request they decided, a member they banned) without that someone's id and name."""
+    if entry["target_id"] is not None and entry["target_id"] != user_id:
+        return {**entry, "target_id": None, "target_name": ""}
+    return dict(entry)
 
 
 def erase(subject: Subject, store: KVStore) -> dict[str, int]:
@@ -151,7 +167,13 @@ def _redact_admin_history(user_id: int) -> int:
         for entry in entries
         if mentions(entry.object_repr, user_id) or mentions(entry.change_message, user_id)
     ]
-    return LogEntry.objects.filter(pk__in=ids).update(object_repr=ERASED, change_message="")
+    redacted = LogEntry.objects.filter(pk__in=ids).update(object_repr=ERASED, change_message="")
+    # A private chat's preference and a blocked chat are keyed by the chat id, the user's own:
+    # their entries keep no object id either (it would link the history to the person).
+    keyed_by_id = ContentType.objects.get_for_models(ChatPreference, BlockedChat).values()
+    return redacted + LogEntry.objects.filter(
+        content_type__in=list(keyed_by_id), object_id=text
+    ).update(object_id=None, object_repr=ERASED, change_message="")
 
 
 def _redact_audit_text(user_id: int) -> int:

@@ -155,6 +155,10 @@ def _seed_apps(store: KVStore) -> None:
             choices=["a", "b"],
             answer=0,
             deadline=now + 60,
+            # Passed and carried out: an unfinished captcha defers the erasure (its deadline
+            # job would find no challenge and leave the member muted).
+            status="passed",
+            finished=True,
         ).to_json(),
     )
     Warning.objects.create(
