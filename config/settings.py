@@ -10,8 +10,10 @@ import contextlib
 import os
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 from django.utils.translation import gettext_lazy
+from redis.connection import parse_url as redis_parse_url
 
 from config.env import ConfigError, Env, generated_secret_key, parse_url
 
@@ -178,10 +180,8 @@ def database_from_url(url: str) -> dict[str, object]:
     name = parsed.path.lstrip("/")
     if not name:
         raise ConfigError("DATABASE_URL", "needs a database name, e.g. postgres://host/dbname")
-    options: dict[str, str] = {}
-    for pair in filter(None, parsed.query.split("&")):
-        key, _, value = pair.partition("=")
-        options[key] = value
+    # Decoded as libpq decodes a connection URI's parameters (options=-c%20statement_timeout...).
+    options = dict(parse_qsl(parsed.query, keep_blank_values=True))
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": name,
@@ -220,6 +220,20 @@ def private_file(path: Path) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
+def redis_url_check(url: str) -> None:
+    """A REDIS_URL redis-py reads as written: its database a number (``/db1``, a typo for
+    ``/1``, would quietly be database 0, perhaps another installation's) and its options
+    of the right type (``socket_timeout=2s`` failed at the first update, not at start)."""
+    parsed = parse_url("REDIS_URL", url, ("redis", "rediss", "unix"))
+    path = parsed.path
+    if parsed.scheme != "unix" and path not in ("", "/") and not path[1:].isdigit():
+        raise ConfigError("REDIS_URL", "the database after the port must be a number, e.g. /1")
+    try:
+        redis_parse_url(url)
+    except ValueError as exc:  # redis-py's words name the option, never the URL
+        raise ConfigError("REDIS_URL", str(exc)) from None
+
+
 DATABASE_URL = env.text("DATABASE_URL")
 DATABASES = {
     "default": database_from_url(DATABASE_URL)
@@ -231,7 +245,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- Redis: KV state, cache and the django-q2 broker ----------------------------------------
 REDIS_URL = env.text("REDIS_URL")
 if REDIS_URL:
-    parse_url("REDIS_URL", REDIS_URL, ("redis", "rediss", "unix"))
+    redis_url_check(REDIS_URL)
     CACHES = {
         "default": {
             "BACKEND": "django_redis.cache.RedisCache",

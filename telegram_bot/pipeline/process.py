@@ -59,6 +59,8 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
     update = parse_update(data)
     if not get_router().handles(update.type):
         return Outcome.IGNORED
+    store: KVStore | None = None
+    claim: dict[str, Any] | None = None
     try:
         store = get_store()
         # A letter from before per-unit markers whose handler committed: its DONE marker
@@ -67,13 +69,20 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
             store.get(idempotency.marker_key(update.update_id))
         )
         counters = _claim_counters(update, replay=replay)
-        claimed = _claim_counting(store, update.update_id, replay=replay, counters=counters)
+        claim = idempotency.new_claim(store)
+        claimed = _claim_counting(
+            store, update.update_id, replay=replay, counters=counters, claim=claim
+        )
     except UNAVAILABLE_ERRORS as exc:
         log.warning(
             "update %s: state unavailable, asking Telegram to retry: %s",
             update.update_id,
             redact(str(exc)),
         )
+        # The claim may have been written with its answer lost (a slow Redis): given up, or
+        # the re-delivery would find it "in progress" until its TTL ends.
+        if store is not None:
+            _release(store, update.update_id, claim)
         return Outcome.UNAVAILABLE
     if isinstance(claimed, Outcome):
         return claimed
@@ -104,6 +113,12 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
     if marked:
         return outcome  # the last unit's commit_once wrote the done-marker already
     try:
+        if replay and outcome in (Outcome.REFUSED, Outcome.IGNORED):
+            # The letter stays for the operator, its handler not run: marked dead again, not
+            # done, or its next replay would take a done-marker without unit markers for a
+            # letter from before them whose handler committed, and run nothing.
+            idempotency.mark_dead(store, update.update_id, claim)
+            return outcome
         idempotency.mark_done(store, update.update_id)
     except UNAVAILABLE_ERRORS:
         # The effects are committed; a re-delivery meets idempotent effects.
@@ -288,7 +303,12 @@ def _claim(store: KVStore, update_id: int, *, replay: bool) -> dict[str, Any] | 
 
 
 def _claim_counting(
-    store: KVStore, update_id: int, *, replay: bool, counters: dict[str, list[ClaimCounter]]
+    store: KVStore,
+    update_id: int,
+    *,
+    replay: bool,
+    counters: dict[str, list[ClaimCounter]],
+    claim: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], Counted | None] | Outcome:
     """Our claim on the update and the new values of the observers' ``counters`` (by
     observer) taken with it in the same atomic step, or the Outcome that ends processing
@@ -297,7 +317,7 @@ def _claim_counting(
     claims the update whatever its marker (done, dead, released, gone), so two replays of one
     letter at once never both run it; its units' markers say what already ran."""
     key = idempotency.marker_key(update_id)
-    claim = idempotency.new_claim(store)
+    claim = claim or idempotency.new_claim(store)
     ttl = settings.UPDATE_CLAIM_TTL_SECONDS * 1000
     if replay:
         current = store.get(key)

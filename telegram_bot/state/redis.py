@@ -22,7 +22,14 @@ from typing import Any
 
 import redis
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, RedisError, ResponseError
+from redis.exceptions import (
+    MasterDownError,
+    NoScriptError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    RedisError,
+    ResponseError,
+)
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from telegram_bot.errors import StateError, StateUnavailableError
@@ -192,6 +199,14 @@ class _Pinned(threading.local):
     pid: int = 0
 
 
+# Redis answering that it cannot take writes now, as if it were down (503, Retry-After): full
+# (OOM under noeviction), a failed snapshot (MISCONF), a replica after a failover (READONLY,
+# MASTERDOWN), a script running too long (BUSY). redis-py's classes drop the code from the
+# text; the codes it has no class for stay in it.
+_REFUSING_CLASSES = (OutOfMemoryError, ReadOnlyError, MasterDownError)
+_REFUSING_WRITES = ("MISCONF ", "BUSY ", "OOM ", "READONLY ")
+
+
 class RedisStore(KVStore):
     """KV state in Redis. ``client`` may decode responses or not; both are handled."""
 
@@ -222,8 +237,10 @@ class RedisStore(KVStore):
 
         A connection that fails after serving commands before (it broke while idle: a Redis
         restart, an idle timeout) is replaced and the command sent once more, as redis-py's
-        client retries; one that fails on its first command raises. Either way a command may
-        have run once on the server without its answer arriving, as with the client.
+        client retries; one that fails on its first command raises. A timeout is never sent
+        again: the server is slow, not gone, and may have run the command (an increment sent
+        twice counted twice). Either way a command may have run once on the server without
+        its answer arriving.
         """
         pinned = self._pinned
         connection = pinned.connection
@@ -238,7 +255,10 @@ class RedisStore(KVStore):
         try:
             connection.send_packed_command(packed)
             return connection.read_response()
-        except (RedisConnectionError, RedisTimeoutError):
+        except RedisTimeoutError:
+            connection.disconnect()
+            raise
+        except RedisConnectionError:
             connection.disconnect()
             if not reused:
                 raise
@@ -257,7 +277,11 @@ class RedisStore(KVStore):
             yield
         except (RedisConnectionError, RedisTimeoutError) as exc:
             raise StateUnavailableError(f"Redis KV store unavailable: {exc}") from exc
+        except _REFUSING_CLASSES as exc:
+            raise StateUnavailableError(f"Redis KV store refuses writes: {exc}") from exc
         except ResponseError as exc:
+            if str(exc).startswith(_REFUSING_WRITES):
+                raise StateUnavailableError(f"Redis KV store refuses writes: {exc}") from exc
             if "not an integer" in str(exc):
                 raise StateError("cannot increment: the key does not hold an integer") from exc
             raise StateError(f"Redis KV store error: {exc}") from exc
