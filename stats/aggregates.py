@@ -269,19 +269,26 @@ def straddlers(
 
 
 def _case_by_day(alias: str, expressions: dict[date, str]) -> str:
-    """``expression`` of the row's day, for a handful of runs of days (inlined ISO dates)."""
-    runs: dict[str, list[date]] = {}
-    for day, expression in expressions.items():
-        runs.setdefault(expression, []).append(day)
-    qualified = {
-        expression: _qualify(expression, alias) for expression in runs
-    }  # columns of ``alias``
-    if len(runs) == 1:
-        return qualified[next(iter(runs))]
-    arms = []
-    for expression, days in runs.items():
-        low, high = min(days).isoformat(), max(days).isoformat()
-        arms.append(f"WHEN {alias}.day BETWEEN '{low}' AND '{high}' THEN {qualified[expression]}")
+    """``expression`` of the row's day, for a handful of runs of days (inlined ISO dates).
+
+    One arm per run of successive days with the same expression, not per expression: a range
+    from winter through summer into winter has two winter runs, and one arm spanning both
+    would give the summer days between them the winter cut."""
+    runs: list[tuple[str, date, date]] = []  # (expression, first day, last day)
+    for day in sorted(expressions):
+        expression = expressions[day]
+        if runs and runs[-1][0] == expression:
+            runs[-1] = (expression, runs[-1][1], day)
+        else:
+            runs.append((expression, day, day))
+    qualified = {expression: _qualify(expression, alias) for expression, _, _ in runs}
+    if len(qualified) == 1:
+        return qualified[runs[0][0]]
+    arms = [
+        f"WHEN {alias}.day BETWEEN '{low.isoformat()}' AND '{high.isoformat()}' "
+        f"THEN {qualified[expression]}"
+        for expression, low, high in runs
+    ]
     return f"(CASE {' '.join(arms)} ELSE 0 END)"
 
 
@@ -446,8 +453,11 @@ def _member_source(
         params += [chat_id, first, last, *user_params]
     for day, (part, cut) in edges:
         shares = ", ".join(f"{_part_sql(c, cut, part)} AS {c}" for c in columns)
+        # The day counts for "last seen" only when the member wrote in this part of it (a
+        # message after the range's last local day made them rank first).
+        seen = f"CASE WHEN {_part_sql('message_count', cut, part)} > 0 THEN day END"
         branches.append(
-            f"SELECT user_id, day, {shares} FROM {TABLE} "  # noqa: S608 - constant columns, integer cuts, placeholders
+            f"SELECT user_id, {seen} AS day, {shares} FROM {TABLE} "  # noqa: S608 - constant columns, integer cuts, placeholders
             f"WHERE chat_id = %s AND day = %s{by_user}"
         )
         params += [chat_id, day, *user_params]

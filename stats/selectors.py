@@ -176,7 +176,7 @@ class Report:
     ) -> MemberPage:
         """One page of the members with messages, ranked in the database; rows repaired from
         the KV counters are added to their members' totals before ranking."""
-        deltas = self._member_deltas()
+        deltas, repaired_days = self._member_deltas()
         fetch = None if limit is None else offset + limit + len(deltas)
         rows, total = aggregates.member_rows(self.chat_id, self.parts, order=order, limit=fetch)
         if deltas:
@@ -191,6 +191,11 @@ class Report:
             for row in rows:
                 for column, delta in deltas.get(row.user_id, {}).items():
                     row.values[column] = row.values.get(column, 0) + delta
+                # "Last seen" counts the repaired days too (a member known only from the
+                # counters had none, and ranked last although they wrote today).
+                repaired = repaired_days.get(row.user_id)
+                if repaired is not None and (row.last_day is None or repaired > row.last_day):
+                    row.last_day = repaired
             rows = [row for row in rows if row.values.get("message_count", 0) > 0]
             rows.sort(key=_ranking(order))
         members = [MemberTotals.of(row.user_id, row.values, row.last_day) for row in rows]
@@ -198,8 +203,11 @@ class Report:
             members = members[offset : offset + limit]
         return MemberPage(members, total)
 
-    def _member_deltas(self) -> dict[int, dict[str, int]]:
+    def _member_deltas(self) -> tuple[dict[int, dict[str, int]], dict[int, date]]:
+        """What the KV repairs add to each member's totals, and each member's last repaired
+        stored day with messages in the range."""
         deltas: dict[int, dict[str, int]] = {}
+        last_days: dict[int, date] = {}
         for (day, user_id), (stored, repaired) in self.repairs.items():
             part = self.parts.parts.get(day)
             if part is None:
@@ -210,7 +218,9 @@ class Report:
                 delta = _share(repaired, column, which, cut) - _share(stored, column, which, cut)
                 if delta:
                     user[column] = user.get(column, 0) + delta
-        return {user_id: delta for user_id, delta in deltas.items() if delta}
+            if _share(repaired, "message_count", which, cut) > 0:
+                last_days[user_id] = max(day, last_days.get(user_id, day))
+        return {user_id: delta for user_id, delta in deltas.items() if delta}, last_days
 
 
 @dataclass(frozen=True)
@@ -599,7 +609,8 @@ def member_names(
             chat_id=chat_id, user_id__in=[member.user_id for member in members]
         )
     }
-    lasts = store.get_many([keys.last_message_key(chat_id, m.user_id) for m in members])
+    # get_each: an export reads every member of the range, thousands of them.
+    lasts = store.get_each([keys.last_message_key(chat_id, m.user_id) for m in members])
     for member, last in zip(members, lasts, strict=True):
         last = last if isinstance(last, dict) else {}
         at = last.get("at")

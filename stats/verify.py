@@ -16,12 +16,10 @@ from typing import Any
 
 from stats import keys
 from telegram_bot.state import KVStore
-from telegram_bot.state.base import MAX_SCAN_LIMIT
 
 # message_count first: its verdicts keep their names (missing_activity_total, ...).
 VERIFIED_COLUMNS: tuple[str, ...] = tuple(keys.COLUMN_CATEGORY)
 TOTAL_READS = len(VERIFIED_COLUMNS)
-GET_MANY_KEYS = MAX_SCAN_LIMIT  # the most keys one ``get_many`` takes
 
 
 def read_totals(store: KVStore, chat_id: int, day: date) -> dict[str, int | None]:
@@ -37,9 +35,7 @@ def read_totals_many(store: KVStore, days: list[tuple[int, date]]) -> list[dict[
     """``read_totals`` of every (chat, day) of ``days``, in order, with ``get_many`` calls of
     at most 1,000 keys (``TOTAL_READS`` reads a day)."""
     wanted = [keys.total_key(column, c, d) for c, d in days for column in VERIFIED_COLUMNS]
-    values: list[Any] = []
-    for start in range(0, len(wanted), GET_MANY_KEYS):
-        values += store.get_many(wanted[start : start + GET_MANY_KEYS])
+    values = store.get_each(wanted)
     return [
         {
             column: value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -15,12 +15,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
 
 from stats import keys, verify
 from stats.poison import poison_read
 from telegram_bot.state import KVStore
-from telegram_bot.state.base import MAX_SCAN_LIMIT
 
 # (chat, day, user, column, category) of a counter key of a closed day
 Counter = tuple[int, date, int, str, str]
@@ -255,7 +253,7 @@ def read_staged(store: KVStore, staged: Staged) -> None:
         totals = verify.read_totals_many(store, staged.days)
         staged.totals = [(*day, t) for day, t in zip(staged.days, totals, strict=True)]
     if staged.poison_keys:
-        marks = get_many(store, [key for key, _ in staged.poison_keys])
+        marks = store.get_each([key for key, _ in staged.poison_keys])
         for (_, poisoned), value in zip(staged.poison_keys, marks, strict=True):
             at = poison_read(value)
             if at is not None:
@@ -266,7 +264,7 @@ def read_staged(store: KVStore, staged: Staged) -> None:
     wanted = [key for key, _ in staged.counters]
     wanted += [keys.last_message_key(chat_id, user_id) for chat_id, user_id in profiles]
     wanted += [keys.chat_key(chat_id) for chat_id in chats]
-    values = get_many(store, wanted)
+    values = store.get_each(wanted)
     cells, triples = staged.cells, staged.triples
     for (_, counter), value in zip(staged.counters, values, strict=False):
         if isinstance(value, int):  # else expired since the scan (or, words, never written)
@@ -283,11 +281,3 @@ def read_staged(store: KVStore, staged: Staged) -> None:
     for chat_id, chat in zip(chats, names[len(profiles) :], strict=True):
         if isinstance(chat, dict):
             staged.chats[chat_id] = (str(chat.get("title") or ""), str(chat.get("type") or ""))
-
-
-def get_many(store: KVStore, wanted: list[str]) -> list[Any]:
-    """The values of ``wanted``, in ``get_many`` calls of at most 1,000 keys."""
-    values: list[Any] = []
-    for start in range(0, len(wanted), MAX_SCAN_LIMIT):
-        values += store.get_many(wanted[start : start + MAX_SCAN_LIMIT])
-    return values

@@ -111,6 +111,13 @@ class KVStore(ABC):
         texts = self._get_many([self._raw(check_key(key)) for key in keys])
         return [None if text is None else decode(text) for text in texts]
 
+    def get_each(self, keys: Sequence[str]) -> list[Any | None]:
+        """``get_many`` of any number of keys: one round trip per ``MAX_SCAN_LIMIT`` keys."""
+        values: list[Any | None] = []
+        for start in range(0, len(keys), MAX_SCAN_LIMIT):
+            values += self.get_many(keys[start : start + MAX_SCAN_LIMIT])
+        return values
+
     def set(self, key: str, value: Any, ttl_ms: int | None = None) -> None:
         """Store ``value``; with ``ttl_ms`` it expires after that many milliseconds."""
         self._set(self._raw(check_key(key)), encode(value), check_ttl(ttl_ms))
