@@ -105,8 +105,9 @@ JOB_RETRY_MAX_DELAY = env.seconds("JOB_RETRY_MAX_DELAY", 300.0, minimum=0.01)
 JOB_RETRY_JITTER = env.seconds("JOB_RETRY_JITTER", 1.0)
 JOB_MAX_RETRIES = env.number("JOB_MAX_RETRIES", 5, minimum=0, maximum=100)
 # A job must finish within its lease; a worker that dies leaves the job to be claimed again
-# once the lease expires.
-JOB_LEASE_SECONDS = env.number("JOB_LEASE_SECONDS", 120, minimum=1, maximum=24 * 3600)
+# once the lease expires. At least 90 s: past the longest Telegram call (the client's send
+# window, ~60 s) and a margin, or a job whose send is still out would be run a second time.
+JOB_LEASE_SECONDS = env.number("JOB_LEASE_SECONDS", 120, minimum=90, maximum=24 * 3600)
 JOB_RETENTION_DAYS = env.number("JOB_RETENTION_DAYS", 14, minimum=1, maximum=3650)
 if JOB_RETRY_MAX_DELAY < JOB_RETRY_BASE_DELAY:
     raise ConfigError("JOB_RETRY_MAX_DELAY", "must be at least JOB_RETRY_BASE_DELAY")

@@ -17,6 +17,7 @@ from django.apps import apps
 from django.conf import settings
 from django.db import transaction
 
+from telegram_bot import languages
 from telegram_bot.audit import Actor, audit_record
 from telegram_bot.features import feature_configs
 
@@ -51,6 +52,10 @@ def migrate_chat(old_id: int, new_id: int, *, update_id: int | None = None) -> d
             )
     if moved:
         log.info("chat %s became supergroup %s: moved %s", old_id, new_id, moved)
+        # QuerySet.update sends no signal: this process's cached language of either id goes
+        # now (the others' within CHAT_CACHE_SECONDS).
+        languages.forget_chat(old_id)
+        languages.forget_chat(new_id)
     allowed = settings.ALLOWED_CHAT_IDS
     if allowed and new_id not in allowed:
         log.warning(

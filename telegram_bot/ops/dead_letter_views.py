@@ -10,7 +10,13 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponseRedirect,
+)
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.translation import gettext as _
@@ -74,9 +80,18 @@ def dead_letter_list(request: HttpRequest) -> HttpResponse:
     return render(request, "admin/dead_letters.html", context)
 
 
+def _update_id(update_id: int) -> int:
+    """An update id of the URL: an update's (64 bits), else a 404 (a key of 400 digits was a
+    server error in the store's key check)."""
+    if not 0 <= update_id < 2**63:
+        raise Http404
+    return update_id
+
+
 @_allowed
 @require_POST
 def dead_letter_replay(request: HttpRequest, update_id: int) -> HttpResponse:
+    update_id = _update_id(update_id)
     letter = dead_letters().get(update_id)
     if letter is None:
         messages.error(
@@ -117,6 +132,7 @@ def dead_letter_replay(request: HttpRequest, update_id: int) -> HttpResponse:
 @_allowed
 @require_POST
 def dead_letter_drop(request: HttpRequest, update_id: int) -> HttpResponse:
+    update_id = _update_id(update_id)
     with _audited(request, "dead_letter.drop", update_id):
         dead_letters().drop(update_id)
     messages.success(request, _("Dead letter %(id)s dropped.") % {"id": update_id})

@@ -66,6 +66,12 @@ def test_drop_forgets_a_letter(
     assert "No dead letters." in admin_client.get("/admin/dead-letters/").content.decode()
 
 
+def test_an_update_id_beyond_64_bits_is_a_404_not_a_server_error(admin_client: Client) -> None:
+    huge = "9" * 400
+    for action in ("replay", "drop"):
+        assert admin_client.post(f"/admin/dead-letters/{huge}/{action}/").status_code == 404
+
+
 def test_dead_letter_pages_are_staff_only(bot: FakeTelegramServer, client: Client) -> None:
     assert client.get("/admin/dead-letters/").status_code == 302
     assert client.post("/admin/dead-letters/1/drop/").status_code == 302

@@ -262,3 +262,14 @@ def test_texts_sent_later_use_the_language_the_user_last_wrote_with(
     assert languages.recipient_language(store, user_id=USER) == "ru"
     post_update(speaking(message("/help"), "en-US"))
     assert languages.recipient_language(store, user_id=USER) == "en"
+
+
+def test_a_group_upgraded_to_a_supergroup_speaks_its_language_at_once() -> None:
+    """The move is a QuerySet.update (no signal): the process that made it drops its cached
+    language of the new id (read before the move: the default)."""
+    from telegram_bot.chat_migration import migrate_chat
+
+    ChatPreference.objects.create(chat_id=-4002, language="ru")
+    assert languages.chat_language(-1004002) == "en"  # cached: no row yet
+    migrate_chat(-4002, -1004002)
+    assert languages.chat_language(-1004002) == "ru"

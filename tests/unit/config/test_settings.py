@@ -81,6 +81,8 @@ BAD_SETTINGS = [
     ({"WORKER_SEEN_WITHIN_SECONDS": "100000"}, "WORKER_SEEN_WITHIN_SECONDS", "at most"),
     ({"RATE_LIMIT_USER_PER_MINUTE": "1000000"}, "RATE_LIMIT_USER_PER_MINUTE", "at most"),
     ({"OWNER_TELEGRAM_ID": "99999999999999999999"}, "OWNER_TELEGRAM_ID", "64-bit"),
+    # A lease shorter than a send's window would let a second worker send while it is out.
+    ({"JOB_LEASE_SECONDS": "30"}, "JOB_LEASE_SECONDS", "at least 90"),
     ({"ADMIN_TELEGRAM_IDS": "1,-99999999999999999999"}, "ADMIN_TELEGRAM_IDS", "64-bit"),
 ]
 
