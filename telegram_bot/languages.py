@@ -7,8 +7,8 @@ the process for ``CHAT_CACHE_SECONDS`` so that group chatter costs no query per 
 change made in the admin site is seen at once by the process that saved it, by the others
 within the minute). Texts sent later (jobs) use ``recipient_language``: the language the user
 last wrote to the bot with (``lang:<user id>``, remembered from private chats, button presses
-and join requests, written when it changes and at most daily, kept ``REMEMBER_DAYS``), else
-the chat's, else the default.
+and join requests, written when it changes and at most once a minute, kept ``REMEMBER_DAYS``),
+else the chat's, else the default.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ CACHE_LIMIT = 10_000
 REMEMBER_DAYS = 180
 _chat_cache: dict[int, tuple[float, str]] = {}
 # What this process last stored under lang:<user id>, and when: it writes on a change, and
-# once a day to push the expiry on.
+# again when its note is older than REWRITE_SECONDS. Another process may have stored another
+# language since (the user wrote from a second device): the note is trusted that long only.
 _remembered: dict[int, tuple[float, str]] = {}
+REWRITE_SECONDS = 60.0
 
 
 def supported(code: str | None) -> str | None:
@@ -101,7 +103,7 @@ def for_update(store: KVStore, update: Update) -> str:
 def remember(store: KVStore, user_id: int, language: str) -> None:
     now = time.monotonic()
     written = _remembered.get(user_id)
-    if written is not None and written[1] == language and now - written[0] < 24 * 3600:
+    if written is not None and written[1] == language and now - written[0] < REWRITE_SECONDS:
         return
     store.set(_key(user_id), language, REMEMBER_DAYS * 24 * 3600 * 1000)
     if len(_remembered) >= CACHE_LIMIT:

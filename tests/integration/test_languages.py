@@ -273,3 +273,27 @@ def test_a_group_upgraded_to_a_supergroup_speaks_its_language_at_once() -> None:
     assert languages.chat_language(-1004002) == "en"  # cached: no row yet
     migrate_chat(-4002, -1004002)
     assert languages.chat_language(-1004002) == "ru"
+
+
+def test_the_remembered_language_is_rewritten_within_a_minute_after_another_worker_changed_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Worker A stored "ru"; worker B then "en" (the user's other device); the user writes in
+    Russian to A again: A's note is trusted for REWRITE_SECONDS only (it was a day, so texts
+    sent later went out in English all day)."""
+    from telegram_bot.updates import parse_update
+
+    clock = [1000.0]
+    monkeypatch.setattr(languages.time, "monotonic", lambda: clock[0])
+    store = get_store()
+
+    def private_in(code: str) -> Any:
+        data = make_message_update("/help", chat_id=4343, user_id=4343)
+        data["message"]["from"]["language_code"] = code
+        return parse_update(data)
+
+    languages.for_update(store, private_in("ru"))  # worker A remembers "ru"
+    store.set("lang:4343", "en", 60_000)  # worker B's note
+    clock[0] += languages.REWRITE_SECONDS + 1
+    languages.for_update(store, private_in("ru"))
+    assert languages.recipient_language(store, user_id=4343) == "ru"
