@@ -58,7 +58,7 @@ from telegram_bot.languages import operators_language
 from telegram_bot.notifications import FollowUp, delivery_failed, notify_admins
 from telegram_bot.privacy import erasure_running
 from telegram_bot.state import get_store
-from telegram_bot.state.workflows import WorkflowStore
+from telegram_bot.state.workflows import Workflow, WorkflowStore
 from telegram_bot.updates import ChatJoinRequest
 
 log = logging.getLogger(__name__)
@@ -538,7 +538,12 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy, *, in_job: bool
     timeout = policy.timeout_seconds
     workflows = WorkflowStore(get_store())
     busy = workflows.get(chat_id=record.user_chat_id, user_id=record.user_id)
-    if busy is not None and not busy.expired and busy.data.get("token") != record.token:
+    if (
+        busy is not None
+        and not busy.expired
+        and busy.data.get("token") != record.token
+        and not _question_over(busy)
+    ):
         _ask_later(record, in_job=in_job)
         return
     held = _hold_question(record.token)
@@ -561,7 +566,9 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy, *, in_job: bool
         step="answer",
         ttl_ms=timeout * 1000,
         data={"token": record.token, "timeout_job": job.pk},
-        ours=lambda workflow: workflow.data.get("token") == record.token,
+        ours=lambda workflow: (
+            workflow.data.get("token") == record.token or _question_over(workflow)
+        ),
     )
     if started is None:  # another question or conversation started at the same moment
         job_cancel(job_id=job.pk)
@@ -591,6 +598,16 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy, *, in_job: bool
     _records().update(
         record.token, lambda r: None if r.asked else replace(r, asked=True, asking_until=0)
     )
+
+
+def _question_over(workflow: Workflow) -> bool:
+    """True for the workflow of a join-request question whose request was decided meanwhile
+    (an admin, from the list): the chat is free for the next chat's question, which takes its
+    place (a late answer to the old question keeps its replies while nothing else waits)."""
+    if workflow.name != WORKFLOW:
+        return False
+    other = _records().get(str(workflow.data.get("token") or ""))
+    return other is None or not other.pending or other.stage != STAGE_QUESTION
 
 
 def _hold_question(token: str) -> bool | None:

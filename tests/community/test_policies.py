@@ -239,3 +239,27 @@ def test_a_question_that_cannot_be_delivered_goes_to_the_admins(
     [note] = notifications(bot)
     assert "The question could not be sent to the requester" in note.params["text"]
     assert Job.objects.get(kind="community.question_timeout").status == JobStatus.CANCELLED
+
+
+def test_a_question_decided_by_an_admin_frees_the_chat_for_the_next_chats_question(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """Before, the decided request's workflow kept the requester's chat busy until its
+    timeout (up to 300 s): the other chat's question waited, and could end with the admins
+    for want of time. Now it is asked at once, and its answer is its own."""
+    from tests.builders import make_callback_update
+
+    other_chat = -100556
+    question_policy()
+    a_question_policy(other_chat, question="Cat?", answers="meow")
+    request_join(post_update)
+    post_update(make_callback_update("jr:list", user_id=OWNER_ID, message_id=900))
+    page = bot.calls_to("editMessageText")[-1]
+    post_update(press_update(button_data(page)["Approve 1"], user_id=OWNER_ID))
+    assert len(succeeded(bot, "approveChatJoinRequest")) == 1
+    update = make_join_request_update(user_id=REQUESTER, chat_id=other_chat)
+    assert post_update(update)["X-Update-Outcome"] == "processed"
+    assert "Cat?" in texts_to(bot, REQUESTER)[-1]  # asked now, not by a job later
+    answer(post_update, "meow")
+    approved = [c.params["chat_id"] for c in succeeded(bot, "approveChatJoinRequest")]
+    assert approved == [CHAT, other_chat]
