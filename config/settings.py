@@ -12,8 +12,8 @@ from datetime import timedelta
 from pathlib import Path
 from urllib.parse import parse_qsl
 
+import redis
 from django.utils.translation import gettext_lazy
-from redis.connection import parse_url as redis_parse_url
 
 from config.env import ConfigError, Env, generated_secret_key, parse_url
 
@@ -226,13 +226,19 @@ def redis_url_check(url: str) -> None:
     ``/1``, would quietly be database 0, perhaps another installation's) and its options
     of the right type (``socket_timeout=2s`` failed at the first update, not at start)."""
     parsed = parse_url("REDIS_URL", url, ("redis", "rediss", "unix"))
-    path = parsed.path
-    if parsed.scheme != "unix" and path not in ("", "/") and not path[1:].isdigit():
+    database = parsed.path.strip("/")
+    if parsed.scheme != "unix" and database and not database.isdigit():
         raise ConfigError("REDIS_URL", "the database after the port must be a number, e.g. /1")
     try:
-        redis_parse_url(url)
+        # A connection object built, never connected: redis-py hands an option it does not
+        # know (?sockettimeout=2) to the connection class, which refuses it (a TypeError at
+        # the first update otherwise, every update a 500).
+        redis.ConnectionPool.from_url(url).make_connection()
     except ValueError as exc:  # redis-py's words name the option, never the URL
         raise ConfigError("REDIS_URL", str(exc)) from None
+    except TypeError as exc:
+        option = str(exc).rpartition(" ")[2].strip("'")
+        raise ConfigError("REDIS_URL", f"redis-py knows no option {option!r}") from None
 
 
 DATABASE_URL = env.text("DATABASE_URL")

@@ -61,14 +61,16 @@ def forget_me_confirm(ctx: Context) -> None:
     try:
         erase_user(user_id, actor=SELF_SERVICE, source="button", update_id=ctx.update.update_id)
     except ErasureDeferred as exc:
-        # A moderators' action about them is still to be applied: erasing now would cancel
-        # it. Nothing was erased; the confirmation is spent, a later /forgetme asks again.
+        # Something about them is still to be carried out (a moderators' action, a captcha,
+        # a join request's decision): erasing now would cancel it. Nothing was erased; the
+        # confirmation is spent, a later /forgetme asks again.
         log.info("erasure deferred: %s", exc)
         ctx.store.delete(_record(ctx)[0])
         ctx.edit_callback_message(
             _(
-                "Nothing was erased yet: an action of a chat's moderators about you is still "
-                "to be applied. Send /forgetme again in a few minutes."
+                "Nothing was erased yet: something about you in a chat is still to be carried "
+                "out (a captcha, a join request, an action of its moderators). Send /forgetme "
+                "again in a few minutes."
             )
         )
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from django.conf import settings
@@ -37,8 +38,9 @@ def jobs_tick() -> int:
 
 
 def jobs_run_due() -> int:
-    """Run what is due right now (queued by ``job_enqueue(kick=True)``)."""
-    return run_due(new_owner())
+    """Run what is due right now (queued by ``job_enqueue(kick=True)``), starting none after
+    TICK_SECONDS: it runs under django-q2's task timeout as the tick does."""
+    return run_due(new_owner(), deadline=time.monotonic() + TICK_SECONDS)
 
 
 def jobs_cleanup() -> int:

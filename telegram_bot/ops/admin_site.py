@@ -115,6 +115,24 @@ class OperatorsAdminSite(admin.AdminSite):
             return _object_id_checked(checked)
         return checked
 
+    def password_change(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        """The site's own "Change password" page, audited as the Users page's is (a session
+        taken over must not change the password unrecorded)."""
+        response = super().password_change(request, extra_context)
+        if request.method == "POST" and response.status_code == 302:
+            from telegram_bot.audit import audit_record
+            from telegram_bot.audit_admin import admin_actor
+
+            user = request.user
+            audit_record(
+                action="user.change",
+                actor=admin_actor(request),
+                source="admin",
+                target_name=f"user #{user.pk}: {user.get_username()}",
+                detail="password (their own, on the change password page)",
+            )
+        return response
+
     def each_context(self, request: HttpRequest) -> dict[str, Any]:
         from config.version import VERSION
 

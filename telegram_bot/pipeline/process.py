@@ -113,10 +113,11 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
     if marked:
         return outcome  # the last unit's commit_once wrote the done-marker already
     try:
-        if replay and outcome in (Outcome.REFUSED, Outcome.IGNORED):
+        if replay and outcome in (Outcome.REFUSED, Outcome.IGNORED) and not legacy_done:
             # The letter stays for the operator, its handler not run: marked dead again, not
             # done, or its next replay would take a done-marker without unit markers for a
-            # letter from before them whose handler committed, and run nothing.
+            # letter from before them whose handler committed, and run nothing. (A letter that
+            # is one of those keeps its done-marker: its handler must not run again.)
             idempotency.mark_dead(store, update.update_id, claim)
             return outcome
         idempotency.mark_done(store, update.update_id)
