@@ -12,11 +12,14 @@ cooldown on top.
 
 from __future__ import annotations
 
+import contextlib
+
 from django.utils.translation import gettext_lazy
 
 from stats.services import (
     joins_to_record,
     message_to_count,
+    stats_command_cooldown_give_back,
     stats_command_cooldown_take,
     stats_count_once,
 )
@@ -45,7 +48,14 @@ def stats_command(ctx: Context) -> None:
     chat_id = ctx.chat_id
     if chat_id is None or not stats_command_cooldown_take(store=ctx.store, chat_id=chat_id):
         return
-    ctx.reply(group_summary_text(chat_id=chat_id, store=ctx.store))
+    try:
+        ctx.reply(group_summary_text(chat_id=chat_id, store=ctx.store))
+    except Exception:
+        # Not answered: the cooldown would have the re-delivery (or the dead letter's replay)
+        # answer nothing.
+        with contextlib.suppress(Exception):
+            stats_command_cooldown_give_back(store=ctx.store, chat_id=chat_id)
+        raise
 
 
 OBSERVERS: list[Observer] = [

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from stats import keys, member_months, verify
+from stats import keys, member_months, totals, verify
 from stats.backfill.slices import skew_ms
 from stats.backfill.sql import Fenced
 from stats.backfill.state import now_ms
@@ -90,6 +90,9 @@ def reconcile_run(
             verified += 1
             # The late write dropped the member sums of a closed month: store them again.
             member_months.months_after_verified([(chat_id, day)], today)
+            # It dropped the next day's read totals too (that day's first hours may belong
+            # to this local day): stored again when that day is verified and unchanged.
+            totals.totals_fill(only=[(chat_id, day + timedelta(days=1))])
         else:
             reopened += 1
         for user_id, value in users.items():

@@ -86,4 +86,14 @@ def stats_live_write(*, store: KVStore, facts: MessageFacts) -> bool:
 def stats_command_cooldown_take(*, store: KVStore, chat_id: int) -> bool:
     """True at most once per ``STATS_COMMAND_COOLDOWN_SECONDS`` (default 30) and chat."""
     seconds = settings.STATS_COMMAND_COOLDOWN_SECONDS
-    return store.set_if_absent(f"lock:stats_cmd:{chat_id}", 1, ttl_ms=max(1, seconds) * 1000)
+    return store.set_if_absent(_cooldown_key(chat_id), 1, ttl_ms=max(1, seconds) * 1000)
+
+
+def stats_command_cooldown_give_back(*, store: KVStore, chat_id: int) -> None:
+    """The answer did not go out (the database or Telegram failed): the re-delivery or the
+    dead letter's replay may answer."""
+    store.delete(_cooldown_key(chat_id))
+
+
+def _cooldown_key(chat_id: int) -> str:
+    return f"lock:stats_cmd:{chat_id}"

@@ -115,11 +115,12 @@ def day_totals_read(
     return sums, straddling
 
 
-def totals_fill() -> int:
+def totals_fill(only: list[tuple[int, date]] | None = None) -> int:
     """Store the read totals of the verified days that have none (days verified before the
-    totals existed), oldest first, each in its own transaction under the day's exclusive lock
-    (a live add to the day waits for it, and its trigger then drops the row). Returns how many
-    days it stored. One query for the list, then one transaction a day."""
+    totals existed; with ``only``, of those (chat, day) pairs), oldest first, each in its own
+    transaction under the day's exclusive lock (a live add to the day waits for it, and its
+    trigger then drops the row). Returns how many days it stored. One query for the list,
+    then one transaction a day."""
     from django.db import transaction
     from django.db.models import Count, Exists, OuterRef, Q
 
@@ -127,9 +128,16 @@ def totals_fill() -> int:
     from stats.models import CATEGORIES, DailyCoverage, DailyTotals
 
     has_totals = DailyTotals.objects.filter(chat_id=OuterRef("chat_id"), day=OuterRef("day"))
+    coverage = DailyCoverage.objects.filter(day__lt=timezone.now().date())
+    if only is not None:
+        if not only:
+            return 0
+        pairs = Q()
+        for chat_id, day in only:
+            pairs |= Q(chat_id=chat_id, day=day)
+        coverage = coverage.filter(pairs)
     days = (
-        DailyCoverage.objects.filter(day__lt=timezone.now().date())
-        .values("chat_id", "day")
+        coverage.values("chat_id", "day")
         .annotate(complete=Count("id", filter=Q(status="complete", poisoned_at__isnull=True)))
         .filter(complete=len(CATEGORIES))
         .annotate(stored=Exists(has_totals))

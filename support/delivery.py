@@ -47,6 +47,7 @@ from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_retry_later
 from telegram_bot.languages import recipient_language
 from telegram_bot.notifications import FollowUp, delivery_failed, notify_admins
+from telegram_bot.privacy import ANONYMOUS_BASE
 from telegram_bot.state import get_store
 
 log = logging.getLogger(__name__)
@@ -137,6 +138,8 @@ def redeliver(entry: TicketMessage, *, final: bool, client: TelegramClient | Non
         return
     client = client or get_client()
     ticket = entry.ticket
+    if ticket.chat_id >= ANONYMOUS_BASE:
+        return  # its user was erased: there is nobody to send it to
     attempt = _attempt(client, ticket, entry, after_failure=True, final=final)
     if attempt.state == _BUSY:
         raise DeliveryInProgressError(

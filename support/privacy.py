@@ -53,11 +53,20 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
     }
 
 
+NOT_DELIVERED_ERASED = "not delivered: the user's data was erased"
+
+
 @transaction.atomic
 def erase(subject: Subject, store: KVStore) -> dict[str, int]:
     user, anon = subject.user_id, subject.anonymous_id
     tickets = Ticket.objects.filter(Q(user_id=user) | Q(chat_id=user))
     messages = TicketMessage.objects.filter(ticket__in=tickets)
+    # What was still to be sent to them is not sent any more (a support.deliver job waiting
+    # out a 429 would send the blanked answer to the anonymous id): a final error, which
+    # neither the job nor the claim takes.
+    messages.filter(user_notified_at__isnull=True, delivery_uncertain=False).update(
+        delivery_error=NOT_DELIVERED_ERASED, delivery_attempt_token=None
+    )
     counts = {
         "messages": messages.exclude(text="", file_id="", file_name="", author_name="").update(
             text="", file_id="", file_name="", author_name="", author_id=None

@@ -23,6 +23,7 @@ from support.errors import TicketClosedError, TicketNotFoundError, TicketOpenErr
 from support.models import Ticket, TicketBotMessage, TicketCounter, TicketMessage
 from support.selectors import reopenable
 from support.validation import Content
+from telegram_bot.privacy import ANONYMOUS_BASE
 
 SUBJECT_LENGTH = 120
 # Ends the delivery error of a transient failure that the support.deliver job retries.
@@ -309,9 +310,9 @@ def entry_delivery_uncertain(*, entry: TicketMessage, error: str, token: uuid.UU
 def entry_delivery_retry(*, entry: TicketMessage) -> None:
     """An admin asks to send it again: forget a failed or uncertain attempt (never one that is
     still in flight)."""
-    TicketMessage.objects.filter(pk=entry.pk, user_notified_at__isnull=True).filter(
-        Q(delivery_attempt_token__isnull=True) | Q(delivery_uncertain=True)
-    ).update(
+    TicketMessage.objects.filter(
+        pk=entry.pk, user_notified_at__isnull=True, ticket__chat_id__lt=ANONYMOUS_BASE
+    ).filter(Q(delivery_attempt_token__isnull=True) | Q(delivery_uncertain=True)).update(
         delivery_error="",
         delivery_uncertain=False,
         delivery_attempt_token=None,

@@ -18,8 +18,10 @@ from telegram_bot.jobs.models import Job
 from telegram_bot.models import AuditEntry, BlockedChat, BotAdmin, ChatPreference, DeliveryFailure
 from telegram_bot.privacy import (
     CONFIRM_PREFIX,
+    ErasureDeferred,
     Subject,
     delete_keys,
+    erasure_blockers,
     keys_naming,
     mentions,
     values_mentioning,
@@ -117,6 +119,11 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
     user, anon = subject.user_id, subject.anonymous_id
     counts: dict[str, int] = {}
     with transaction.atomic():
+        # Asked again here, first of every app's erase and in the transaction that deletes
+        # the jobs: a ban that met a 429 after erase_user's own check queued its job since.
+        reasons = erasure_blockers(user)
+        if reasons:
+            raise ErasureDeferred(reasons)
         counts["bot_admin"] = BotAdmin.objects.filter(telegram_id=user).delete()[0]
         BotAdmin.objects.filter(added_by=user).update(added_by=None)
         counts["chat_preference"] = ChatPreference.objects.filter(chat_id=user).delete()[0]

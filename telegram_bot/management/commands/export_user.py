@@ -27,10 +27,10 @@ class Command(BaseCommand):
             user_id = check_user_id(options["user_id"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        document = export_json(user_id, actor=Actor(None, "manage.py export_user"), source="admin")
+        actor = Actor(None, "manage.py export_user")
         output = options["output"] or f"user-{user_id}.json"
         if output == "-":
-            self.stdout.write(document)
+            self.stdout.write(export_json(user_id, actor=actor, source="admin"))
             return
         path = Path(output)
         try:  # created here, readable by its owner only: it is one person's data
@@ -39,6 +39,13 @@ class Command(BaseCommand):
             raise CommandError(f"{path} exists; choose another --output.") from None
         except OSError as exc:
             raise CommandError(f"cannot write {path}: {exc.strerror}") from None
+        # Audited once the file is there to write to: a refused --output exported nothing.
+        try:
+            document = export_json(user_id, actor=actor, source="admin")
+        except BaseException:
+            os.close(fd)
+            path.unlink(missing_ok=True)
+            raise
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(document + "\n")
         self.stdout.write(f"Wrote {path}.")
