@@ -7,6 +7,11 @@ lost) the key expires within that TTL, and a claimant that finds the key gone ma
 over with compare-and-set (``idempotency.take_over``) instead of answering 503 until the claim's
 own TTL (``UPDATE_CLAIM_TTL_SECONDS``, 90 s) runs out.
 
+The heartbeat also keeps the claims of the updates still being handled (``held``): one older
+than a third of its TTL has its TTL renewed by compare-and-set, so a handler slower than
+``UPDATE_CLAIM_TTL_SECONDS`` (a few Telegram calls of up to 55 s each) keeps its update, and a
+re-delivery meanwhile is answered ``in_progress`` instead of running it a second time.
+
 The heartbeat is a thread of its own, so a slow handler (waiting on Telegram) does not stop it:
 only a whole process frozen for longer than the TTL (SIGSTOP, a stalled VM) is taken for dead,
 the trade-off of every lease, and the process logs it when it wakes. A process beats into a
@@ -24,7 +29,10 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import connections
@@ -44,6 +52,12 @@ def ttl_seconds() -> float:
     return float(settings.UPDATE_LIVENESS_TTL_SECONDS)
 
 
+def _beat_seconds() -> float:
+    """How often the heartbeat runs: a third of the shorter of the liveness TTL and the claim
+    TTL (the claims it renews)."""
+    return min(ttl_seconds(), float(settings.UPDATE_CLAIM_TTL_SECONDS)) / 3
+
+
 def is_process_id(value: object) -> bool:
     return isinstance(value, str) and _PROCESS_ID_RE.match(value) is not None
 
@@ -51,6 +65,16 @@ def is_process_id(value: object) -> bool:
 def alive(store: KVStore, process_id: str) -> bool:
     """Whether the process that wrote ``process_id`` into a claim still beats in ``store``."""
     return store.get(liveness_key(process_id)) is not None
+
+
+@dataclass
+class _Held:
+    """A claim this process holds while its update is handled."""
+
+    store: weakref.ref[KVStore]
+    key: str
+    claim: dict[str, Any]
+    renewed: float  # monotonic time the claim's TTL was last set
 
 
 @dataclass
@@ -68,6 +92,7 @@ class Liveness:
         self.process_id = uuid.uuid4().hex
         self._lock = threading.Lock()
         self._beats: dict[int, _Beat] = {}
+        self._held: dict[int, _Held] = {}  # by a token of the holding call
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
 
@@ -90,6 +115,19 @@ class Liveness:
         if not fresh:
             self._write(store, beat, now)  # raises when the store is unavailable: no claim then
         return self.process_id
+
+    @contextmanager
+    def held(self, store: KVStore, key: str, claim: dict[str, Any]) -> Iterator[None]:
+        """While the block runs, ``claim`` (at ``key``, just written with its full TTL) is
+        renewed by the heartbeat, and the heartbeat goes on."""
+        token = id(claim)
+        with self._lock:
+            self._held[token] = _Held(weakref.ref(store), key, claim, time.monotonic())
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._held.pop(token, None)
 
     def stop(self) -> None:
         """Stop beating and forget the liveness keys (a clean shutdown; tests)."""
@@ -122,23 +160,42 @@ class Liveness:
 
     def _run(self) -> None:
         try:
-            while not self._stopped.wait(ttl_seconds() / 3):
+            while not self._stopped.wait(_beat_seconds()):
                 if not self._tick():
                     return
         finally:
             connections.close_all()  # this thread's own database connections, if any
 
+    @staticmethod
+    def _renew(held: _Held, now: float, claim_ttl: float) -> None:
+        """The claim's TTL set again, if the claim is still this one (compare-and-set)."""
+        store = held.store()
+        if store is None:
+            return
+        try:
+            store.compare_and_set(held.key, held.claim, held.claim, int(claim_ttl * 1000))
+            held.renewed = now
+        except Exception as exc:  # the next beat tries again
+            log.warning("claim renewal failed: %s", redact(str(exc)))
+        finally:
+            connections.close_all()
+
     def _tick(self) -> bool:
         """Beat every store still held; False (and the thread ends) when none is left."""
         now = time.monotonic()
+        claim_ttl = float(settings.UPDATE_CLAIM_TTL_SECONDS)
         with self._lock:
+            holding = {id(held.store()) for held in self._held.values()}
             for key, beat in list(self._beats.items()):
-                if beat.store() is None or now > beat.until:
+                if beat.store() is None or (now > beat.until and key not in holding):
                     del self._beats[key]
             if not self._beats:
                 self._thread = None
                 return False
             beats = list(self._beats.values())
+            due = [held for held in self._held.values() if now - held.renewed > claim_ttl / 3]
+        for held in due:
+            self._renew(held, now, claim_ttl)
         for beat in beats:
             store = beat.store()
             if store is None:

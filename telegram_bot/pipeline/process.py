@@ -25,7 +25,7 @@ from telegram_bot.bot import get_client
 from telegram_bot.errors import StateError, StateUnavailableError, TelegramApiError
 from telegram_bot.metrics import handler_failed, observe_updates
 from telegram_bot.notifications import chat_reachable_again
-from telegram_bot.pipeline import idempotency, security
+from telegram_bot.pipeline import idempotency, liveness, security
 from telegram_bot.pipeline.context import Context, answer_press
 from telegram_bot.pipeline.router import ROUTE_UNIT, ClaimCounter, Handler, Router, get_router
 from telegram_bot.redaction import redact
@@ -88,8 +88,12 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
         return claimed
     claim, counted = claimed
     try:
-        # Every text of the update is in the sender's language (telegram_bot.languages).
-        with translation.override(languages.for_update(store, update)):
+        # Every text of the update is in the sender's language (telegram_bot.languages); the
+        # heartbeat renews the claim while a slow handler runs (liveness.held).
+        with (
+            liveness.current().held(store, idempotency.marker_key(update.update_id), claim),
+            translation.override(languages.for_update(store, update)),
+        ):
             outcome, marked = _handle(
                 store, update, replay=replay, legacy_done=legacy_done, counted=counted
             )
