@@ -112,7 +112,12 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
         try:
             idempotency.mark_dead(store, update.update_id, claim)
         except UNAVAILABLE_ERRORS:
-            return Outcome.UNAVAILABLE  # the letter is kept; the claim expires on its own
+            # A 503: Telegram delivers the update again, and that run handles it (or letters
+            # it again). The letter goes, or it would outlive the update and its replay
+            # repeat what the re-delivery did; the claim goes too, for the re-delivery.
+            _drop_letter(update.update_id)
+            _release(store, update.update_id, claim)
+            return Outcome.UNAVAILABLE
         return Outcome.DEAD_LETTER
     if marked:
         return outcome  # the last unit's commit_once wrote the done-marker already
@@ -129,6 +134,13 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
         # The effects are committed; a re-delivery meets idempotent effects.
         return Outcome.UNAVAILABLE
     return outcome
+
+
+def _drop_letter(update_id: int) -> None:
+    try:
+        dead_letters().drop(update_id)
+    except (StateError, *UNAVAILABLE_ERRORS) as exc:  # it stays for the operator to drop
+        log.info("update %s: stale dead letter not dropped: %s", update_id, redact(str(exc)))
 
 
 def dead_letters() -> DeadLetterStore:
