@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils import timezone
+from django.utils.translation import gettext
+
+from content.models import Post, PostStatus
 from content.publishing import post_publish
 from content.reconcile import posts_reconcile
 from telegram_bot.jobs.runner import JobRun
@@ -12,6 +16,20 @@ from telegram_bot.jobs.runner import JobRun
 def publish_job(payload: dict[str, Any], run: JobRun) -> None:
     """``content.publish``: publish the post if it is (still) scheduled and due."""
     post_publish(post_id=int(payload["post_id"]), run=run)
+
+
+def _publish_rerun_refusal(payload: dict[str, Any]) -> str | None:
+    """The job publishes only a scheduled post that is due: a failed post is published again
+    from its page, and one not due yet would spend an attempt on "not due"."""
+    post = Post.objects.filter(pk=int(payload.get("post_id") or 0)).first()
+    if post is None or post.status != PostStatus.SCHEDULED:
+        return gettext("the post is not scheduled: publish it again from its page")
+    if post.publish_at is not None and post.publish_at > timezone.now():
+        return gettext("the post is not due yet: it runs at its publish time")
+    return None
+
+
+publish_job.rerun_refusal = _publish_rerun_refusal  # type: ignore[attr-defined]
 
 
 def content_reconcile() -> int:

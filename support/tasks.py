@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from support import delivery
+from django.utils.translation import gettext
+
+from support import delivery, services
 from support.models import TicketMessage
 from telegram_bot.jobs.runner import JobRun
 
@@ -17,6 +19,20 @@ def deliver_job(payload: dict[str, Any], run: JobRun) -> None:
     if entry is None:
         return  # the ticket was deleted meanwhile
     delivery.redeliver(entry, final=run.last_attempt)
+
+
+def _deliver_rerun_refusal(payload: dict[str, Any]) -> str | None:
+    """The job sends only an entry whose last failure was transient: a given-up, uncertain,
+    delivered or erased one it would skip while reporting success."""
+    entry = TicketMessage.objects.filter(pk=int(payload.get("entry_id") or 0)).first()
+    if entry is None or entry.user_notified_at is not None:
+        return gettext("the message was delivered, or its ticket is gone")
+    if entry.delivery_uncertain or not entry.delivery_error.endswith(services.RETRYING):
+        return gettext('use the ticket\'s "Retry delivery" instead')
+    return None
+
+
+deliver_job.rerun_refusal = _deliver_rerun_refusal  # type: ignore[attr-defined]
 
 
 def admin_notice_sent_job(payload: dict[str, Any], run: JobRun) -> None:

@@ -28,6 +28,7 @@ from telegram_bot.audit_admin import (
     audited_action,
 )
 from telegram_bot.errors import BotError
+from telegram_bot.jobs.registry import rerun_refusal
 from telegram_bot.jobs.services import job_cancel, job_retry_now
 from telegram_bot.models import BlockedChat, BotAdmin, ChatPreference, DeliveryFailure, Job
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
@@ -259,7 +260,16 @@ class JobAdmin(AuditedDeletesMixin, admin.ModelAdmin):
     @admin.action(description=gettext_lazy("Run again now"), permissions=["operate"])
     @audited_action("job.retry")
     def retry_now(self, request: HttpRequest, queryset: QuerySet[Job]) -> None:
-        done = sum(job_retry_now(job_id=pk) for pk in queryset.values_list("pk", flat=True))
+        done = 0
+        for pk, kind, payload in queryset.values_list("pk", "kind", "payload"):
+            refusal = rerun_refusal(kind, payload if isinstance(payload, dict) else {})
+            if refusal:  # it would do nothing while saying "succeeded"
+                messages.warning(
+                    request,
+                    _("Job #%(id)s not run again: %(why)s.") % {"id": pk, "why": refusal},
+                )
+                continue
+            done += job_retry_now(job_id=pk)
         messages.info(
             request,
             ngettext("%(count)d job queued to run now.", "%(count)d jobs queued to run now.", done)

@@ -34,3 +34,11 @@ def _collect() -> dict[str, JobHandler]:
                 raise ValueError(f"job kind {kind!r} declared twice")
             handlers[kind] = handler
     return handlers
+
+
+def rerun_refusal(kind: str, payload: dict[str, Any]) -> str | None:
+    """Why running a job of ``kind`` again now would do nothing (its handler's
+    ``rerun_refusal(payload)``, when it declares one), or None."""
+    handler = job_handlers().get(kind)
+    check = getattr(handler, "rerun_refusal", None)
+    return check(payload) if check is not None else None
