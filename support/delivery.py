@@ -27,6 +27,7 @@ The message to the user is sent at most once automatically:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -376,14 +377,32 @@ def _admin_notice_due(entry: TicketMessage) -> bool:
 
 
 def _notify_admins(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> None:
+    if not services.entry_admins_notice_claim(entry=entry):
+        # Claimed before and never recorded: another run is sending it, or one stopped
+        # between sending and recording (the admins may have it): not sent a second time,
+        # and taken as done (a run in flight records its messages when it ends).
+        log.warning(
+            "support #%s entry %s: the admins' notice was claimed before; not sent again",
+            ticket.number,
+            entry.pk,
+        )
+        services.entry_admins_notified(entry=entry, messages=[])
+        return
     markup = buttons(ticket)
-    report = notify_admins(
-        lambda: _admin_notice(ticket, entry)[0],  # in each admin's language
-        purpose=f"support #{ticket.number}",
-        reply_markup=markup,
-        client=client,
-        on_sent=FollowUp(ADMIN_NOTICE_SENT_JOB, {"entry_id": entry.pk}),
-    )
+    try:
+        report = notify_admins(
+            lambda: _admin_notice(ticket, entry)[0],  # in each admin's language
+            purpose=f"support #{ticket.number}",
+            reply_markup=markup,
+            client=client,
+            on_sent=FollowUp(ADMIN_NOTICE_SENT_JOB, {"entry_id": entry.pk}),
+        )
+    except Exception:
+        # notify_admins raises only before its first send (the admins' list, the blocked
+        # chats: the database failed): nothing went out, the re-delivery may send it.
+        with contextlib.suppress(Exception):
+            services.entry_admins_notice_release(entry=entry)
+        raise
     messages = [(admin, int(sent["message_id"])) for admin, sent in report.sent.items()]
     if entry.file_id:
         messages += _send_file_to_admins(client, ticket, entry, report.sent, markup)

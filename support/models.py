@@ -155,6 +155,11 @@ class TicketMessage(models.Model):
     created_at = models.DateTimeField(_("created"), default=timezone.now)
     user_notified_at = models.DateTimeField(_("user notified"), null=True, blank=True)
     admins_notified_at = models.DateTimeField(_("admins notified"), null=True, blank=True)
+    # The admins' notice is claimed before it is sent: a run that finds it claimed and not
+    # recorded does not send it again (another run is sending it, or one stopped in between).
+    admins_notice_claimed_at = models.DateTimeField(
+        _("admins' notice claimed"), null=True, blank=True
+    )
     delivery_error = models.CharField(_("delivery error"), max_length=500, blank=True)
     delivery_attempt_token = models.UUIDField(_("delivery attempt token"), null=True, blank=True)
     delivery_attempt_deadline = models.DateTimeField(

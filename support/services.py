@@ -320,6 +320,23 @@ def entry_delivery_retry(*, entry: TicketMessage) -> None:
     )
 
 
+def entry_admins_notice_claim(*, entry: TicketMessage) -> bool:
+    """Claim the admins' notice of ``entry`` (one conditional UPDATE): True for the one run
+    that may send it."""
+    return bool(
+        TicketMessage.objects.filter(
+            pk=entry.pk, admins_notified_at__isnull=True, admins_notice_claimed_at__isnull=True
+        ).update(admins_notice_claimed_at=timezone.now())
+    )
+
+
+def entry_admins_notice_release(*, entry: TicketMessage) -> None:
+    """Nothing of the claimed notice went out: the next run may claim it."""
+    TicketMessage.objects.filter(pk=entry.pk, admins_notified_at__isnull=True).update(
+        admins_notice_claimed_at=None
+    )
+
+
 @transaction.atomic
 def entry_admins_notified(*, entry: TicketMessage, messages: list[tuple[int, int]]) -> None:
     """The admins were notified of ``entry`` with ``messages`` (admin chat, message id)."""
