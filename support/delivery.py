@@ -27,7 +27,6 @@ The message to the user is sent at most once automatically:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -121,8 +120,9 @@ def _user_notice_due(entry: TicketMessage) -> bool:
     # answer from support, or the notice of a status change. Whether this call may send it is
     # the claim's decision: a failed or uncertain one is not sent from here again (the
     # support.deliver job retries transient failures, the admin site offers "Retry
-    # delivery"), and one that another attempt is sending is reported as in progress.
-    return entry.user_notified_at is None
+    # delivery"), and one that another attempt is sending is reported as in progress. An
+    # erased user's ticket (its chat an anonymous id) sends them nothing.
+    return entry.user_notified_at is None and entry.ticket.chat_id < ANONYMOUS_BASE
 
 
 def redeliver(entry: TicketMessage, *, final: bool, client: TelegramClient | None = None) -> None:
@@ -377,10 +377,20 @@ def _admin_notice_due(entry: TicketMessage) -> bool:
 
 
 def _notify_admins(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> None:
-    if not services.entry_admins_notice_claim(entry=entry):
-        # Claimed before and never recorded: another run is sending it, or one stopped
-        # between sending and recording (the admins may have it): not sent a second time,
-        # and taken as done (a run in flight records its messages when it ends).
+    markup = buttons(ticket)
+    report = notify_admins(
+        lambda: _admin_notice(ticket, entry)[0],  # in each admin's language
+        purpose=f"support #{ticket.number}",
+        reply_markup=markup,
+        client=client,
+        on_sent=FollowUp(ADMIN_NOTICE_SENT_JOB, {"entry_id": entry.pk}),
+        # Claimed on the row right before the first send (a failure reading the admins
+        # claims nothing): a run that finds it claimed and not recorded does not send again.
+        claim=lambda: services.entry_admins_notice_claim(entry=entry),
+    )
+    if report.claimed_elsewhere:
+        # Another run is sending it, or one stopped between sending and recording (the
+        # admins may have it): taken as done (a run in flight records its messages itself).
         log.warning(
             "support #%s entry %s: the admins' notice was claimed before; not sent again",
             ticket.number,
@@ -388,21 +398,6 @@ def _notify_admins(client: TelegramClient, ticket: Ticket, entry: TicketMessage)
         )
         services.entry_admins_notified(entry=entry, messages=[])
         return
-    markup = buttons(ticket)
-    try:
-        report = notify_admins(
-            lambda: _admin_notice(ticket, entry)[0],  # in each admin's language
-            purpose=f"support #{ticket.number}",
-            reply_markup=markup,
-            client=client,
-            on_sent=FollowUp(ADMIN_NOTICE_SENT_JOB, {"entry_id": entry.pk}),
-        )
-    except Exception:
-        # notify_admins raises only before its first send (the admins' list, the blocked
-        # chats: the database failed): nothing went out, the re-delivery may send it.
-        with contextlib.suppress(Exception):
-            services.entry_admins_notice_release(entry=entry)
-        raise
     messages = [(admin, int(sent["message_id"])) for admin, sent in report.sent.items()]
     if entry.file_id:
         messages += _send_file_to_admins(client, ticket, entry, report.sent, markup)

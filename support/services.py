@@ -330,13 +330,6 @@ def entry_admins_notice_claim(*, entry: TicketMessage) -> bool:
     )
 
 
-def entry_admins_notice_release(*, entry: TicketMessage) -> None:
-    """Nothing of the claimed notice went out: the next run may claim it."""
-    TicketMessage.objects.filter(pk=entry.pk, admins_notified_at__isnull=True).update(
-        admins_notice_claimed_at=None
-    )
-
-
 @transaction.atomic
 def entry_admins_notified(*, entry: TicketMessage, messages: list[tuple[int, int]]) -> None:
     """The admins were notified of ``entry`` with ``messages`` (admin chat, message id)."""

@@ -9,6 +9,7 @@ from django.utils.translation import gettext
 from support import delivery, services
 from support.models import TicketMessage
 from telegram_bot.jobs.runner import JobRun
+from telegram_bot.privacy import ANONYMOUS_BASE
 
 
 def deliver_job(payload: dict[str, Any], run: JobRun) -> None:
@@ -24,9 +25,15 @@ def deliver_job(payload: dict[str, Any], run: JobRun) -> None:
 def _deliver_rerun_refusal(payload: dict[str, Any]) -> str | None:
     """The job sends only an entry whose last failure was transient: a given-up, uncertain,
     delivered or erased one it would skip while reporting success."""
-    entry = TicketMessage.objects.filter(pk=int(payload.get("entry_id") or 0)).first()
+    entry = (
+        TicketMessage.objects.select_related("ticket")
+        .filter(pk=int(payload.get("entry_id") or 0))
+        .first()
+    )
     if entry is None or entry.user_notified_at is not None:
         return gettext("the message was delivered, or its ticket is gone")
+    if entry.ticket.chat_id >= ANONYMOUS_BASE:
+        return gettext("the ticket's user was erased")
     if entry.delivery_uncertain or not entry.delivery_error.endswith(services.RETRYING):
         return gettext('use the ticket\'s "Retry delivery" instead')
     return None

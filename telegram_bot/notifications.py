@@ -73,6 +73,8 @@ class NotifyReport:
     failed: dict[int, str] = field(default_factory=dict)
     skipped: list[int] = field(default_factory=list)
     retrying: list[int] = field(default_factory=list)
+    # ``claim`` said another run has this notice: nothing was sent.
+    claimed_elsewhere: bool = False
 
 
 def notify_admins(
@@ -82,15 +84,21 @@ def notify_admins(
     reply_markup: dict[str, Any] | None = None,
     client: TelegramClient | None = None,
     on_sent: FollowUp | None = None,
+    claim: Callable[[], bool] | None = None,
 ) -> NotifyReport:
     """Send ``text`` to every admin; return who got it, who did not (and whose notice a job
-    retries), and who was skipped."""
+    retries), and who was skipped. ``claim`` (the caller's send claim) is called once, after
+    the admins are read and before the first send: False sends nothing (another run has the
+    notice). Past it, a failure for one admin stops no other, so this raises only before."""
     client = client or get_client()
     report = NotifyReport()
     recipients = admin_ids()
     blocked = set(
         BlockedChat.objects.filter(chat_id__in=recipients).values_list("chat_id", flat=True)
     )
+    if claim is not None and not claim():
+        report.claimed_elsewhere = True
+        return report
     for admin_id in recipients:
         if admin_id in blocked:
             report.skipped.append(admin_id)

@@ -63,6 +63,7 @@ class Subject:
     user_id: int
     anonymous_id: int
     marker_prefix: str  # KV markers of this run's steps: ``<prefix><step>``
+    resumed: bool = False  # the run a crashed attempt left (its anonymous id, its markers)
 
     def marker(self, step: str) -> str:
         return f"{self.marker_prefix}{step}"
@@ -194,8 +195,10 @@ def erase_user(
                 counts[label] = done
     except ErasureDeferred:
         # The core's erase (the first) found a blocker that came after the check above: it
-        # erased nothing. The run goes, so that nothing waits on it (join requests do).
-        finish_run(store, subject)
+        # erased nothing. A run started here goes, so that nothing waits on it (join
+        # requests do); a crashed run being resumed stays, with its anonymous id.
+        if not subject.resumed:
+            finish_run(store, subject)
         raise
     entry = audit_record(
         action=ERASE_ACTION,
@@ -230,9 +233,14 @@ def start_run(store: KVStore, user_id: int) -> Subject:
     """The run of this user's erasure: a new one, or the one a crashed attempt left."""
     key = f"{RUN_PREFIX}{subject_digest(user_id)}"
     fresh = {"anon": new_anonymous_id(), "started": int(time.time())}
-    store.set_if_absent(key, fresh, RUN_TTL_MS)
+    created = store.set_if_absent(key, fresh, RUN_TTL_MS)
     run = store.get(key) or fresh
-    return Subject(user_id=user_id, anonymous_id=int(run["anon"]), marker_prefix=f"{key}:")
+    return Subject(
+        user_id=user_id,
+        anonymous_id=int(run["anon"]),
+        marker_prefix=f"{key}:",
+        resumed=not created,
+    )
 
 
 # An erasure takes seconds to minutes; a run record older than this is one that crashed and

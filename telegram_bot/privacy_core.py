@@ -119,8 +119,10 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
     user, anon = subject.user_id, subject.anonymous_id
     counts: dict[str, int] = {}
     with transaction.atomic():
-        # Asked again here, first of every app's erase and in the transaction that deletes
-        # the jobs: a ban that met a 429 after erase_user's own check queued its job since.
+        # The jobs to delete are read first, then the blockers asked again (first of every
+        # app's erase): a ban that met a 429 after erase_user's own check and before this
+        # read defers the erasure; one after it is not among the jobs deleted below.
+        jobs = _jobs_mentioning(user)
         reasons = erasure_blockers(user)
         if reasons:
             raise ErasureDeferred(reasons)
@@ -137,7 +139,7 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
         )
         counts["admin_history"] = _redact_admin_history(user)
         kept, dropped = [], []
-        for job in _jobs_mentioning(user):
+        for job in jobs:
             payload = _without_actor(job.payload, user, anon)
             if payload is None:
                 dropped.append(job.pk)

@@ -112,6 +112,8 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
         try:
             idempotency.mark_dead(store, update.update_id, claim)
         except UNAVAILABLE_ERRORS:
+            if replay:
+                return Outcome.UNAVAILABLE  # the letter is the update's only copy: it stays
             # A 503: Telegram delivers the update again, and that run handles it (or letters
             # it again). The letter goes, or it would outlive the update and its replay
             # repeat what the re-delivery did; the claim goes too, for the re-delivery.

@@ -82,6 +82,39 @@ def test_a_support_retry_job_after_the_erasure_sends_nothing_to_the_anonymous_id
     assert not BlockedChat.objects.filter(chat_id__gte=ANONYMOUS_BASE).exists()
 
 
+def test_an_answer_to_an_erased_users_ticket_is_sent_to_nobody(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """The erasure leaves the ticket open; an answer an operator writes on it afterwards (the
+    admin site's ticket page) was sent to the anonymous id (a bogus call, a failure row for
+    that id)."""
+    import uuid
+
+    from support import delivery, services
+    from support.models import Ticket
+    from support.validation import Content
+    from telegram_bot.audit import Actor
+    from telegram_bot.models import DeliveryFailure
+    from telegram_bot.privacy import ANONYMOUS_BASE, erase_user
+
+    post_update(message("/support it is broken"))
+    erase_user(USER, actor=Actor(None, "site:operator"), source="admin")
+    entry, _ = services.ticket_reply(
+        ticket_id=Ticket.objects.get().pk,
+        author=services.Author("operator"),
+        origin=services.Origin(form_token=uuid.uuid4()),
+        content=Content(kind="text", text="Try turning it off and on."),
+    )
+    assert delivery.deliver(entry).delivered is None  # nothing was due: nobody to send to
+    to_anonymous = [
+        call.params
+        for call in bot.calls
+        if "chat_id" in call.params and int(call.params["chat_id"]) >= ANONYMOUS_BASE
+    ]
+    assert to_anonymous == [], f"sent to the erased user's anonymous id: {to_anonymous}"
+    assert not DeliveryFailure.objects.filter(chat_id__gte=ANONYMOUS_BASE).exists()
+
+
 # --- (7) export_user audits an export it then refuses to write --------------------------------
 @pytest.mark.django_db
 def test_export_user_refused_for_an_existing_file_leaves_no_audited_export(
