@@ -500,10 +500,13 @@ class RedisStore(KVStore):
 
 
 def _resume_at(keys: list[str], skip: int, last_key: str | None) -> int:
-    """Where in a re-read SCAN batch the next page starts."""
+    """Where in a re-read SCAN batch the next page starts: after the last key returned when
+    that key is where the page left it (the batch is the one read before), else at the
+    batch's start (a key may come twice, never not at all). The last key found elsewhere
+    means the batch changed: keys expired, or Redis resized its table when they did and the
+    same SCAN call now also brings keys of other buckets, which may stand before it."""
     if last_key is None:
         return min(skip, len(keys))
-    try:
-        return keys.index(last_key) + 1
-    except ValueError:
-        return 0  # the last key returned is gone: start the batch again rather than skip one
+    if 0 < skip <= len(keys) and keys[skip - 1] == last_key:
+        return skip
+    return 0

@@ -22,10 +22,14 @@ def test_a_handler_slower_than_the_claim_ttl_is_not_run_twice_at_once(
     import threading
     import time
 
+    from telegram_bot.pipeline import liveness
     from telegram_bot.pipeline.process import Outcome, process_update
     from tests.builders import make_message_update
 
     settings.UPDATE_CLAIM_TTL_SECONDS = 2
+    # A heartbeat started by an earlier test waits its 90 s claim's interval (3.3 s) before
+    # it reads the setting again: this test's claims start a fresh one.
+    liveness.current().stop()
     chat = 4322
     update = make_message_update("/start", chat_id=chat, user_id=chat)
     bot.delay_next("sendMessage", 3.5)  # the first run's reply waits on a slow Telegram
