@@ -46,7 +46,10 @@ def count_message(ctx: Context) -> None:
 
 def stats_command(ctx: Context) -> None:
     chat_id = ctx.chat_id
-    if chat_id is None or not stats_command_cooldown_take(store=ctx.store, chat_id=chat_id):
+    if chat_id is None:
+        return
+    token = stats_command_cooldown_take(store=ctx.store, chat_id=chat_id)
+    if token is None:
         return
     try:
         ctx.reply(group_summary_text(chat_id=chat_id, store=ctx.store))
@@ -54,7 +57,7 @@ def stats_command(ctx: Context) -> None:
         # Not answered: the cooldown would have the re-delivery (or the dead letter's replay)
         # answer nothing.
         with contextlib.suppress(Exception):
-            stats_command_cooldown_give_back(store=ctx.store, chat_id=chat_id)
+            stats_command_cooldown_give_back(store=ctx.store, chat_id=chat_id, token=token)
         raise
 
 

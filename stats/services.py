@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -83,16 +84,20 @@ def stats_live_write(*, store: KVStore, facts: MessageFacts) -> bool:
     return live_write(store=store, rows=[row])
 
 
-def stats_command_cooldown_take(*, store: KVStore, chat_id: int) -> bool:
-    """True at most once per ``STATS_COMMAND_COOLDOWN_SECONDS`` (default 30) and chat."""
+def stats_command_cooldown_take(*, store: KVStore, chat_id: int) -> str | None:
+    """A token at most once per ``STATS_COMMAND_COOLDOWN_SECONDS`` (default 30) and chat;
+    None while the chat's cooldown runs."""
     seconds = settings.STATS_COMMAND_COOLDOWN_SECONDS
-    return store.set_if_absent(_cooldown_key(chat_id), 1, ttl_ms=max(1, seconds) * 1000)
+    token = uuid.uuid4().hex
+    taken = store.set_if_absent(_cooldown_key(chat_id), token, ttl_ms=max(1, seconds) * 1000)
+    return token if taken else None
 
 
-def stats_command_cooldown_give_back(*, store: KVStore, chat_id: int) -> None:
+def stats_command_cooldown_give_back(*, store: KVStore, chat_id: int, token: str) -> None:
     """The answer did not go out (the database or Telegram failed): the re-delivery or the
-    dead letter's replay may answer."""
-    store.delete(_cooldown_key(chat_id))
+    dead letter's replay may answer. Only this run's cooldown (compare-and-set on its token):
+    a later run's, taken after this one's ran out, stays."""
+    store.compare_and_set(_cooldown_key(chat_id), token, "given back", ttl_ms=1)
 
 
 def _cooldown_key(chat_id: int) -> str:

@@ -180,3 +180,16 @@ def test_stats_whose_reply_failed_is_answered_by_its_dead_letter_replay(
     page = admin_client.post(f"/admin/dead-letters/{update['update_id']}/replay/", follow=True)
     assert "replayed: processed" in page.content.decode()  # and the letter is dropped
     assert len(sent(bot, chat_id=GROUP)) == 1, "the replay said processed and sent nothing"
+
+
+def test_stats_gives_back_only_its_own_cooldown(memory_store: Any) -> None:
+    """A reply slower than the cooldown fails after another run took the chat's next one:
+    giving back must not delete that one (a plain delete did)."""
+    from stats.services import stats_command_cooldown_give_back, stats_command_cooldown_take
+
+    mine = stats_command_cooldown_take(store=memory_store, chat_id=-100777)
+    assert mine is not None
+    assert stats_command_cooldown_take(store=memory_store, chat_id=-100777) is None
+    memory_store.set("lock:stats_cmd:-100777", "a later run's", ttl_ms=30_000)  # mine ran out
+    stats_command_cooldown_give_back(store=memory_store, chat_id=-100777, token=mine)
+    assert memory_store.get("lock:stats_cmd:-100777") == "a later run's"
