@@ -35,20 +35,30 @@ def _clients(url: str) -> list[dict[str, object]]:
 def test_each_thread_sends_on_a_connection_of_its_own(store: KVStore, redis_url: str) -> None:
     before = len(_clients(redis_url))
     barrier = threading.Barrier(4)
+    finished = threading.Barrier(5)  # the four threads and this one
+    release = threading.Event()
     done: list[int] = []
 
     def work() -> None:
         barrier.wait()
         for _ in range(25):
             done.append(store.increment("counter:threads"))
+        # Alive while the connections are counted: a finished thread's connection goes with
+        # its thread-local state whenever the garbage collector takes it.
+        finished.wait()
+        release.wait(30)
 
     threads = [threading.Thread(target=work) for _ in range(4)]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
-    assert store.get("counter:threads") == 100 and sorted(done) == list(range(1, 101))
-    assert len(_clients(redis_url)) - before >= 4  # threads share no connection
+    finished.wait(30)
+    try:
+        assert store.get("counter:threads") == 100 and sorted(done) == list(range(1, 101))
+        assert len(_clients(redis_url)) - before >= 4  # threads share no connection
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join()
     store.close()  # closes them too
     assert len(_clients(redis_url)) <= before
 
