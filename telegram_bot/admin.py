@@ -20,7 +20,7 @@ from django_q import admin as django_q_admin
 from django_q.models import Failure, Schedule, Success
 
 from telegram_bot import admins
-from telegram_bot.audit import audit_step
+from telegram_bot.audit import audit_record, audit_step
 from telegram_bot.audit_admin import (
     AuditedDeletesMixin,
     AuditedModelAdmin,
@@ -370,14 +370,13 @@ class AuditedAuthMixin:
             if isinstance(change, dict)
             for field in change.get("fields", [])
         ]
-        with audit_step(
-            f"{self.opts.model_name}.{verb}",
+        audit_record(
+            action=f"{self.opts.model_name}.{verb}",
             actor=admin_actor(request),
             source="admin",
             target_name=f"{self.opts.model_name} #{obj.pk}: {obj}",
             detail="; ".join(part for part in (", ".join(fields), _rights(obj)) if part),
-        ):
-            pass
+        )
 
 
 def _rights(obj: Any) -> str:

@@ -15,7 +15,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import OperationalError
 from django.utils import timezone
 
 from community import services
@@ -43,6 +42,7 @@ from tests.community.helpers import (
 )
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
+from tests.faults import fail_once_in
 
 CHAT = -100555
 REQUESTER = 2002
@@ -81,27 +81,6 @@ def fail_once(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
     KV store went away right then); return the list of calls made so far."""
     unreachable = StateUnavailableError("the KV store is unreachable")
     return fail_once_in(monkeypatch, services, name, unreachable)
-
-
-def fail_once_in(
-    monkeypatch: pytest.MonkeyPatch,
-    module: Any,
-    name: str,
-    error: Exception | None = None,
-) -> list[int]:
-    """Make ``module.<name>`` raise ``error`` (by default a database error) the first time it
-    is called; return the list of calls made so far."""
-    original = getattr(module, name)
-    calls: list[int] = []
-
-    def flaky(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 1:
-            raise error or OperationalError("server closed the connection unexpectedly")
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(module, name, flaky)
-    return calls
 
 
 def texts_to(bot: FakeTelegramServer, chat_id: int) -> list[str]:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.telegram import FakeTelegramServer
+from tests.faults import fail_once_in
 from tests.support.helpers import sent
 
 
@@ -28,16 +29,7 @@ def test_a_dead_letter_whose_mark_failed_is_not_replayed_after_its_update_was_pr
     from telegram_bot.pipeline import idempotency
     from tests.builders import make_message_update
 
-    real = idempotency.mark_dead
-    failures = iter([StateUnavailableError("redis went away")])
-
-    def flaky(*args: Any, **kwargs: Any) -> Any:
-        failure = next(failures, None)
-        if failure is not None:
-            raise failure
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(idempotency, "mark_dead", flaky)
+    fail_once_in(monkeypatch, idempotency, "mark_dead", StateUnavailableError("redis went away"))
     chat = 4321
     update = make_message_update("/start", chat_id=chat, user_id=chat)
     bot.fail_next("sendMessage", status=400, description="Bad Request: chat not found")

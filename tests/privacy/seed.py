@@ -59,6 +59,26 @@ def person(user_id: int) -> dict[str, Any]:
     return {"id": user_id, "is_bot": False, "first_name": "Olga", "username": "olga_o"}
 
 
+def unfinished_captcha(
+    store: KVStore, user_id: int, token: str, *, seconds_left: int, chat_id: int = -100111
+) -> Challenge:
+    """A captcha ``user_id`` has not answered yet, stored as community stores it."""
+    challenge = Challenge(
+        token=token,
+        chat_id=chat_id,
+        user_id=user_id,
+        stay="s1",
+        user=person(user_id),
+        chat_title="Group",
+        choices=["a", "b"],
+        answer=0,
+        deadline=int(time.time()) + seconds_left,
+        restricted=True,
+    )
+    store.set(challenge_key(token), challenge.to_json())
+    return challenge
+
+
 def group_message(user_id: int, chat_id: int, text: str, *, days_ago: int = 0) -> dict[str, Any]:
     update = make_message_update(text, chat_id=chat_id, user_id=user_id)
     update["message"]["from"] = person(user_id)

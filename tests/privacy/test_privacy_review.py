@@ -214,26 +214,13 @@ def test_a_captcha_in_progress_defers_the_erasure_and_a_finished_one_does_not(
 ) -> None:
     """Erasing deletes the challenge; its deadline job (payload: the token) would then find
     nothing and leave the member muted by the captcha for good."""
-    import time
     from dataclasses import replace
 
-    from community.member_state import Challenge, challenge_key
+    from community.member_state import challenge_key
     from telegram_bot.privacy import ErasureDeferred
-    from tests.privacy.seed import person
+    from tests.privacy.seed import unfinished_captcha
 
-    challenge = Challenge(
-        token="cap-pending",
-        chat_id=-100111,
-        user_id=USER,
-        stay="s1",
-        user=person(USER),
-        chat_title="Group",
-        choices=["a", "b"],
-        answer=0,
-        deadline=int(time.time()) + 120,
-        restricted=True,
-    )
-    store.set(challenge_key(challenge.token), challenge.to_json())
+    challenge = unfinished_captcha(store, USER, "cap-pending", seconds_left=120)
     with pytest.raises(ErasureDeferred, match="captcha"):
         erase_user(USER, actor=OPERATOR, source="admin")
     assert store.get(challenge_key(challenge.token)) is not None

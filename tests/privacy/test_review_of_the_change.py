@@ -5,7 +5,6 @@ on the site's own page is audited. Each test failed on the code before."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -73,22 +72,9 @@ def test_forgetme_deferred_by_a_captcha_does_not_blame_the_moderators(
     says "an action of a chat's moderators about you is still to be applied" whatever the
     reason: a member in the middle of a captcha is told moderators are acting on them, and to
     come back "in a few minutes" although the captcha waits for their own answer."""
-    from community.member_state import Challenge, challenge_key
-    from tests.privacy.seed import USER, person
+    from tests.privacy.seed import USER, unfinished_captcha
 
-    challenge = Challenge(
-        token="cap-review",
-        chat_id=-100111,
-        user_id=USER,
-        stay="s1",
-        user=person(USER),
-        chat_title="Group",
-        choices=["a", "b"],
-        answer=0,
-        deadline=int(time.time()) + 300,
-        restricted=True,
-    )
-    store.set(challenge_key(challenge.token), challenge.to_json())
+    unfinished_captcha(store, USER, "cap-review", seconds_left=300)
     assert process_update(make_message_update("/forgetme", chat_id=USER, user_id=USER)) == (
         Outcome.PROCESSED
     )

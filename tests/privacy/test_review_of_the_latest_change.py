@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.telegram import FakeTelegramServer
+from tests.faults import fail_once_in
 from tests.support.helpers import sent
 
 
@@ -36,16 +37,7 @@ def test_a_replay_that_fails_again_and_cannot_be_marked_keeps_its_dead_letter(
     key = f"dlq:{update['update_id']}"
     assert memory_store.get(key) is not None
 
-    real = idempotency.mark_dead
-    failures = iter([StateUnavailableError("redis went away")])
-
-    def flaky(*args: Any, **kwargs: Any) -> Any:
-        failure = next(failures, None)
-        if failure is not None:
-            raise failure
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(idempotency, "mark_dead", flaky)
+    fail_once_in(monkeypatch, idempotency, "mark_dead", StateUnavailableError("redis went away"))
     bot.fail_next("sendMessage", status=400, description="Bad Request: chat not found")
     page = admin_client.post(f"/admin/dead-letters/{update['update_id']}/replay/", follow=True)
     assert "it stays here" in page.content.decode()
@@ -139,16 +131,9 @@ def test_admins_are_notified_when_the_database_failed_before_the_notice_and_at_i
     from tests.conftest import OWNER_ID
     from tests.support.helpers import message
 
-    real = notifications.admin_ids
-    failures = iter([OperationalError("server closed the connection")])
-
-    def flaky() -> Any:
-        failure = next(failures, None)
-        if failure is not None:
-            raise failure
-        return real()
-
-    monkeypatch.setattr(notifications, "admin_ids", flaky)
+    fail_once_in(
+        monkeypatch, notifications, "admin_ids", OperationalError("server closed the connection")
+    )
     update = message("/support please help")
     assert post_update(update).status_code == 503
     assert sent(bot, chat_id=OWNER_ID) == []  # nothing went out to the admins

@@ -13,6 +13,7 @@ from django.db import OperationalError
 
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
+from tests.faults import fail_once_in
 from tests.support.helpers import USER, message, sent
 
 
@@ -155,16 +156,9 @@ def test_stats_whose_reply_met_a_database_blip_is_answered_by_the_redelivery(
     nothing and marks the update done: /stats was never answered."""
     from stats import handlers
 
-    real = handlers.group_summary_text
-    failures = iter([OperationalError("database went away")])
-
-    def flaky(*args: Any, **kwargs: Any) -> Any:
-        failure = next(failures, None)
-        if failure is not None:
-            raise failure
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(handlers, "group_summary_text", flaky)
+    fail_once_in(
+        monkeypatch, handlers, "group_summary_text", OperationalError("database went away")
+    )
     update = _stats_update()
     assert post_update(update).status_code == 503
     assert post_update(update)["X-Update-Outcome"] == "processed"

@@ -12,6 +12,7 @@ from django.db import OperationalError
 from support.models import Ticket, TicketMessage
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
+from tests.faults import fail_once_in
 from tests.support.helpers import USER, message, sent, texts
 
 
@@ -24,16 +25,9 @@ def test_support_admin_notice_is_not_sent_again_when_recording_it_failed(
     exactly this; the module promises 'running it again sends nothing twice')."""
     from support import services
 
-    real = services.entry_admins_notified
-    failures = iter([OperationalError("database went away")])
-
-    def flaky(*args: Any, **kwargs: Any) -> Any:
-        failure = next(failures, None)
-        if failure is not None:
-            raise failure
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(services, "entry_admins_notified", flaky)
+    fail_once_in(
+        monkeypatch, services, "entry_admins_notified", OperationalError("database went away")
+    )
     update = message("/support please help")
     assert post_update(update).status_code == 503
     assert len(sent(bot, chat_id=OWNER_ID)) == 1

@@ -12,6 +12,7 @@ from support.models import Ticket, TicketMessage
 from telegram_bot.state import KVStore
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
+from tests.faults import fail_once_in
 from tests.support.helpers import USER, message, sent, texts
 
 PHOTO = [
@@ -213,16 +214,7 @@ def test_a_database_failure_after_the_commit_is_finished_by_the_redelivery(
 ) -> None:
     from support import delivery
 
-    real = delivery.notify_admins
-    failures = iter([OperationalError("database went away")])
-
-    def flaky(*args: Any, **kwargs: Any) -> Any:
-        failure = next(failures, None)
-        if failure is not None:
-            raise failure
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(delivery, "notify_admins", flaky)
+    fail_once_in(monkeypatch, delivery, "notify_admins", OperationalError("database went away"))
     update = message("/support the ticket survives")
     first = post_update(update)
     assert first.status_code == 503  # Telegram will deliver it again
