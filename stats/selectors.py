@@ -125,6 +125,7 @@ class DayView:
     hours: list[int] = field(default_factory=lambda: [0] * 24)  # local hours
     repaired: list[str] = field(default_factory=list)  # categories read from the KV counters
     live_total: int | None = None  # the KV daily total, read for days not verified
+    open: bool = False  # a stored day not closed yet (today, UTC): never verified
 
     @property
     def source_label(self) -> str:
@@ -459,6 +460,7 @@ def _merged(parts: list[DayView], local: date) -> DayView:
             categories=only.categories,
             repaired=only.repaired,
             live_total=only.live_total,
+            open=only.open,
         )
     source = next(
         (s for s in SOURCE_ORDER if any(p.source == s for p in parts)),
@@ -472,6 +474,12 @@ def _merged(parts: list[DayView], local: date) -> DayView:
             if known is None or STATUS_ORDER.index(status) < STATUS_ORDER.index(known):
                 categories[category] = status
     status = min((p.status for p in with_data), key=STATUS_ORDER.index) if with_data else "none"
+    if any(p.open for p in parts):
+        # A local day with hours of today (UTC) is under way: live, even while those hours
+        # have no message yet and its closed part is verified.
+        source = "live" if source == "database" else source
+        status = min(status, "live", key=STATUS_ORDER.index)
+        categories = {c: min(s, "live", key=STATUS_ORDER.index) for c, s in categories.items()}
     return DayView(
         day=local,
         source=source,
@@ -513,6 +521,7 @@ def _stored_view(
         reason=reason,
         poisoned=sorted(poisoned),
         categories={category: row.status for category, row in sorted(rows.items())},
+        open=day >= today,
     )
     # Verified only when every category the day shows was verified (a missing row was not).
     verified = all(c in rows and rows[c].status == "complete" for c in CATEGORIES)

@@ -21,7 +21,9 @@ import pytest
 from django.test import Client
 
 from stats.backfill import backfill_run
+from stats.selectors import stats_report
 from telegram_bot.models import ChatPreference
+from telegram_bot.state import get_store
 from tests.builders import make_message_update
 
 ZONES = {-100301: "Europe/Moscow", -100302: "America/New_York"}  # UTC+3, UTC-5 (December)
@@ -140,3 +142,34 @@ def test_a_range_edge_takes_only_its_hours_of_a_stored_day(
     body = admin_client.get("/api/v1/stats/report", before).json()
     assert [(m["user_id"], m["messages"]) for m in body["members"]] == [(21, 1)]
     assert body["hours"]["days"][0]["hours"][23] == 1  # 20:30 UTC is 23:30 in Moscow
+
+
+def test_today_is_not_verified_while_its_open_utc_hours_have_no_messages(
+    bot: Any, post_update: Any
+) -> None:
+    """Moscow's today is 21:00-24:00 of yesterday (UTC, closed, verified) and 00:00-21:00 of
+    today (UTC, open). With no message yet in today's UTC hours the open part is "no data";
+    the local day is still under way, so it is live, never "database (verified complete)".
+    (Seen when CI ran a few minutes after UTC midnight.)"""
+    chat_id, zone = -100304, ZoneInfo("Europe/Moscow")
+    ChatPreference.objects.create(chat_id=chat_id, time_zone="Europe/Moscow")
+    utc_day = datetime.now(UTC).date()
+    yesterday = utc_day - timedelta(days=1)
+    ts = int(datetime(yesterday.year, yesterday.month, yesterday.day, 22, tzinfo=UTC).timestamp())
+    update = make_message_update(
+        "a b", chat_id=chat_id, user_id=31, chat_type="supergroup", date=ts
+    )
+    assert post_update(update)["X-Update-Outcome"] == "processed"
+    assert backfill_run(owner="t", force=True).outcome == "done"
+
+    report = stats_report(
+        chat_id=chat_id, start=utc_day, end=utc_day, store=get_store(), today=utc_day, zone=zone
+    )
+
+    [view] = report.days
+    assert (view.day, view.messages, view.words) == (utc_day, 1, 2)
+    assert view.source == "live"
+    yesterday_view = stats_report(
+        chat_id=chat_id, start=yesterday, end=yesterday, store=get_store(), today=utc_day, zone=zone
+    ).days[0]
+    assert yesterday_view.source == "database"  # closed, its stored days verified
