@@ -117,8 +117,13 @@ def test_set_webhook_refuses_a_url_that_is_not_https(bot: FakeTelegramServer, ur
     assert bot.calls == []
 
 
-def test_set_webhook_refuses_a_port_telegram_does_not_deliver_to(bot: FakeTelegramServer) -> None:
-    assert "ports 443, 80, 88 and 8443" in run_fails("set_webhook", "https://example.com:8080/h")
+@pytest.mark.parametrize("port", ["8080", "0", "00"])
+def test_set_webhook_refuses_a_port_telegram_does_not_deliver_to(
+    bot: FakeTelegramServer, port: str
+) -> None:
+    """Port 0 is no port: not read as "none given", so not as 443."""
+    error = run_fails("set_webhook", f"https://example.com:{port}/h")
+    assert "ports 443, 80, 88 and 8443" in error and f"got {int(port)}" in error
     assert bot.calls == []
 
 

@@ -76,7 +76,7 @@ def validate_url(url: str) -> str:
             f"got {safe(url)!r}"
         )
     try:
-        port = parts.port or 443
+        port = 443 if parts.port is None else parts.port  # port 0 is not 443
     except ValueError:
         raise CommandError(f"the webhook URL has an invalid port: {safe(url)!r}") from None
     if port not in WEBHOOK_PORTS:
