@@ -126,6 +126,40 @@ def test_export_user_writes_one_file(store: KVStore, tmp_path: Path) -> None:
         call_command("export_user", "12x")
 
 
+def test_export_user_leaves_no_partial_file_when_the_disk_fills(
+    store: KVStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A write that fails halfway (a full disk) removes the file: a partial export read later
+    as the whole of what is held about the person would be wrong."""
+    import errno
+
+    from telegram_bot.management.commands import export_user as command
+
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, file: Any) -> None:
+            self.file = file
+
+        def __enter__(self) -> FullDisk:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def write(self, text: str) -> int:
+            self.file.write(text[:100])
+            self.file.flush()
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(command.os, "fdopen", lambda *a, **k: FullDisk(real_fdopen(*a, **k)))
+    seed(store)
+    target = tmp_path / "out.json"
+    with pytest.raises(CommandError, match=r"cannot write .*No space left"):
+        call_command("export_user", str(USER), output=str(target))
+    assert not target.exists()
+
+
 def test_erase_user_asks_for_yes_then_erases(store: KVStore, capsys: Any) -> None:
     seed(store)
     with pytest.raises(CommandError, match="--yes"):

@@ -46,6 +46,13 @@ class Command(BaseCommand):
             os.close(fd)
             path.unlink(missing_ok=True)
             raise
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            file.write(document + "\n")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as file:
+                file.write(document + "\n")
+        except OSError as exc:  # a full disk: no partial file left to be read as the whole
+            path.unlink(missing_ok=True)
+            raise CommandError(f"cannot write {path}: {exc.strerror}") from None
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
         self.stdout.write(f"Wrote {path}.")
