@@ -31,6 +31,9 @@ DONE: dict[str, Any] = {"s": "done"}
 # A dead-lettered update: final for re-deliveries (answered as duplicates), but unlike DONE it
 # does not stop commit_once, so a replay whose handler had not committed yet can commit.
 DEAD: dict[str, Any] = {"s": "dead"}
+# A claim given up (a 503): written by compare-and-set with a TTL of 1 ms, the store's
+# compare-and-delete; until it expires the next claimant takes it as absent.
+RELEASED: dict[str, Any] = {"s": "released"}
 
 
 def marker_key(update_id: int) -> str:
@@ -53,6 +56,10 @@ def new_claim(store: KVStore) -> dict[str, Any]:
 
 def is_done(value: Any) -> bool:
     return isinstance(value, dict) and value.get("s") == "done"
+
+
+def is_released(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("s") == "released"
 
 
 def is_claimed(value: Any) -> bool:

@@ -359,6 +359,10 @@ def _claim_counting(
         return Outcome.DUPLICATE
     if current is None and store.set_if_absent(key, claim, ttl):  # expired meanwhile
         return claim, None
+    # Given up a moment ago (its 1 ms TTL not over): as if absent, or a re-delivery that
+    # follows the 503 at once would be answered "in progress".
+    if idempotency.is_released(current) and store.compare_and_set(key, current, claim, ttl):
+        return claim, None
     if idempotency.take_over(store, update_id, current, claim, ttl):  # its process is gone
         return claim, None
     return Outcome.IN_PROGRESS
@@ -384,6 +388,6 @@ def _release(store: KVStore, update_id: int, claim: dict[str, Any] | None) -> No
     if claim is None:
         return
     try:
-        store.compare_and_set(idempotency.marker_key(update_id), claim, {"s": "released"}, 1)
+        store.compare_and_set(idempotency.marker_key(update_id), claim, idempotency.RELEASED, 1)
     except (StateError, *UNAVAILABLE_ERRORS):
         pass  # it expires on its own
