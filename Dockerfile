@@ -31,4 +31,4 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["python", "-m", "config.healthcheck"]
 # SIGTERM (docker stop): gunicorn finishes requests in flight within 8 s, under docker's 10 s.
-CMD ["sh", "-c", "exec gunicorn config.wsgi --bind ${HOST}:${PORT} --workers ${WEB_CONCURRENCY:-2} --threads 4 --worker-class gthread --graceful-timeout 8 --access-logfile - --logger-class config.gunicorn_logging.QuietProbesLogger"]
+CMD ["sh", "-c", "exec gunicorn config.wsgi --bind ${HOST}:${PORT} --workers ${WEB_CONCURRENCY:-2} --threads ${WEB_THREADS:-4} --worker-class gthread --graceful-timeout 8 --access-logfile - --logger-class config.gunicorn_logging.QuietProbesLogger"]

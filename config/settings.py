@@ -53,6 +53,7 @@ for _origin in CSRF_TRUSTED_ORIGINS:
 PORT = env.number("PORT", 8000, minimum=1, maximum=65535)
 HOST = env.text("HOST", "127.0.0.1")
 WEB_CONCURRENCY = env.number("WEB_CONCURRENCY", 2, minimum=1, maximum=64)
+WEB_THREADS = env.number("WEB_THREADS", 4, minimum=1, maximum=64)
 
 # --- Telegram -------------------------------------------------------------------------------
 TELEGRAM_BOT_TOKEN = env.bot_token("TELEGRAM_BOT_TOKEN")

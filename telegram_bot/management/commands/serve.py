@@ -37,30 +37,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         host, port = settings.HOST, settings.PORT
-        commands = {
-            "web": [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "config.wsgi",
-                "--bind",
-                f"{host}:{port}",
-                "--workers",
-                str(settings.WEB_CONCURRENCY),
-                "--threads",
-                "4",
-                "--worker-class",
-                "gthread",
-                "--graceful-timeout",
-                str(WEB_GRACEFUL_SECONDS),
-                "--access-logfile",
-                "-",
-                "--logger-class",
-                "config.gunicorn_logging.QuietProbesLogger",
-                "--log-level",
-                "warning",
-            ],
-        }
+        commands = {"web": web_argv()}
         if not options["no_worker"]:
             commands["worker"] = [sys.executable, "manage.py", "qcluster"]
         stopping = False
@@ -100,6 +77,32 @@ class Command(BaseCommand):
         self.stdout.write("Stopped.")
         if failed:
             raise SystemExit(1)
+
+
+def web_argv() -> list[str]:
+    """The web process: gunicorn's gthread workers, as the settings shape them."""
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "config.wsgi",
+        "--bind",
+        f"{settings.HOST}:{settings.PORT}",
+        "--workers",
+        str(settings.WEB_CONCURRENCY),
+        "--threads",
+        str(settings.WEB_THREADS),
+        "--worker-class",
+        "gthread",
+        "--graceful-timeout",
+        str(WEB_GRACEFUL_SECONDS),
+        "--access-logfile",
+        "-",
+        "--logger-class",
+        "config.gunicorn_logging.QuietProbesLogger",
+        "--log-level",
+        "warning",
+    ]
 
 
 def _stop_all(children: dict[str, subprocess.Popen[bytes]]) -> None:

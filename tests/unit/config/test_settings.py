@@ -69,6 +69,8 @@ BAD_SETTINGS = [
     ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG", "true or false"),
     ({"PORT": "99999"}, "PORT", "at most 65535"),
     ({"PORT": "http"}, "PORT", "integer"),
+    ({"WEB_THREADS": "0"}, "WEB_THREADS", "at least 1"),
+    ({"WEB_THREADS": "four"}, "WEB_THREADS", "integer"),
     # Durations and sizes have an upper bound: a huge one would pass the start and then fail
     # every update that stores it (a TTL in milliseconds past 64 bits).
     ({"SUPPORT_OPEN_TTL_SECONDS": "99999999999999999999"}, "SUPPORT_OPEN_TTL_SECONDS", "range"),
