@@ -22,7 +22,7 @@ exist (``kv_oldest_day``); no stored day after today (UTC) is read:
 - the names and last messages of the members of a page (``member_names``, one ``get_many``).
 
 Where each stored day's numbers come from (``DayView.source``; a local day takes the least
-trusted of its stored days):
+trusted of its stored days, and one with hours of today, UTC, is at best ``live``):
 - ``database``: a closed day (before today, UTC) whose every category (so every column shown)
   finalize or the reconciliation verified complete against its KV total, none poisoned.
 - ``live``: a day not verified (today, or a closed day the backfill has not verified): the
