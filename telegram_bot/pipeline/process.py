@@ -360,8 +360,11 @@ def _claim_counting(
     if current is None and store.set_if_absent(key, claim, ttl):  # expired meanwhile
         return claim, None
     # Given up a moment ago (its 1 ms TTL not over): as if absent, or a re-delivery that
-    # follows the 503 at once would be answered "in progress".
-    if idempotency.is_released(current) and store.compare_and_set(key, current, claim, ttl):
+    # follows the 503 at once would be answered "in progress". It may expire between the read
+    # and the compare-and-set: then it is absent.
+    if idempotency.is_released(current) and (
+        store.compare_and_set(key, current, claim, ttl) or store.set_if_absent(key, claim, ttl)
+    ):
         return claim, None
     if idempotency.take_over(store, update_id, current, claim, ttl):  # its process is gone
         return claim, None

@@ -67,9 +67,25 @@ def test_a_claim_given_up_a_moment_ago_is_taken_at_once(kv: KVStore) -> None:
     claim = _claim(kv, 7, replay=False)
     assert isinstance(claim, dict)
     assert kv.get("upd:7") == claim
-    kv.set("upd:8", idempotency.RELEASED, ttl_ms=60_000)
-    replayed = _claim(kv, 8, replay=True)
-    assert isinstance(replayed, dict) and kv.get("upd:8") == replayed
+
+
+def test_a_released_marker_that_expires_before_the_compare_and_set_is_absent(
+    kv: KVStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The marker is read while it lives and is gone when the compare-and-set comes (its TTL
+    is 1 ms): the claim is taken all the same."""
+    real = kv.compare_and_set
+
+    def expired_first(key: str, *args: Any, **kwargs: Any) -> bool:
+        if key == "upd:9":
+            kv.delete(key)
+        return real(key, *args, **kwargs)
+
+    kv.set("upd:9", idempotency.RELEASED, ttl_ms=60_000)
+    monkeypatch.setattr(kv, "compare_and_set", expired_first)
+    claim = _claim(kv, 9, replay=False)
+    assert isinstance(claim, dict)
+    assert kv.get("upd:9") == claim
 
 
 def test_a_claim_of_a_live_process_or_without_a_process_is_never_taken(kv: KVStore) -> None:
