@@ -92,6 +92,7 @@ def serve(
         HOST="127.0.0.1",
         PORT=str(port),
         WEB_CONCURRENCY=web_processes,
+        WEB_THREADS="4",  # as the notes say, whatever the shell has
         TELEGRAM_API_BASE_URL=fake.url(""),
     )
     argv = [sys.executable, "manage.py", "serve"]
