@@ -120,21 +120,27 @@ def stronger_in_place(
     client: TelegramClient, origin: Origin, action: str, user_id: int, seconds: int | None
 ) -> str | None:
     """For an automatic action of an update that already penalized this member for another
-    cause: the action the member is under when it is at least as strong as ``action`` (a ban
-    outranks a mute or a kick, a longer or endless one a shorter one), so this one is skipped;
+    cause, or of a warning limit: the action the member is under when it is at least as strong
+    as ``action`` (a ban outranks a mute or a kick, a longer or endless one a shorter one), so
+    this one is skipped; for a moderator's mute or kick: ``ban`` when the member is banned;
     else None. Telegram's own record decides, so a re-delivery judges as the first delivery
-    did, and a ban is never replaced by a mute (restricting a banned user lifts the ban)."""
-    if origin.update_id is None or not origin.cause or action not in PENALTIES:
-        return None
-    earlier = AuditEntry.objects.filter(
-        update_id=origin.update_id,
-        target_id=user_id,
-        source="auto",
-        outcome=Outcome.DONE,
-        action__in=PENALTIES,
-    ).exclude(cause=origin.cause)
-    if not earlier.exists():
-        return None
+    did, and a ban is never replaced by a mute or lifted by a kick (restricting a banned user
+    lifts the ban; a kick ends with an unban)."""
+    automatic = origin.update_id is not None and bool(origin.cause)
+    if action not in PENALTIES or (not automatic and action == Action.BAN):
+        return None  # a moderator's ban sets the ban it names
+    if automatic and origin.cause != "warn_limit":
+        earlier = AuditEntry.objects.filter(
+            update_id=origin.update_id,
+            target_id=user_id,
+            source="auto",
+            outcome=Outcome.DONE,
+            action__in=PENALTIES,
+        ).exclude(cause=origin.cause)
+        if not earlier.exists():
+            return None
+    # A moderator's mute or kick, or a warning limit's action (a /warn of a banned member),
+    # on a member already banned would lift the ban: Telegram's record is asked first.
     member = client.get_chat_member(chat_id=origin.chat_id, user_id=user_id)
     status, until = member.get("status"), member.get("until_date")
     until = until if isinstance(until, int) and not isinstance(until, bool) else 0
@@ -142,6 +148,8 @@ def stronger_in_place(
     lasts = not until or (seconds is not None and seconds > 0 and until >= time.time() + seconds)
     if status == "kicked" and (action != Action.BAN or lasts):
         return Action.BAN
+    if not automatic:
+        return None  # a moderator's mute may change the length of one in place
     if status == "restricted" and action == Action.MUTE and not member.get("can_send_messages"):
         return Action.MUTE if lasts else None
     return None

@@ -267,3 +267,50 @@ def test_nul_characters_in_names_and_reasons_are_dropped(bot: FakeTelegramServer
     entry = AuditEntry.objects.get()
     assert (entry.target_name, entry.reason) == ("Mallory", "badword")
     assert Warning.objects.get().reason == "badword"
+
+
+@pytest.mark.parametrize("second", ["/kick", "/mute 1h", "/mute"])
+def test_a_mute_or_kick_of_a_banned_member_keeps_the_ban(
+    bot: FakeTelegramServer, second: str
+) -> None:
+    """Two moderators answer one spam message: /ban, then /kick or /mute a second later. The
+    kick banned for a minute then unbanned, the mute restricted: either lifted the ban and the
+    spammer could come back. Now the member stays banned and the second moderator is told."""
+    describe_group(bot)
+    spam = member_message()
+    run(command("/ban spam", reply_to=spam))
+    assert run(command(second, sender=CHAT_OWNER, reply_to=spam)) == Outcome.PROCESSED
+    member = bot.chat_member(GROUP, MEMBER)
+    assert member["status"] == "kicked" and not member.get("until_date")
+    assert answers(bot)[-1] == "Mallory is already banned."
+    assert ok_calls(bot, "unbanChatMember") == [] and ok_calls(bot, "restrictChatMember") == []
+
+
+def test_a_moderator_may_still_mute_kick_and_rebanned_members(bot: FakeTelegramServer) -> None:
+    """Not banned: the mute and the kick go through; a ban may replace a ban."""
+    describe_group(bot)
+    run(command("/mute 1h", reply_to=member_message()))
+    run(command("/mute 2h", reply_to=member_message()))  # the length changed in place
+    run(command("/kick", reply_to=member_message(5010, "Eve")))
+    run(command("/ban", reply_to=member_message(5011, "Oscar")))
+    run(command("/ban 1d", reply_to=member_message(5011, "Oscar")))
+    assert answers(bot) == [
+        "Mallory is muted for 1h.",
+        "Mallory is muted for 2h.",
+        "Eve is kicked.",
+        "Oscar is banned for good.",
+        "Oscar is banned for 1d.",
+    ]
+    assert bot.chat_member(GROUP, 5011)["until_date"] > 0
+
+
+def test_a_warning_limit_reached_by_a_banned_member_keeps_the_ban(bot: FakeTelegramServer) -> None:
+    """/warn a spammer already banned up to the limit: its mute would have lifted the ban."""
+    describe_group(bot)
+    spam = member_message()
+    run(command("/ban", reply_to=spam))
+    for reason in ("one", "two", "three"):
+        run(command(f"/warn {reason}", reply_to=spam))
+    assert bot.chat_member(GROUP, MEMBER)["status"] == "kicked"
+    assert ok_calls(bot, "restrictChatMember") == []
+    assert answers(bot)[-1].endswith("Mallory is already banned.")
