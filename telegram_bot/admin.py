@@ -199,6 +199,11 @@ class ChatPreferenceAdmin(AuditedModelAdmin):
     list_display = ("chat_id", "time_zone", "language")
     search_fields = ("chat_id",)
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # The chat id is the row's key: changed on a row, the save writes another chat's row
+        # (its zone and language replaced, or a second row made) and leaves this one as it was.
+        return ("chat_id",) if obj is not None else ()
+
 
 @admin.register(Job)
 class JobAdmin(AuditedDeletesMixin, admin.ModelAdmin):

@@ -130,6 +130,21 @@ def test_chat_preferences_saved_in_the_admin_site_are_recorded(admin_client: Cli
     assert entry.chat_id == -100555 and "time_zone=Europe/Moscow" in entry.detail
 
 
+def test_a_chat_preferences_chat_id_cannot_be_changed(admin_client: Client) -> None:
+    """The chat id is the row's key: a change form that took a new one wrote chat B's row
+    (its zone replaced) and left chat A's as it was."""
+    from telegram_bot.models import ChatPreference
+
+    ChatPreference.objects.create(chat_id=-100561, time_zone="Europe/Moscow")
+    ChatPreference.objects.create(chat_id=-100562, time_zone="Asia/Tokyo")
+    admin_client.post(
+        "/admin/telegram_bot/chatpreference/-100561/change/",
+        {"chat_id": "-100562", "time_zone": "America/New_York", "language": ""},
+    )
+    zones = dict(ChatPreference.objects.values_list("chat_id", "time_zone"))
+    assert zones == {-100561: "America/New_York", -100562: "Asia/Tokyo"}
+
+
 def test_every_apps_entries_go_to_the_log_channel(
     bot: FakeTelegramServer, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
