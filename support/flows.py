@@ -21,7 +21,7 @@ from support.delivery import Delivery, clip
 from support.errors import NotYourTicketError, TicketClosedError
 from support.models import Ticket, TicketMessage
 from support.services import Author, Origin
-from support.validation import Content, parse_ticket_number
+from support.validation import Content, check_answer, parse_ticket_number
 from telegram_bot.bot import bot_id
 
 CLOSE_CHOICES = 10
@@ -273,7 +273,7 @@ def admin_reply(
 ) -> tuple[TicketMessage, Delivery]:
     """An answer from support (Telegram or the admin site), sent to the user."""
     entry, _ = services.ticket_reply(
-        ticket_id=ticket_id, author=author, origin=origin, content=content
+        ticket_id=ticket_id, author=author, origin=origin, content=check_answer(content)
     )
     return entry, delivery.deliver(entry)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 
 from support.conf import MAX_TEXT_LENGTH
+from telegram_bot.client.limits import CAPTION_LIMIT
 from telegram_bot.errors import ValidationError
 from telegram_bot.updates import Message
 
@@ -91,6 +92,26 @@ def check_message_content(message: Message) -> Content:
             "Please send one of those."
         ),
     )
+
+
+# An answer's file goes with "Support · ticket #N" and a blank line before its caption, in one
+# caption of at most CAPTION_LIMIT characters; this leaves room for that line in any language.
+ANSWER_CAPTION_LIMIT = CAPTION_LIMIT - 100
+
+
+def check_answer(content: Content) -> Content:
+    """An answer from support: a file's caption must fit in the caption the user gets (else its
+    end would be cut off on the way)."""
+    if content.kind != "text" and len(content.text) > ANSWER_CAPTION_LIMIT:
+        raise ValidationError(
+            f"answer caption of {len(content.text)} characters",
+            user_message=_(
+                "The caption is too long for an answer with a file (%(length)d characters; "
+                "at most %(limit)d). Send the text as a message of its own."
+            )
+            % {"length": len(content.text), "limit": ANSWER_CAPTION_LIMIT},
+        )
+    return content
 
 
 def _file_id(file_id: str) -> str:

@@ -16,7 +16,15 @@ from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
 from tests.fakes.telegram_core import DOWNLOAD
 from tests.fakes.telegram_files import DOWNLOAD_LIMIT
-from tests.support.helpers import USER, last_message_id, message, open_ticket, reply_to, sent
+from tests.support.helpers import (
+    USER,
+    last_message_id,
+    message,
+    open_ticket,
+    reply_to,
+    sent,
+    texts,
+)
 
 LIST = "/admin/support/ticket/"
 OGG = b"OggS\x00\x02" + bytes(range(256)) * 40  # 10 KB standing in for Opus audio
@@ -133,3 +141,25 @@ def test_video_notes_go_to_support_and_back_without_a_caption(
     post_update(reply)
     [to_user] = sent(bot, "sendVideoNote", chat_id=USER)
     assert to_user.params["video_note"] == "round-3" and "caption" not in to_user.params
+
+
+def test_an_answer_with_a_file_whose_caption_would_be_cut_is_refused(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """The user gets "Support · ticket #N", a blank line and the caption in one caption of at
+    most 1,024 characters: a longer answer lost its end on the way, and the admin was told it
+    was sent. Now it is refused, nothing sent; one that fits arrives whole."""
+    from support.validation import ANSWER_CAPTION_LIMIT
+
+    post_update(message("/support"))
+    post_update(message("my order is late"))
+    notice = last_message_id(bot, OWNER_ID, "#1")
+    photo = [{"file_id": "answer-photo", "file_unique_id": "ap", "width": 90, "height": 90}]
+    too_long = "x" * (ANSWER_CAPTION_LIMIT + 1)
+    post_update(reply_to(notice, None, user_id=OWNER_ID, photo=photo, caption=too_long))
+    assert sent(bot, "sendPhoto", chat_id=USER) == []
+    assert "The caption is too long" in texts(bot, OWNER_ID)[-1]
+    fits = "y" * ANSWER_CAPTION_LIMIT
+    post_update(reply_to(notice, None, user_id=OWNER_ID, photo=photo, caption=fits))
+    [to_user] = sent(bot, "sendPhoto", chat_id=USER)
+    assert to_user.params["caption"].endswith("\n\n" + fits)
