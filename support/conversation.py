@@ -28,7 +28,7 @@ from support.flows import Answer, Incoming
 from support.models import Ticket, TicketMessage
 from support.services import Origin
 from support.validation import Callback, check_callback, check_text
-from telegram_bot.errors import BotError, ValidationError
+from telegram_bot.errors import BotError, StateUnavailableError, ValidationError
 from telegram_bot.state.workflows import Workflow, WorkflowStore
 
 log = logging.getLogger(__name__)
@@ -339,6 +339,8 @@ def _answer_ticket(incoming: Incoming, ticket_id: int) -> list[Say]:
                 content=incoming.content,
             )
             auditing.note_delivery(step, result)
+    except StateUnavailableError:
+        raise  # a 503: the re-delivery resumes the answer (``_resumed``) and sends it
     except BotError as exc:
         return [Say(exc.user_message)]
     return [_report(entry.ticket, result)]

@@ -192,6 +192,9 @@ def _attempt(
     final: bool,
 ) -> _Attempt:
     """Claim, send once and record the user's message of ``entry`` (``send_once``)."""
+    # Read before the claim: a KV store that fails here fails the attempt before anything was
+    # sent (inside the send it would count as "may have arrived", and stop every retry).
+    language = recipient_language(get_store(), user_id=ticket.user_id)
     now = timezone.now()
     token = services.entry_delivery_claim(
         entry_id=entry.pk,
@@ -225,7 +228,7 @@ def _attempt(
         return _Attempt(_UNCERTAIN, why, exc if isinstance(exc, TelegramApiError) else None)
 
     return send_once(
-        lambda: _send_user_message(client, ticket, entry),
+        lambda: _send_user_message(client, ticket, entry, language),
         sent=sent,
         refused=refused,
         unknown=unknown,
@@ -298,11 +301,13 @@ def _schedule_retry(
     )
 
 
-def _send_user_message(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> int:
-    """Send the user's copy of ``entry``; return the message id in their chat."""
+def _send_user_message(
+    client: TelegramClient, ticket: Ticket, entry: TicketMessage, language: str
+) -> int:
+    """Send the user's copy of ``entry`` in ``language``; return the message id in their chat."""
     chat = ticket.chat_id
     # In the user's language, whoever sends it (an admin in Telegram or the admin site, a job).
-    with translation.override(recipient_language(get_store(), user_id=ticket.user_id)):
+    with translation.override(language):
         if entry.sender == TicketMessage.Sender.ADMIN and entry.kind != TicketMessage.Kind.EVENT:
             return _send_answer(client, ticket, entry)
         text = _user_notice(ticket, entry)

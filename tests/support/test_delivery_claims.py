@@ -407,3 +407,28 @@ def test_an_uncertain_resolve_notice_is_reported_as_such(
     assert alert["text"].startswith("Ticket #1 resolved. Whether the user was told is uncertain")
     assert len(alert["text"]) <= 200
     assert TicketMessage.objects.get(event="resolved").delivery_state == "uncertain"
+
+
+def test_a_kv_store_failing_before_the_send_is_not_taken_for_may_have_arrived(
+    bot: FakeTelegramServer, post_update: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's language is read from the KV store. Read inside the send, a store that
+    failed there made the answer "may or may not have arrived", never retried, though nothing
+    had left; now it is read before the claim, the update is answered 503 (not "Something went
+    wrong" to the admin with the answer left unsent), and Telegram's re-delivery sends the
+    answer once."""
+    from telegram_bot.errors import StateUnavailableError
+    from tests.faults import fail_once_in
+
+    post_update(message("/support it is broken"))
+    notice = last_message_id(bot, OWNER_ID, "#1")
+    fail_once_in(
+        monkeypatch, delivery, "recipient_language", StateUnavailableError("redis went away")
+    )
+    update = reply_to(notice, ANSWER_TEXT, user_id=OWNER_ID)
+    assert post_update(update).status_code == 503
+    assert delivered_copies(bot) == 0
+    assert post_update(update)["X-Update-Outcome"] == "processed"
+    entry = TicketMessage.objects.get(sender="admin")
+    assert entry.delivery_state == "delivered" and not entry.delivery_uncertain
+    assert delivered_copies(bot) == 1
