@@ -27,6 +27,7 @@ from support.models import Ticket, TicketMessage
 from support.services import Author, Origin
 from support.validation import check_text
 from telegram_bot.errors import BotError
+from telegram_bot.privacy import ANONYMOUS_BASE
 
 
 def ticket_detail(
@@ -45,6 +46,7 @@ def ticket_detail(
         "form_tokens": [uuid.uuid4() for _ in range(3)],  # reply, resolve, reopen
         "max_length": MAX_TEXT_LENGTH,
         "reopen_days": reopen_window().days,
+        "erased": ticket.chat_id >= ANONYMOUS_BASE,  # nothing can be sent: no Retry
     }
     return render(request, "support/ticket_detail.html", context)
 
@@ -124,9 +126,18 @@ def entry_retry_view(request: HttpRequest, ticket: Ticket, entry_id: int) -> Htt
     if entry.user_notified_at is not None:
         messages.info(request, gettext("This message was delivered already."))
         return _back(ticket)
+    if ticket.chat_id >= ANONYMOUS_BASE:
+        messages.error(request, gettext("Its user's data was erased: nothing can be sent."))
+        return _back(ticket)
     with admin_site_step(request, ticket, "ticket.retry_delivery") as step:
         result = flows.retry_delivery(entry)
         note_delivery(step, result)
+    if result.delivered is None and not result.in_progress:
+        # Nothing sent by this attempt: delivered by another one, or given up by it.
+        entry.refresh_from_db()
+        if entry.user_notified_at is None:
+            messages.warning(request, gettext("Nothing was sent: reload the ticket to see why."))
+            return _back(ticket)
     _report(request, result, gettext("Delivered to the user."))
     return _back(ticket)
 

@@ -432,3 +432,44 @@ def test_a_kv_store_failing_before_the_send_is_not_taken_for_may_have_arrived(
     entry = TicketMessage.objects.get(sender="admin")
     assert entry.delivery_state == "delivered" and not entry.delivery_uncertain
     assert delivered_copies(bot) == 1
+
+
+def test_retry_on_an_erased_users_ticket_says_nothing_can_be_sent(
+    bot: FakeTelegramServer, admin_client: Client
+) -> None:
+    """An answer that failed, then its user erased: the retry sent nothing and the page said
+    "Delivered to the user." (and the audit log recorded it done). Now there is no Retry
+    button, and a retry posted anyway says why nothing is sent."""
+    from telegram_bot.audit import Actor
+    from telegram_bot.privacy import erase_user
+
+    ticket = site_ticket()
+    bot.fail_next("sendMessage", status=403, description="Forbidden: bot was blocked by the user")
+    admin_client.post(
+        f"{LIST}{ticket.pk}/reply/", {"text": ANSWER_TEXT, "form_token": str(uuid.uuid4())}
+    )
+    entry = TicketMessage.objects.get(sender="admin")
+    assert "Retry delivery" in admin_client.get(f"{LIST}{ticket.pk}/change/").content.decode()
+    erase_user(USER, actor=Actor(None, "test"), source="admin")
+    assert "Retry delivery" not in admin_client.get(f"{LIST}{ticket.pk}/change/").content.decode()
+    page = admin_client.post(f"{LIST}{ticket.pk}/entries/{entry.pk}/retry/", follow=True)
+    text = page.content.decode()
+    assert "erased: nothing can be sent" in text and "Delivered to the user." not in text
+    assert delivered_copies(bot) == 0
+
+
+def test_a_retry_that_sent_nothing_does_not_say_delivered(
+    bot: FakeTelegramServer, admin_client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another attempt had the entry and gave it up (Delivery(None), nothing sent by this
+    one): not "Delivered to the user."."""
+    ticket = site_ticket()
+    bot.fail_next("sendMessage", status=403, description="Forbidden: bot was blocked by the user")
+    admin_client.post(
+        f"{LIST}{ticket.pk}/reply/", {"text": ANSWER_TEXT, "form_token": str(uuid.uuid4())}
+    )
+    entry = TicketMessage.objects.get(sender="admin")
+    monkeypatch.setattr(flows, "retry_delivery", lambda entry: delivery.Delivery(None))
+    page = admin_client.post(f"{LIST}{ticket.pk}/entries/{entry.pk}/retry/", follow=True)
+    text = page.content.decode()
+    assert "Nothing was sent" in text and "Delivered to the user." not in text
