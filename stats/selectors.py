@@ -318,7 +318,8 @@ def check_range(start: date, end: date, today: date | None = None) -> tuple[date
 
 
 def check_chat_id(chat_id: int) -> int:
-    if not CHAT_ID_MIN <= chat_id <= CHAT_ID_MAX:
+    """A chat id: in the BIGINT range, and not 0 (no Telegram chat has it)."""
+    if chat_id == 0 or not CHAT_ID_MIN <= chat_id <= CHAT_ID_MAX:
         raise ValueError(_("not a chat id"))
     return chat_id
 

@@ -75,6 +75,19 @@ def test_it_refuses_a_backwards_or_huge_range(db: None, admin_client: Client) ->
     assert admin_client.get("/api/v1/stats/daily", {"chat_id": "x"}).status_code == 422
 
 
+def test_chat_id_0_is_refused_not_read_as_no_chat(counted: None, admin_client: Client) -> None:
+    """No Telegram chat has id 0. The dashboard read it as "no chat given" and silently showed
+    the most active chat; the CSV export answered an empty file."""
+    page = admin_client.get("/admin/stats/", {**RANGE, "chat_id": "0"}, follow=True)
+    text = page.content.decode()
+    assert "Chat_id: not a chat id" in text
+    assert admin_client.get("/api/v1/stats/daily", {**RANGE, "chat_id": 0}).status_code in (
+        400,
+        422,
+    )
+    assert admin_client.get("/admin/stats/export.csv", {**RANGE, "chat_id": 0}).status_code == 400
+
+
 def test_it_exports_the_members_table_as_csv(counted: None, admin_client: Client) -> None:
     response = admin_client.get("/admin/stats/export.csv", RANGE)
     assert response.status_code == 200
