@@ -20,8 +20,10 @@ class ModerationConfig(features.FeatureConfig):
 
     def ready(self) -> None:
         super().ready()
-        from moderation import conf
+        from moderation import conf, rights
         from telegram_bot.audit import register_log_chat
+        from telegram_bot.pipeline.security import register_chat_admin_check
 
         conf.connect_signals()
         register_log_chat(conf.log_chat)
+        register_chat_admin_check(rights.is_chat_admin)

@@ -31,9 +31,10 @@ from telegram_bot.admins import (
     Role,
     role_of,
 )
-from telegram_bot.bot import bot_id
+from telegram_bot.bot import bot_id, get_client
 from telegram_bot.client import TelegramClient
-from telegram_bot.state import KVStore
+from telegram_bot.errors import TelegramApiError
+from telegram_bot.state import KVStore, get_store
 from telegram_bot.updates import Message
 
 ADMINS_TTL_MS = 10 * 60 * 1000
@@ -86,6 +87,15 @@ def chat_admins(store: KVStore, client: TelegramClient, chat_id: int) -> dict[in
             break
         # Forgotten while Telegram answered: this answer may predate the change; ask again.
     return {admin.user_id: admin for admin in admins}
+
+
+def is_chat_admin(chat_id: int, user_id: int) -> bool:
+    """For the core's rate limits (``security.register_chat_admin_check``): whether
+    ``user_id`` is one of the chat's own administrators; False when Telegram cannot say."""
+    try:
+        return user_id in chat_admins(get_store(), get_client(), chat_id)
+    except TelegramApiError:
+        return False
 
 
 def forget_chat_admins(store: KVStore, chat_id: int) -> None:

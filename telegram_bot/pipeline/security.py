@@ -4,13 +4,16 @@ Who is sending, may they, and are they over a rate limit. Refusals end quietly.
 
 Rate limits are fixed one-minute windows on atomic KV counters (``rl:``), per user and per chat,
 with a stricter budget for expensive commands. They apply to interactions with the bot
-(commands, button presses, private messages), not to ordinary group chatter, and not to admins.
+(commands, button presses, private messages), not to ordinary group chatter, and not to admins;
+a group's own administrators (an app that knows them says so; an anonymous admin writes as the
+group) spend none of the group's budget, so members who spent it cannot silence moderation.
 A refused sender is told so at most once per window (no reply storms).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -23,6 +26,16 @@ from telegram_bot.state import KVStore
 from telegram_bot.updates import Update
 
 WINDOW_MS = 60_000
+
+# Apps that know a chat's own administrators say whether (chat id, user id) is one of them.
+ChatAdminCheck = Callable[[int, int], bool]
+_chat_admin_checks: list[ChatAdminCheck] = []
+
+
+def register_chat_admin_check(check: ChatAdminCheck) -> None:
+    """A chat's own administrators spend none of its shared budget (``over_rate_limit``)."""
+    if check not in _chat_admin_checks:
+        _chat_admin_checks.append(check)
 
 
 class Sender:
@@ -172,7 +185,7 @@ def over_rate_limit(
     """
     if not is_interaction(update):
         return False
-    if sender.knows_admin_without_lookup:
+    if sender.knows_admin_without_lookup or sent_as_the_chat(update):
         return False
     window = _window()
     if sender.user_id is not None:
@@ -186,9 +199,30 @@ def over_rate_limit(
         if sender.is_admin:
             return False
         count = store.increment(f"rl:c:{update.chat_id}:{window}", 1, ttl_ms=WINDOW_MS + 1000)
-        if count > settings.RATE_LIMIT_CHAT_PER_MINUTE:
+        # Members who spent it must not silence the chat's own administrators (a /ban in a
+        # flood of commands): asked only once it is spent.
+        if count > settings.RATE_LIMIT_CHAT_PER_MINUTE and not _chat_admin(update, sender):
             return True
     return False
+
+
+def sent_as_the_chat(update: Update) -> bool:
+    """A message sent in the name of its own group: only the group's administrators can (an
+    anonymous admin). Their sender id is Telegram's one anonymous bot, shared by every group,
+    so its windows would be every group's anonymous admins' together."""
+    message = update.message
+    return (
+        message is not None
+        and message.sender_chat is not None
+        and update.chat_id is not None
+        and message.sender_chat.id == update.chat_id
+    )
+
+
+def _chat_admin(update: Update, sender: Sender) -> bool:
+    if update.chat_id is None or sender.user_id is None:
+        return False
+    return any(check(update.chat_id, sender.user_id) for check in _chat_admin_checks)
 
 
 def over_expensive_limit(store: KVStore, sender: Sender) -> bool:
