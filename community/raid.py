@@ -34,6 +34,7 @@ from django.utils.translation import gettext as _
 from community.member_state import MemberStore, Strict
 from community.models import MemberPolicy
 from telegram_bot.bot import get_client
+from telegram_bot.client import TelegramClient
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_enqueue, job_retry_later
 from telegram_bot.notifications import notify_admins
@@ -48,6 +49,7 @@ RAID_REMOVE_JOB = "community.raid_remove"
 REQUESTS = MemberPolicy.RaidMode.REQUESTS
 NOTICE_EVERY_SECONDS = 60
 LINK_NAME = "Anti-raid"
+REMOVE_BAN_SECONDS = 60  # a removal's ban (Telegram rounds it up to 30 s), lifted at once
 
 
 def join_counted(policy: MemberPolicy, event: MemberEvent, store: MemberStore) -> None:
@@ -156,12 +158,20 @@ def request_link(chat_id: int, store: MemberStore) -> str:
 
 
 def member_remove(chat_id: int, user_id: int, *, in_job: bool = False) -> None:
-    """Ban, then unban: out of the chat, free to ask to join. Both calls are idempotent, so a
-    re-delivered join or the retry job repeats them harmlessly. A retryable failure goes to
-    the ``community.raid_remove`` job (raised in it: the runner retries)."""
+    """Ban for a minute, then unban: out of the chat, free to ask to join (should the unban
+    fail, the ban ends on its own). Both calls are idempotent, so a re-delivered join repeats
+    them harmlessly. A retryable failure goes to the ``community.raid_remove`` job (raised in
+    it: the runner retries), which first asks Telegram where the member is: one banned
+    meanwhile for longer than this (a moderator's /ban) stays banned, as the unban would lift
+    that ban too."""
     client = get_client()
     try:
-        client.ban_chat_member(chat_id=chat_id, user_id=user_id)
+        if in_job and _banned_longer(client, chat_id, user_id):
+            log.info("anti-raid: %s was banned from %s meanwhile: left banned", user_id, chat_id)
+            return
+        client.ban_chat_member(
+            chat_id=chat_id, user_id=user_id, until_date=int(time.time()) + REMOVE_BAN_SECONDS
+        )
         client.unban_chat_member(chat_id=chat_id, user_id=user_id, only_if_banned=True)
     except TelegramApiError as exc:
         if exc.retryable and in_job:
@@ -175,6 +185,16 @@ def member_remove(chat_id: int, user_id: int, *, in_job: bool = False) -> None:
             )
             return
         log.warning("anti-raid: %s not removed from %s: %s", user_id, chat_id, exc)
+
+
+def _banned_longer(client: TelegramClient, chat_id: int, user_id: int) -> bool:
+    """Banned for ever, or for longer than a removal's own ban (with a minute of slack)."""
+    member = client.get_chat_member(chat_id=chat_id, user_id=user_id)
+    if member.get("status") != "kicked":
+        return False
+    until = member.get("until_date")
+    until = until if isinstance(until, int) and not isinstance(until, bool) else 0
+    return not until or until > time.time() + 2 * REMOVE_BAN_SECONDS
 
 
 def raid_end(chat_id: int, link: str, store: MemberStore) -> None:

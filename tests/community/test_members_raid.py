@@ -240,3 +240,30 @@ def test_racing_joins_create_one_link_and_revoke_the_other(
     assert {c.params["invite_link"] for c in succeeded(bot, "revokeChatInviteLink")} == (
         set(bot.results.invite_links) - {stored.link}
     )
+
+
+def test_a_removal_retried_later_leaves_a_moderators_ban_in_place(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """The removal of a raider met a 429 and went to the retry job; before it ran, a
+    moderator banned that raider. The job banned and unbanned: the moderator's ban was
+    lifted. Now it asks Telegram first and leaves the ban; a raider not banned meanwhile is
+    removed by the job as before (a short ban, then the unban)."""
+    make_policy(raid_joins=1, raid_window_seconds=60, raid_strict_minutes=15, raid_mode="requests")
+    start = window_start()
+    processed(post_update, join_update(FIRST, date=start))
+    bot.fail_next("banChatMember", status=429, retry_after=1, description="Too Many Requests")
+    processed(post_update, join_update(FIRST + 1, date=start + 1))
+    bot.fail_next("banChatMember", status=429, retry_after=1, description="Too Many Requests")
+    processed(post_update, join_update(FIRST + 2, date=start + 2))
+    assert Job.objects.filter(kind="community.raid_remove").count() == 2
+    bot.set_chat_member(GROUP, FIRST + 1, "kicked", until_date=0)  # a moderator's /ban
+    # Describing a member describes the chat: the bot is then an admin only if said so.
+    bot.set_chat_member(GROUP, 123456789, "administrator", is_bot=True, can_restrict_members=True)
+    make_jobs_due()
+    run_due(new_owner())
+    run_due(new_owner())
+    assert bot.chat_member(GROUP, FIRST + 1)["status"] == "kicked"  # still banned
+    assert bot.chat_member(GROUP, FIRST + 2)["status"] == "left"  # removed, may ask to join
+    [ban] = [c for c in succeeded(bot, "banChatMember") if c.params["user_id"] == FIRST + 2]
+    assert 0 < ban.params["until_date"] - time.time() <= 60
