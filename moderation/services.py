@@ -146,10 +146,14 @@ def stronger_in_place(
     until = until if isinstance(until, int) and not isinstance(until, bool) else 0
     # until_date 0 is for ever; an action without seconds is for ever too.
     lasts = not until or (seconds is not None and seconds > 0 and until >= time.time() + seconds)
+    if not automatic:
+        # A ban for ever or for longer than a kick's own minute (a kick whose unban is still
+        # to come, its job retrying, is no ban to keep); a moderator's mute may change the
+        # length of a mute in place.
+        longer = not until or until > time.time() + 2 * KICK_SECONDS
+        return Action.BAN if status == "kicked" and longer else None
     if status == "kicked" and (action != Action.BAN or lasts):
         return Action.BAN
-    if not automatic:
-        return None  # a moderator's mute may change the length of one in place
     if status == "restricted" and action == Action.MUTE and not member.get("can_send_messages"):
         return Action.MUTE if lasts else None
     return None

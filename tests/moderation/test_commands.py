@@ -314,3 +314,21 @@ def test_a_warning_limit_reached_by_a_banned_member_keeps_the_ban(bot: FakeTeleg
     assert bot.chat_member(GROUP, MEMBER)["status"] == "kicked"
     assert ok_calls(bot, "restrictChatMember") == []
     assert answers(bot)[-1].endswith("Mallory is already banned.")
+
+
+def test_a_kick_whose_unban_is_retried_by_its_job_is_done_not_refused(
+    bot: FakeTelegramServer,
+) -> None:
+    """The kick's ban went through, its unban met a 429: the job found the kick's own
+    one-minute ban and recorded "already banned", never unbanning. A ban that short is no ban
+    to keep: the job kicks, and the member may come back."""
+    from telegram_bot.jobs.runner import new_owner, run_due
+    from tests.community.helpers import make_jobs_due
+
+    describe_group(bot)
+    bot.fail_next("unbanChatMember", status=429, retry_after=1, description="Too Many Requests")
+    run(command("/kick", reply_to=member_message()))
+    make_jobs_due()
+    assert run_due(new_owner()) == 1
+    assert bot.chat_member(GROUP, MEMBER)["status"] == "left"
+    assert list(AuditEntry.objects.values_list("action", "outcome")) == [("kick", "done")]
