@@ -60,6 +60,9 @@ class ChatAdmin:
         return self.can_restrict if right == RESTRICT else self.can_delete
 
 
+ASK_EVERY_MS = 60_000  # is_chat_admin's calls to Telegram without a cached list, per chat
+
+
 def admins_key(chat_id: int) -> str:
     return f"mod:adm:{chat_id}"
 
@@ -90,10 +93,18 @@ def chat_admins(store: KVStore, client: TelegramClient, chat_id: int) -> dict[in
 
 
 def is_chat_admin(chat_id: int, user_id: int) -> bool:
-    """For the core's rate limits (``security.register_chat_admin_check``): whether
-    ``user_id`` is one of the chat's own administrators; False when Telegram cannot say."""
+    """For the core's rate limits (``security.register_chat_admin_check``, asked once the
+    group's budget is spent): whether ``user_id`` is one of the chat's own administrators.
+    The cached list answers; without one, Telegram is asked at most once a minute per chat (a
+    flood of refused commands costs no call each), and False when it cannot say."""
+    store = get_store()
+    cached = store.get(admins_key(chat_id))
+    if isinstance(cached, list):
+        return any(isinstance(row, list) and row and row[0] == user_id for row in cached)
+    if not store.set_if_absent(f"mod:adm:asked:{chat_id}", 1, ttl_ms=ASK_EVERY_MS):
+        return False
     try:
-        return user_id in chat_admins(get_store(), get_client(), chat_id)
+        return user_id in chat_admins(store, get_client(), chat_id)
     except TelegramApiError:
         return False
 

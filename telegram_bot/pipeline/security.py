@@ -117,7 +117,12 @@ def check(
         return Refusal("rate", sender, str(REFUSAL_TEXTS["rate"]))
     if role > Role.USER and sender.role < role:
         return Refusal("role", sender, str(REFUSAL_TEXTS["role"]))
-    if expensive and not replay and over_expensive_limit(store, sender):
+    if (
+        expensive
+        and not replay
+        and not sent_as_the_chat(update)
+        and over_expensive_limit(store, sender)
+    ):
         return Refusal("expensive", sender, str(REFUSAL_TEXTS["expensive"]))
     return sender
 

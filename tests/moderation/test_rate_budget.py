@@ -50,3 +50,28 @@ def test_an_anonymous_admin_still_bans_once_members_spent_the_budget(
     anonymous_admin(bot, ANON, can_restrict_members=True)
     assert run(as_the_group("/ban spam", reply_to_message=member_message())) == (Outcome.PROCESSED)
     assert bot.chat_member(GROUP, MEMBER)["status"] == "kicked"
+
+
+def test_without_a_cached_admin_list_telegram_is_asked_once_a_minute(
+    bot: FakeTelegramServer, spent: None
+) -> None:
+    """A flood of refused commands while Telegram cannot give the admin list: one call,
+    not one per refused command."""
+    from moderation.rights import admins_key
+    from telegram_bot.state import get_store
+
+    get_store().delete(admins_key(GROUP))
+    bot.fail_next("getChatAdministrators", times=10, status=429, retry_after=30)
+    for sender in (5106, 5107, 5108):
+        assert run(command("/help", sender=sender)) == Outcome.REFUSED
+    assert len([c for c in bot.calls if c.method == "getChatAdministrators"]) == 1
+
+
+def test_anonymous_admins_share_no_expensive_budget(bot: FakeTelegramServer, settings: Any) -> None:
+    """The anonymous admins of every group write as one Telegram bot: its expensive budget
+    (3 a minute) was all groups' anonymous admins' together."""
+    settings.RATE_LIMIT_EXPENSIVE_PER_MINUTE = 1
+    describe_group(bot)
+    anonymous_admin(bot, ANON, can_restrict_members=True)
+    for _ in range(3):
+        assert run(as_the_group("/stats")) != Outcome.REFUSED
