@@ -43,11 +43,12 @@ from support.models import Ticket, TicketBotMessage, TicketMessage
 from telegram_bot.bot import get_client
 from telegram_bot.client import CAPTION_LIMIT, SEND_WINDOW_SECONDS, TEXT_LIMIT, TelegramClient, clip
 from telegram_bot.delivery import send_once
-from telegram_bot.errors import TelegramApiError
+from telegram_bot.errors import StateError, TelegramApiError
 from telegram_bot.jobs.services import job_retry_later
-from telegram_bot.languages import recipient_language
+from telegram_bot.languages import default_language, recipient_language
 from telegram_bot.notifications import FollowUp, delivery_failed, notify_admins
 from telegram_bot.privacy import ANONYMOUS_BASE
+from telegram_bot.redaction import redact
 from telegram_bot.state import get_store
 
 log = logging.getLogger(__name__)
@@ -192,9 +193,15 @@ def _attempt(
     final: bool,
 ) -> _Attempt:
     """Claim, send once and record the user's message of ``entry`` (``send_once``)."""
-    # Read before the claim: a KV store that fails here fails the attempt before anything was
-    # sent (inside the send it would count as "may have arrived", and stop every retry).
-    language = recipient_language(get_store(), user_id=ticket.user_id)
+    # Read before the claim (inside the send a failure would count as "may have arrived" and
+    # stop every retry); a KV store that fails here gives the default language, not a failure.
+    try:
+        language = recipient_language(get_store(), user_id=ticket.user_id)
+    except StateError as exc:
+        log.warning(
+            "support #%s: the user's language is unknown (%s)", ticket.number, redact(str(exc))
+        )
+        language = default_language()
     now = timezone.now()
     token = services.entry_delivery_claim(
         entry_id=entry.pk,
