@@ -97,6 +97,8 @@ def is_chat_admin(chat_id: int, user_id: int) -> bool:
     group's budget is spent): whether ``user_id`` is one of the chat's own administrators.
     The cached list answers; without one, Telegram is asked at most once a minute per chat (a
     flood of refused commands costs no call each), and False when it cannot say."""
+    if chat_id >= 0:
+        return False  # groups have negative ids: an update saying otherwise is not asked about
     store = get_store()
     cached = store.get(admins_key(chat_id))
     if isinstance(cached, list):

@@ -75,3 +75,19 @@ def test_anonymous_admins_share_no_expensive_budget(bot: FakeTelegramServer, set
     anonymous_admin(bot, ANON, can_restrict_members=True)
     for _ in range(3):
         assert run(as_the_group("/stats")) != Outcome.REFUSED
+
+
+def test_a_group_with_a_positive_id_is_never_asked_for_its_admins(
+    bot: FakeTelegramServer, settings: Any
+) -> None:
+    """A forged update calling chat 1000 a supergroup (group ids are negative): once its
+    budget was spent, Telegram was asked for the admins of a private chat (a 400; found by the
+    hostile-updates test on CI)."""
+    settings.RATE_LIMIT_CHAT_PER_MINUTE = 1
+    forged = []
+    for sender in (5201, 5202, 5203):
+        update = command("/help", sender=sender)
+        update["message"]["chat"] = {"id": 1000, "type": "supergroup", "title": "forged"}
+        forged.append(run(update))
+    assert forged[-1] == Outcome.REFUSED
+    assert [c for c in bot.calls if c.method == "getChatAdministrators"] == []
