@@ -33,8 +33,8 @@ from django.utils.translation import gettext as _
 
 from community.member_state import MemberStore, Strict
 from community.models import MemberPolicy
+from telegram_bot.admins import banned_for_longer_than
 from telegram_bot.bot import get_client
-from telegram_bot.client import TelegramClient
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_enqueue, job_retry_later
 from telegram_bot.notifications import notify_admins
@@ -166,7 +166,9 @@ def member_remove(chat_id: int, user_id: int, *, in_job: bool = False) -> None:
     that ban too."""
     client = get_client()
     try:
-        if in_job and _banned_longer(client, chat_id, user_id):
+        if in_job and banned_for_longer_than(
+            client.get_chat_member(chat_id=chat_id, user_id=user_id), 2 * REMOVE_BAN_SECONDS
+        ):
             log.info("anti-raid: %s was banned from %s meanwhile: left banned", user_id, chat_id)
             return
         client.ban_chat_member(
@@ -185,16 +187,6 @@ def member_remove(chat_id: int, user_id: int, *, in_job: bool = False) -> None:
             )
             return
         log.warning("anti-raid: %s not removed from %s: %s", user_id, chat_id, exc)
-
-
-def _banned_longer(client: TelegramClient, chat_id: int, user_id: int) -> bool:
-    """Banned for ever, or for longer than a removal's own ban (with a minute of slack)."""
-    member = client.get_chat_member(chat_id=chat_id, user_id=user_id)
-    if member.get("status") != "kicked":
-        return False
-    until = member.get("until_date")
-    until = until if isinstance(until, int) and not isinstance(until, bool) else 0
-    return not until or until > time.time() + 2 * REMOVE_BAN_SECONDS
 
 
 def raid_end(chat_id: int, link: str, store: MemberStore) -> None:

@@ -17,7 +17,6 @@ from moderation.conf import chat_settings
 from moderation.durations import DurationError, looks_like_duration, parse_duration, quoted
 from moderation.rights import (
     DELETE,
-    GROUP_ANONYMOUS_BOT_ID,
     RESTRICT,
     ChatAdmin,
     Refusal,
@@ -27,10 +26,9 @@ from moderation.rights import (
     check_moderator,
     forget_chat_admins,
     is_protected,
-    sent_as_the_chat,
 )
 from moderation.services import Origin, Target
-from telegram_bot.admins import Role
+from telegram_bot.admins import GROUP_ANONYMOUS_BOT_ID, Role, sent_as_the_chat
 from telegram_bot.audit import Actor, telegram_actor
 from telegram_bot.client.methods import DELETE_BATCH
 from telegram_bot.errors import TelegramApiError

@@ -26,7 +26,6 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from telegram_bot.admins import (
-    GROUP_ANONYMOUS_BOT_ID,
     STAND_IN_IDS,
     Role,
     role_of,
@@ -145,17 +144,6 @@ def check_moderator(admins: dict[int, ChatAdmin], user_id: int | None, right: st
         raise Refusal(
             _("You need the right to %(right)s for that.") % {"right": RIGHT_NAMES[right]}
         )
-
-
-def sent_as_the_chat(message: Message) -> bool:
-    """An anonymous admin's message: GroupAnonymousBot, on behalf of this very chat."""
-    user, chat = message.from_user, message.sender_chat
-    return (
-        user is not None
-        and user.id == GROUP_ANONYMOUS_BOT_ID
-        and chat is not None
-        and chat.id == message.chat.id
-    )
 
 
 def check_anonymous(admins: dict[int, ChatAdmin], right: str) -> None:

@@ -29,6 +29,7 @@ from django.utils.translation import gettext, gettext_lazy, ngettext
 from moderation.conf import chat_settings
 from moderation.durations import describe
 from moderation.models import Action, ChatSettings, Warning, WarnState
+from telegram_bot.admins import banned_for_longer_than
 from telegram_bot.audit import BOT, Actor, Outcome, audit_record, clean
 from telegram_bot.client import SEND_PERMISSIONS, TelegramClient
 from telegram_bot.errors import TelegramApiError
@@ -150,8 +151,7 @@ def stronger_in_place(
         # A ban for ever or for longer than a kick's own minute (a kick whose unban is still
         # to come, its job retrying, is no ban to keep); a moderator's mute may change the
         # length of a mute in place.
-        longer = not until or until > time.time() + 2 * KICK_SECONDS
-        return Action.BAN if status == "kicked" and longer else None
+        return Action.BAN if banned_for_longer_than(member, 2 * KICK_SECONDS) else None
     if status == "kicked" and (action != Action.BAN or lasts):
         return Action.BAN
     if status == "restricted" and action == Action.MUTE and not member.get("can_send_messages"):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -18,11 +20,36 @@ from django.utils.translation import gettext_lazy
 
 from telegram_bot.errors import AuthorizationError, ValidationError
 from telegram_bot.models import BotAdmin
+from telegram_bot.updates import Message
 
 # Telegram's stand-ins: an anonymous admin posting as the group, a user posting as a channel,
 # and the service account behind a linked channel's automatic forwards. Each one speaks for
 # many people, so none of them can be made an admin.
 GROUP_ANONYMOUS_BOT_ID = 1087968824
+
+
+def banned_for_longer_than(member: Mapping[str, Any], seconds: float) -> bool:
+    """A getChatMember answer: banned (``kicked``) for ever, or until more than ``seconds``
+    from now (a kick's or a raid removal's own short ban is not such a ban)."""
+    if member.get("status") != "kicked":
+        return False
+    until = member.get("until_date")
+    until = until if isinstance(until, int) and not isinstance(until, bool) else 0
+    return not until or until > time.time() + seconds
+
+
+def sent_as_the_chat(message: Message) -> bool:
+    """An anonymous admin's message: GroupAnonymousBot, on behalf of this very chat (only the
+    chat's administrators can write so)."""
+    user, chat = message.from_user, message.sender_chat
+    return (
+        user is not None
+        and user.id == GROUP_ANONYMOUS_BOT_ID
+        and chat is not None
+        and chat.id == message.chat.id
+    )
+
+
 CHANNEL_BOT_ID = 136817688
 SERVICE_ACCOUNT_ID = 777000
 STAND_IN_IDS = frozenset({GROUP_ANONYMOUS_BOT_ID, CHANNEL_BOT_ID, SERVICE_ACCOUNT_ID})

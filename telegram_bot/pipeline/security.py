@@ -20,7 +20,7 @@ from functools import cached_property
 from django.conf import settings
 from django.utils.translation import gettext_lazy
 
-from telegram_bot.admins import Role, configured_role, role_of
+from telegram_bot.admins import Role, configured_role, role_of, sent_as_the_chat
 from telegram_bot.bot import bot_username
 from telegram_bot.state import KVStore
 from telegram_bot.updates import Update
@@ -120,7 +120,7 @@ def check(
     if (
         expensive
         and not replay
-        and not sent_as_the_chat(update)
+        and not _as_the_chat(update)
         and over_expensive_limit(store, sender)
     ):
         return Refusal("expensive", sender, str(REFUSAL_TEXTS["expensive"]))
@@ -190,7 +190,7 @@ def over_rate_limit(
     """
     if not is_interaction(update):
         return False
-    if sender.knows_admin_without_lookup or sent_as_the_chat(update):
+    if sender.knows_admin_without_lookup or _as_the_chat(update):
         return False
     window = _window()
     if sender.user_id is not None:
@@ -211,17 +211,11 @@ def over_rate_limit(
     return False
 
 
-def sent_as_the_chat(update: Update) -> bool:
-    """A message sent in the name of its own group: only the group's administrators can (an
-    anonymous admin). Their sender id is Telegram's one anonymous bot, shared by every group,
-    so its windows would be every group's anonymous admins' together."""
-    message = update.message
-    return (
-        message is not None
-        and message.sender_chat is not None
-        and update.chat_id is not None
-        and message.sender_chat.id == update.chat_id
-    )
+def _as_the_chat(update: Update) -> bool:
+    """Sent in the name of its own group (``admins.sent_as_the_chat``): an anonymous admin,
+    whose sender id is Telegram's one anonymous bot, shared by every group, so its windows
+    would be every group's anonymous admins' together."""
+    return update.message is not None and sent_as_the_chat(update.message)
 
 
 def _chat_admin(update: Update, sender: Sender) -> bool:
