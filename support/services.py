@@ -309,9 +309,16 @@ def entry_delivery_uncertain(*, entry: TicketMessage, error: str, token: uuid.UU
 
 def entry_delivery_retry(*, entry: TicketMessage) -> None:
     """An admin asks to send it again: forget a failed or uncertain attempt (never one that is
-    still in flight)."""
+    still in flight).
+
+    The UPDATE filters on the entry's own columns only: a filter across the ticket made it
+    ``WHERE id IN (SELECT ...)``, which PostgreSQL judges on the row as the statement first
+    saw it, so a reset that waited for a concurrent claim dropped that claim once committed,
+    and the answer went out twice."""
+    if not Ticket.objects.filter(pk=entry.ticket_id, chat_id__lt=ANONYMOUS_BASE).exists():
+        return  # its user was erased: there is nobody to send it to
     TicketMessage.objects.filter(
-        pk=entry.pk, user_notified_at__isnull=True, ticket__chat_id__lt=ANONYMOUS_BASE
+        pk=entry.pk, user_notified_at__isnull=True
     ).filter(Q(delivery_attempt_token__isnull=True) | Q(delivery_uncertain=True)).update(
         delivery_error="",
         delivery_uncertain=False,

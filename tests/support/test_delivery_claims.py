@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -15,7 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
-from django.db import connections
+from django.db import connection, connections, transaction
 from django.test import Client
 from django.utils import timezone
 
@@ -176,6 +177,77 @@ def test_two_concurrent_deliveries_of_a_new_entry_send_it_once(bot: FakeTelegram
         (False, True),
         (True, False),
     ]
+
+
+def _wait_until_blocked_on_a_row(thread: threading.Thread) -> None:
+    """On PostgreSQL, until ``thread``'s statement waits for a row lock; on SQLite the writer
+    holds the database's write lock, so the other one can only wait."""
+    if connection.vendor != "postgresql":
+        time.sleep(0.3)
+        return
+    deadline = time.monotonic() + 30
+    with connection.cursor() as cursor:
+        while thread.is_alive():
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            )
+            if cursor.fetchone()[0]:
+                return
+            assert time.monotonic() < deadline, "the Retry never waited for the claim's row"
+            time.sleep(0.01)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_that_waited_for_a_claim_being_committed_does_not_undo_the_claim(
+    bot: FakeTelegramServer,
+) -> None:
+    """Two Retry presses: the first one's claim holds the row when the second one's reset reads
+    it. The reset must see the claim once it is committed (a reset written as ``UPDATE ...
+    WHERE id IN (SELECT ...)`` judged the row by its old version on PostgreSQL, dropped the
+    claim, and the second press sent the answer again: CI saw it once)."""
+    entry = site_answer()
+    TicketMessage.objects.filter(pk=entry.pk).update(delivery_error="refused" + delivery.RETRYING)
+    services.entry_delivery_retry(entry=entry)  # the first press's reset
+    claimed, commit = threading.Event(), threading.Event()
+    tokens: list[uuid.UUID | None] = []
+
+    def first_press_claims() -> None:
+        try:
+            with transaction.atomic():
+                tokens.append(
+                    services.entry_delivery_claim(
+                        entry_id=entry.pk,
+                        deadline=timezone.now() + timedelta(seconds=60),
+                        after_failure=False,
+                    )
+                )
+                claimed.set()
+                commit.wait(30)
+        finally:
+            connections.close_all()
+
+    def second_press_resets() -> None:
+        try:
+            services.entry_delivery_retry(entry=entry)
+        finally:
+            connections.close_all()
+
+    claimer = threading.Thread(target=first_press_claims)
+    claimer.start()
+    assert claimed.wait(30)
+    resetter = threading.Thread(target=second_press_resets)
+    resetter.start()
+    _wait_until_blocked_on_a_row(resetter)
+    commit.set()
+    claimer.join(30)
+    resetter.join(30)
+    assert tokens and tokens[0] is not None
+    row = TicketMessage.objects.get(pk=entry.pk)
+    assert row.delivery_attempt_token == tokens[0]  # the claim stands
+    # So the second press finds the answer being sent, and sends nothing.
+    result = delivery.deliver(TicketMessage.objects.select_related("ticket").get(pk=entry.pk))
+    assert result.in_progress and delivered_copies(bot) == 0
 
 
 def test_an_entry_being_sent_is_not_sent_by_another_caller_and_is_checked_after_its_deadline(
