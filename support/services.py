@@ -317,9 +317,9 @@ def entry_delivery_retry(*, entry: TicketMessage) -> None:
     and the answer went out twice."""
     if not Ticket.objects.filter(pk=entry.ticket_id, chat_id__lt=ANONYMOUS_BASE).exists():
         return  # its user was erased: there is nobody to send it to
-    TicketMessage.objects.filter(
-        pk=entry.pk, user_notified_at__isnull=True
-    ).filter(Q(delivery_attempt_token__isnull=True) | Q(delivery_uncertain=True)).update(
+    TicketMessage.objects.filter(pk=entry.pk, user_notified_at__isnull=True).filter(
+        Q(delivery_attempt_token__isnull=True) | Q(delivery_uncertain=True)
+    ).update(
         delivery_error="",
         delivery_uncertain=False,
         delivery_attempt_token=None,
