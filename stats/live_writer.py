@@ -50,8 +50,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 from psycopg.pq import TransactionStatus
 
-from stats import keys
-from stats.daylock import lock_statement
+from stats import keys, write_behind
+from stats.daylock import day_lock_key, lock_statement
 from stats.models import CATEGORIES
 from stats.poison import failed_record, poison_mark
 from telegram_bot import libpq
@@ -95,6 +95,15 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
     merged = merge_rows(rows)
     db = connections[DEFAULT_DB_ALIAS]
     if merged and _own_transaction(store, db):
+        behind = write_behind.get()
+        epoch = behind.join(day_keys(merged)) if behind is not None else None
+        if behind is not None and epoch is not None:
+            applied = False
+            try:
+                applied = commit()
+            finally:
+                behind.leave(epoch, store, merged if applied else None)
+            return applied
         return _count_once_two_round_trips(store, commit, merged, db)
     stage = "add"
     try:
@@ -112,10 +121,10 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
             log.warning("stats day lock or add failed, counting without it: %s", exc)
             applied = commit()
         if applied and merged:
-            _poison_failed(store, merged, exc)
+            poison_failed(store, merged, exc)
         return applied
     if applied and merged:
-        _memo_remember(_touched(merged))
+        memo_remember(touched(merged))
     return applied
 
 
@@ -151,9 +160,9 @@ def _count_once_two_round_trips(
             log.warning("stats day lock or add failed, counting without it: %s", exc)
             applied = commit()
         if applied:
-            _poison_failed(store, merged, exc)
+            poison_failed(store, merged, exc)
         return applied
-    _memo_remember(_touched(merged))
+    memo_remember(touched(merged))
     return applied
 
 
@@ -200,13 +209,13 @@ def live_write(*, store: KVStore, rows: Sequence[RowDelta]) -> bool:
         with transaction.atomic():
             _lock_and_add(merged)
     except DatabaseError as exc:
-        _poison_failed(store, merged, exc)
+        poison_failed(store, merged, exc)
         return False
-    _memo_remember(_touched(merged))
+    memo_remember(touched(merged))
     return True
 
 
-def _touched(merged: Sequence[RowDelta]) -> list[tuple[int, date, str]]:
+def touched(merged: Sequence[RowDelta]) -> list[tuple[int, date, str]]:
     return sorted(
         {(row.chat_id, row.day, category) for row in merged for category in row.categories}
     )
@@ -232,7 +241,17 @@ def _lock_and_add(merged: Sequence[RowDelta]) -> None:
 
 def _lock_and_add_statements(merged: Sequence[RowDelta]) -> list[Statement | None]:
     lock = lock_statement({(row.chat_id, row.day) for row in merged}, shared=True)
-    return [lock, _upsert_statement(merged), _coverage_live_statement(_touched(merged))]
+    return [lock, _upsert_statement(merged), _coverage_live_statement(touched(merged))]
+
+
+def add_statements(merged: Sequence[RowDelta]) -> list[Statement]:
+    """The add without the lock (the write-behind's epoch holds the days' locks already)."""
+    statements = [_upsert_statement(merged), _coverage_live_statement(touched(merged))]
+    return [s for s in statements if s is not None]
+
+
+def day_keys(merged: Sequence[RowDelta]) -> frozenset[int]:
+    return frozenset(day_lock_key(row.chat_id, row.day) for row in merged)
 
 
 def _server_side_binding() -> bool:
@@ -240,14 +259,14 @@ def _server_side_binding() -> bool:
     return connection.settings_dict.get("OPTIONS", {}).get("server_side_binding") is True
 
 
-def _poison_failed(store: KVStore, merged: Sequence[RowDelta], exc: Exception) -> None:
-    touched = _touched(merged)
-    log.warning("live stats write failed, marking %d categories poisoned: %s", len(touched), exc)
-    _memo_forget(touched)
+def poison_failed(store: KVStore, merged: Sequence[RowDelta], exc: Exception) -> None:
+    triples = touched(merged)
+    log.warning("live stats write failed, marking %d categories poisoned: %s", len(triples), exc)
+    _memo_forget(triples)
     # What the database missed first (readers repair the day from exactly these counters),
     # then the marks that say the day is not to be trusted.
     failed_record(store, [(r.chat_id, r.day, r.user_id, r.deltas) for r in merged])
-    poison(store=store, triples=touched)
+    poison(store=store, triples=triples)
 
 
 def _kv_in_database(store: KVStore) -> bool:
@@ -362,7 +381,7 @@ def _memo_known(triple: tuple[int, date, str]) -> bool:
     return seen is not None and time.monotonic() - seen < MEMO_SECONDS
 
 
-def _memo_remember(triples: Iterable[tuple[int, date, str]]) -> None:
+def memo_remember(triples: Iterable[tuple[int, date, str]]) -> None:
     now = time.monotonic()
     with _memo_lock:
         if len(_memo) > MEMO_MAX:

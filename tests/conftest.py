@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from stats import write_behind
 from telegram_bot import languages
 from telegram_bot.state import KVStore, open_store
 from tests.fakes.telegram import FakeTelegramServer
@@ -87,6 +88,14 @@ def _forget_listed_admins() -> Iterator[None]:
     admins.forget_listed_admins()
     yield
     admins.forget_listed_admins()
+
+
+@pytest.fixture(autouse=True)
+def _end_write_behind() -> Iterator[None]:
+    """The statistics' write-behind (stats/write_behind.py) keeps a connection and a
+    transaction per process: a test ends them, having written what they hold."""
+    yield
+    write_behind.shutdown()
 
 
 @pytest.fixture(autouse=True)
@@ -203,6 +212,9 @@ def post_update(client: Any, request: pytest.FixtureRequest, settings: Any) -> A
         response = client.post(
             "/telegram/webhook", data=json.dumps(update), content_type="application/json", **headers
         )
+        # The answer is out; the message's database add lands with its epoch, a few
+        # milliseconds later: the tests read the database after that.
+        write_behind.flush()
         if response.status_code == 200 and b'"method"' in response.content:
             fake = request.getfixturevalue("fake_telegram")
             fake.webhook_reply(settings.TELEGRAM_BOT_TOKEN, response.content)

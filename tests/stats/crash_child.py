@@ -1,12 +1,14 @@
 """A web process for tests/stats/test_crash.py: posts updates to the webhook, one by one, and
 kills itself with SIGKILL right after the KV commit of one chosen update, before its
-database add commits (the live writer's transaction).
+database add commits (the live writer's transaction), or right after one update's answer.
 
 Run as ``python -m tests.stats.crash_child`` with DJANGO_SETTINGS_MODULE and DATABASE_URL of
 the test database; ``STATS_CHILD_KV_URL`` / ``STATS_CHILD_KV_PREFIX`` name the shared KV store,
-``STATS_CHILD_KILL_AT`` the update id (or nothing). Updates come as a JSON list on stdin;
-prints ``<update_id> <outcome>`` per update answered. A 503 (the update is claimed by a
-process that died) is retried, as Telegram does.
+``STATS_CHILD_KILL_AT`` the update id (or nothing); ``STATS_CHILD_KILL_AFTER_ANSWER`` an
+update after whose answer it kills itself, with ``STATS_CHILD_NO_FLUSHER`` keeping every add in
+the write-behind's epoch until the process ends. Updates come as a JSON list on stdin; prints
+``<update_id> <outcome>`` per update answered. A 503 (the update is claimed by a process that
+died) is retried, as Telegram does.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def main() -> None:
         os.environ["STATS_CHILD_KV_URL"], prefix=os.environ.get("STATS_CHILD_KV_PREFIX", "")
     )
     kill_at = int(os.environ.get("STATS_CHILD_KILL_AT") or 0)
+    kill_after = int(os.environ.get("STATS_CHILD_KILL_AFTER_ANSWER") or 0)
     current = {"update_id": 0}
     real_count_once = services.count_once
 
@@ -45,6 +48,10 @@ def main() -> None:
         return real_count_once(store=store, commit=commit_then_die, rows=rows)
 
     services.count_once = count_once_or_die
+    if os.environ.get("STATS_CHILD_NO_FLUSHER"):
+        from stats import write_behind
+
+        write_behind.WriteBehind._run = lambda self: None  # type: ignore[method-assign]
     updates = json.load(sys.stdin)
     client = Client()
     with override_store(store):
@@ -62,6 +69,9 @@ def main() -> None:
                 # A killed process's claim on the update: Telegram tries again later.
                 time.sleep(0.25)
             print(update["update_id"], response["X-Update-Outcome"], flush=True)
+            if current["update_id"] == kill_after:
+                # Answered, and its database add still pending in the write-behind's epoch.
+                os.kill(os.getpid(), signal.SIGKILL)
 
 
 if __name__ == "__main__":

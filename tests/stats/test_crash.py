@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from stats.backfill import backfill_run
 from stats.models import DailyCoverage
 from stats.reconcile import reconcile_run
 from telegram_bot.state import KVStore, override_store
-from tests.conftest import OWNER_ID, WEBHOOK_SECRET
+from tests.conftest import OWNER_ID, WEBHOOK_SECRET, make_store
 from tests.content.test_processes import database_url
 from tests.fakes.telegram import FakeTelegramServer
 from tests.stats.conversation import Conversation, configure_rules
@@ -56,7 +57,9 @@ def shared(
         yield shared_kv
 
 
-def child_env(store: KVStore, base_url: str, kill_at: int | None) -> dict[str, str]:
+def child_env(
+    store: KVStore, base_url: str, kill_at: int | None, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "TELEGRAM_"))}
     for name in ("DATABASE_URL", "ADMIN_TELEGRAM_IDS", "ALLOWED_CHAT_IDS"):
         keep.pop(name, None)
@@ -74,16 +77,21 @@ def child_env(store: KVStore, base_url: str, kill_at: int | None) -> dict[str, s
         "STATS_CHILD_KV_URL": store.url,
         "STATS_CHILD_KV_PREFIX": store.prefix,
         "STATS_CHILD_KILL_AT": str(kill_at or ""),
+        **(extra or {}),
     }
 
 
 def run_child(
-    store: KVStore, base_url: str, updates: list[dict[str, Any]], kill_at: int | None
+    store: KVStore,
+    base_url: str,
+    updates: list[dict[str, Any]],
+    kill_at: int | None,
+    extra: dict[str, str] | None = None,
 ) -> tuple[int, list[tuple[int, str]]]:
     child = subprocess.Popen(
         [sys.executable, "-m", "tests.stats.crash_child"],
         cwd=ROOT,
-        env=child_env(store, base_url, kill_at),
+        env=child_env(store, base_url, kill_at, extra),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -160,3 +168,80 @@ def test_a_process_killed_between_the_kv_commit_and_the_database_add_loses_nothi
     assert_verified_days_right(conversation)
     assert_closed_days_verified(conversation, tomorrow)
     assert not DailyCoverage.objects.filter(reason__gt="").exists()
+
+
+@pytest.fixture
+def redis_shared(
+    request: pytest.FixtureRequest, fake_telegram: FakeTelegramServer, settings: Any
+) -> Iterator[KVStore]:
+    """Redis shared with the children (the write-behind needs a KV store outside the
+    database)."""
+    for store in make_store(request, "redis"):
+        settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
+        settings.OWNER_TELEGRAM_ID = OWNER_ID
+        settings.ADMIN_TELEGRAM_IDS = []
+        settings.ALLOWED_CHAT_IDS = []
+        settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
+        settings.STATS_BACKFILL_CLOCK_SKEW_MS = 0
+        with override_store(store):
+            yield store
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the write-behind is PostgreSQL's")
+def test_a_process_killed_with_answered_adds_still_in_its_epoch_loses_nothing(
+    redis_shared: KVStore,
+    post_update: Any,
+    admin_client: Any,
+    fake_telegram: FakeTelegramServer,
+) -> None:
+    """The write-behind's worst case: a process killed with every add since it started still
+    in its epoch (its flusher held back), each time right after answering an update. Telegram
+    got the answers, so nothing is delivered again; the adds are in the KV store only, as for
+    a process killed between its two writes, and are repaired the same way."""
+    store = redis_shared
+    today = datetime.now(UTC).date()
+    days = [today - timedelta(days=n) for n in (3, 2, 1, 0)]
+    configure_rules()
+    conversation = Conversation(seed=37, days=days, now=int(time.time()), messages=60)
+    for update in conversation.updates:
+        assert post_update(update).status_code == 200
+    assert backfill_run(force=True).outcome == "done"
+    assert_closed_days_verified(conversation, today)
+
+    rng = random.Random(37)
+    late = [
+        conversation.late_message(
+            rng.choice(conversation.chats),
+            rng.choice(days),
+            rng.choice(conversation.users),
+            words=rng.randint(1, 5),
+        )
+        for _ in range(30)
+    ]
+    doomed = [late[i]["update_id"] for i in sorted(rng.sample(range(len(late)), 3))]
+    epochs = {"STATS_WRITE_BEHIND_MS": "1000", "STATS_CHILD_NO_FLUSHER": "1"}
+    pending, outcomes = late, {}
+    for kill_after in [*doomed, None]:
+        extra = {**epochs, "STATS_CHILD_KILL_AFTER_ANSWER": str(kill_after or "")}
+        code, answered = run_child(store, fake_telegram.base_url, pending, None, extra)
+        outcomes.update(answered)
+        if kill_after is None:
+            assert code == 0 and len(answered) == len(pending)
+            break
+        assert code == -signal.SIGKILL and answered[-1][0] == kill_after
+        pending = pending[len(answered) :]
+    assert set(outcomes.values()) == {"processed"} and len(outcomes) == len(late)
+    assert db_rows() != truth_rows(conversation.truth)  # the killed epochs' adds were lost
+
+    assert reconcile_run(store=store).outcome == "done"  # the late markers name the days
+    assert_rows(db_rows(before=today), truth_rows(conversation.truth, before=today))
+    assert_closed_days_verified(conversation, today)
+    assert_verified_days_right(conversation)
+    for chat_id in conversation.chats:
+        params = {"chat_id": chat_id, "start": days[0], "end": days[-2], "limit": 1000}
+        body = admin_client.get("/api/v1/stats/report", params).json()
+        assert_report_matches(body, conversation.truth, chat_id)
+    tomorrow = today + timedelta(days=1)
+    assert backfill_run(force=True, today=tomorrow).outcome == "done"
+    assert_rows(db_rows(), truth_rows(conversation.truth))
+    assert_verified_days_right(conversation)

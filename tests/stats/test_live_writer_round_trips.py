@@ -1,7 +1,8 @@
-"""The live writer's cost on PostgreSQL as the webhook runs it (outside any ``atomic`` block):
-two round trips a message (``BEGIN`` + lock + add, then ``COMMIT``), no health check, and the
-same outcomes as the ``atomic`` path when the KV commit is a duplicate, raises, or the
-connection died while it sat in the pool. Counts, never times."""
+"""The live writer's synchronous cost on PostgreSQL as the webhook runs it (outside any
+``atomic`` block, without the write-behind): two round trips a message (``BEGIN`` + lock +
+add, then ``COMMIT``), no health check, and the same outcomes as the ``atomic`` path when the
+KV commit is a duplicate, raises, or the connection died while it sat in the pool. Counts,
+never times."""
 
 from __future__ import annotations
 
@@ -29,6 +30,14 @@ pytestmark = pytest.mark.skipif(
 )
 CHAT = -100778
 DAY = datetime.now(UTC).date() - timedelta(days=1)
+
+
+@pytest.fixture(autouse=True)
+def _synchronous_adds(settings: Any) -> None:
+    """The synchronous path: each message's add before its answer (``STATS_WRITE_BEHIND_MS``
+    0, and a day the write-behind's epoch cannot lock; tests/stats/test_write_behind.py has
+    the epochs)."""
+    settings.STATS_WRITE_BEHIND_MS = 0
 
 
 @pytest.fixture

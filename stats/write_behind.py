@@ -1,0 +1,334 @@
+"""Write-behind of the live writer's database add: one transaction per process and epoch.
+
+On PostgreSQL with the KV store elsewhere (Redis), a counted message does not wait for its own
+database transaction. Each web (or worker) process keeps one open transaction, an *epoch*, on
+a connection of its own; the epoch holds the SHARED day locks (``stats.daylock``) of the days
+its messages count on. A message joins the current epoch (its days must be locked by it: a day
+not yet locked is tried with ``pg_try_advisory_xact_lock_shared``), runs its KV commit, and
+hands the epoch its rows if the commit applied; the request answers then. A flusher thread
+ends the epoch every ``STATS_WRITE_BEHIND_MS`` milliseconds: it opens the next epoch (which
+tries the same days' locks at once, so that messages go on without a round trip), waits for
+the messages still in their KV commit, and writes all the rows of the epoch in ONE additive
+upsert (plus coverage) and ``COMMIT``, in one round trip.
+
+Why the ordering of ``stats.live_writer`` still holds (ARCHITECTURE.md, Stats): a message's KV
+commit runs while its epoch holds the day's shared lock, and the epoch commits only after
+every such commit came back, with exactly the rows of the commits that applied. So an
+exclusive holder (the backfill, finalize, the reconciliation) sees each increment in both
+stores, or, when the process died before its epoch committed, in the KV store only: the
+state of a writer killed between its two writes, which the late markers, the reconciliation
+and the backfill repair. A process that dies loses at most one epoch of adds that way (those
+were already answered); a graceful exit (gunicorn's TERM: ``atexit``; a worker cluster's
+process: its multiprocessing finalizers) writes them first.
+
+No deadlock: the epoch never waits for a lock (it only *tries* them); a day it could not lock
+(an exclusive holder has it, or waits for it) is counted on the synchronous path of
+``live_writer``, which waits in its own transaction holding nothing else. Rows are written
+sorted, like every other writer's. A database that fails an epoch poisons its rows, as a
+failed synchronous add does; after a connection that cannot be opened, the synchronous path is
+used for a second.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import multiprocessing.util
+import os
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from telegram_bot import libpq
+
+if TYPE_CHECKING:
+    from stats.live_writer import RowDelta
+    from telegram_bot.state import KVStore
+
+log = logging.getLogger(__name__)
+
+# An epoch that holds this many rows is written at once, before its interval is up.
+MAX_ROWS = 2000
+# After a connection could not be opened, the synchronous path for this long.
+RETRY_OPEN_SECONDS = 1.0
+_BEGIN = "BEGIN; SET LOCAL synchronous_commit TO OFF"
+
+
+class EpochError(Exception):
+    """The epoch's connection failed: its transaction (and its rows) are lost."""
+
+
+class _Epoch:
+    __slots__ = ("conn", "failed", "in_flight", "locked", "pending", "rows")
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.locked: set[int] = set()
+        self.pending: list[tuple[KVStore, Sequence[RowDelta]]] = []
+        self.rows = 0
+        self.in_flight = 0
+        self.failed: Exception | None = None
+
+
+class WriteBehind:
+    """The epochs of one process (``module docstring``); ``get()`` gives the process's one."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._mutex = threading.Lock()
+        self._members_done = threading.Condition(self._mutex)
+        self._flushing = threading.Lock()
+        self._wake = threading.Event()
+        self._current: _Epoch | None = None
+        self._retiring: list[_Epoch] = []
+        self._spare: list[Any] = []
+        self._retry_open_at = 0.0
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    # --- the messages' side ------------------------------------------------------------------
+    def join(self, keys: frozenset[int]) -> _Epoch | None:
+        """The current epoch, holding the shared locks of ``keys``, counted as in flight until
+        ``leave``; None when it cannot hold them (count synchronously then)."""
+        with self._mutex:
+            if self._closed:
+                return None
+            self._start_flusher()
+            epoch = self._current
+            if epoch is None:
+                if time.monotonic() < self._retry_open_at:
+                    return None
+                epoch = self._open(keys)
+                if epoch is None:
+                    return None
+                self._current = epoch
+            elif not keys <= epoch.locked:
+                try:
+                    epoch.locked |= _try_lock(epoch.conn, keys - epoch.locked)
+                except EpochError as exc:
+                    epoch.failed = exc
+                    self._retire_current()
+                    return None
+            if not keys <= epoch.locked:
+                return None  # an exclusive holder has (or waits for) one of the days
+            epoch.in_flight += 1
+            return epoch
+
+    def leave(self, epoch: _Epoch, store: KVStore, rows: Sequence[RowDelta] | None) -> None:
+        """The message's KV commit came back: ``rows`` if it applied, else None."""
+        with self._mutex:
+            if rows:
+                epoch.pending.append((store, rows))
+                epoch.rows += len(rows)
+            epoch.in_flight -= 1
+            if epoch.in_flight == 0:
+                self._members_done.notify_all()
+            if epoch.rows >= MAX_ROWS:
+                self._wake.set()
+
+    # --- the flusher's side ------------------------------------------------------------------
+    def flush(self, *, reopen: bool = False) -> None:
+        """End the current epoch now: write its rows and commit (``reopen``: the flusher's
+        turn, which opens the next epoch first, on the same days)."""
+        with self._flushing:
+            with self._mutex:
+                epoch = self._current
+                if epoch is not None:
+                    idle = not epoch.pending and not epoch.in_flight
+                    self._current = None
+                    if reopen and not idle and not self._closed:
+                        self._current = self._open(frozenset(epoch.locked))
+                    self._retiring.append(epoch)
+                retiring, self._retiring = self._retiring, []
+                for ending in retiring:
+                    while ending.in_flight:
+                        self._members_done.wait()
+            for ending in retiring:
+                self._finish(ending)
+
+    def close(self) -> None:
+        """Write what is pending and stop taking messages (the process exits)."""
+        with self._mutex:
+            self._closed = True
+        self.flush()
+        with self._mutex:
+            spare, self._spare = self._spare, []
+        for conn in spare:
+            _close(conn)
+
+    def _start_flusher(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run, name="stats-write-behind", daemon=True
+            )
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._closed:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            try:
+                self.flush(reopen=True)
+            except Exception:  # the loop must go on: the next epoch is not this one
+                log.exception("stats write-behind: an epoch could not be ended")
+
+    def _retire_current(self) -> None:
+        if self._current is not None:
+            self._retiring.append(self._current)
+            self._current = None
+            self._wake.set()
+
+    def _open(self, keys: Iterable[int]) -> _Epoch | None:
+        """A new epoch (BEGIN, and the shared locks of ``keys`` that can be had at once);
+        None if the database cannot be reached. Under the mutex."""
+        conn = self._spare.pop() if self._spare else None
+        try:
+            if conn is None:
+                conn = _connect()
+            epoch = _Epoch(conn)
+            epoch.locked = _try_lock(conn, keys, begin=True)
+        except Exception as exc:
+            if conn is not None:
+                _close(conn)
+            self._retry_open_at = time.monotonic() + RETRY_OPEN_SECONDS
+            log.warning("stats write-behind: no epoch (%s); counting synchronously", exc)
+            return None
+        return epoch
+
+    def _finish(self, epoch: _Epoch) -> None:
+        """Write the epoch's rows and commit, or roll back an empty one; a failure poisons the
+        rows (``live_writer``), as a failed synchronous add does."""
+        from stats import live_writer
+
+        merged = live_writer.merge_rows(row for _, rows in epoch.pending for row in rows)
+        touched = live_writer.touched(merged)
+        if epoch.failed is None:
+            try:
+                if merged:
+                    statements = live_writer.add_statements(merged)
+                    rendered = [libpq.render(sql, params) for sql, params in statements]
+                    _exec(epoch.conn, "; ".join([*rendered, "COMMIT"]))
+                else:
+                    _exec(epoch.conn, "ROLLBACK")
+            except EpochError as exc:
+                epoch.failed = exc
+        if epoch.failed is not None:
+            _close(epoch.conn)
+            self._poison(epoch, epoch.failed)
+            return
+        live_writer.memo_remember(touched)
+        with self._mutex:
+            if len(self._spare) < 2 and not self._closed:
+                self._spare.append(epoch.conn)
+                return
+        _close(epoch.conn)
+
+    @staticmethod
+    def _poison(epoch: _Epoch, exc: Exception) -> None:
+        from stats import live_writer
+
+        by_store: dict[int, tuple[KVStore, list[RowDelta]]] = {}
+        for store, rows in epoch.pending:
+            by_store.setdefault(id(store), (store, []))[1].extend(rows)
+        try:
+            for store, rows in by_store.values():
+                live_writer.poison_failed(store, live_writer.merge_rows(rows), exc)
+        finally:
+            connections[DEFAULT_DB_ALIAS].close()  # the flusher thread's own, if poison used it
+
+
+def _connect() -> Any:
+    """A connection of the default database, made the way Django makes its own, in autocommit
+    (the epochs send their own ``BEGIN``)."""
+    db = connections[DEFAULT_DB_ALIAS]
+    conn = db.get_new_connection(db.get_connection_params())
+    conn.autocommit = True
+    return conn
+
+
+def _close(conn: Any) -> None:
+    with contextlib.suppress(Exception):  # it is being thrown away
+        conn.close()
+
+
+def _exec(conn: Any, sql: str) -> Any:
+    """One simple query on the epoch's connection (literals only); its last result."""
+    from psycopg.pq import ExecStatus
+
+    try:
+        result = conn.pgconn.exec_(sql.encode())
+    except Exception as exc:
+        raise EpochError(str(exc)) from exc
+    if result.status not in (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK):
+        message = (result.error_message or conn.pgconn.error_message or b"").decode(
+            errors="replace"
+        )
+        raise EpochError(message.strip() or f"status {result.status}")
+    return result
+
+
+def _try_lock(conn: Any, keys: Iterable[int], *, begin: bool = False) -> set[int]:
+    """The keys of ``keys`` whose shared day lock the epoch's transaction got at once."""
+    wanted = sorted(keys)
+    statements = [_BEGIN] if begin else []
+    if wanted:
+        statements.append(
+            "SELECT k FROM unnest("  # noqa: S608 - integers only (libpq.literal)
+            + libpq.literal(wanted)
+            + "::bigint[]) AS t(k) WHERE pg_try_advisory_xact_lock_shared(k)"
+        )
+    if not statements:
+        return set()
+    result = _exec(conn, "; ".join(statements))
+    if not wanted:
+        return set()
+    return {int(result.get_value(row, 0)) for row in range(result.ntuples)}
+
+
+# --- the process's one ---------------------------------------------------------------------------
+_instance: WriteBehind | None = None
+_instance_pid = 0
+_instance_lock = threading.Lock()
+
+
+def get() -> WriteBehind | None:
+    """This process's write-behind, or None when ``STATS_WRITE_BEHIND_MS`` is 0."""
+    global _instance, _instance_pid
+    interval = settings.STATS_WRITE_BEHIND_MS / 1000
+    instance = _instance
+    if instance is not None and _instance_pid == os.getpid() and instance.interval == interval:
+        return instance
+    with _instance_lock:
+        if _instance is not None and _instance_pid == os.getpid():
+            if _instance.interval == interval:
+                return _instance
+            _instance.close()  # the setting changed (tests): write what the old one holds
+        _instance = WriteBehind(interval) if interval > 0 else None
+        if _instance_pid != os.getpid():
+            # A multiprocessing child (the worker cluster's) runs its finalizers, not atexit.
+            multiprocessing.util.Finalize(None, shutdown, exitpriority=100)
+        _instance_pid = os.getpid()
+        return _instance
+
+
+def flush() -> None:
+    """Write this process's pending adds now (tests, and before a process exits)."""
+    instance = _instance
+    if instance is not None and _instance_pid == os.getpid():
+        instance.flush()
+
+
+def shutdown() -> None:
+    global _instance
+    with _instance_lock:
+        instance, _instance = _instance, None
+    if instance is not None and _instance_pid == os.getpid():
+        instance.close()
+
+
+atexit.register(shutdown)
