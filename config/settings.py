@@ -153,7 +153,7 @@ STATS_LATE_MARGIN_SECONDS = env.number("STATS_LATE_MARGIN_SECONDS", 300, minimum
 STATS_RECONCILE_MAX_DAYS = env.number("STATS_RECONCILE_MAX_DAYS", 20, minimum=1, maximum=1000)
 # The live writer's database add, written per process and epoch of this many milliseconds
 # (PostgreSQL with Redis; stats/write_behind.py); 0 writes each message's add before answering.
-STATS_WRITE_BEHIND_MS = env.number("STATS_WRITE_BEHIND_MS", 20, minimum=0, maximum=1000)
+STATS_WRITE_BEHIND_MS = env.number("STATS_WRITE_BEHIND_MS", 50, minimum=0, maximum=1000)
 # Not from the environment (tests change them): how long a process keeps the counting rules
 # it read, and the clock skew between nodes the backfill allows for.
 STATS_CONFIG_CACHE_SECONDS = 5.0

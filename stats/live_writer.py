@@ -95,7 +95,7 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
     merged = merge_rows(rows)
     db = connections[DEFAULT_DB_ALIAS]
     if merged and _own_transaction(store, db):
-        behind = write_behind.get()
+        behind = write_behind.get() if _all_today(merged) else None
         epoch = behind.join(day_keys(merged)) if behind is not None else None
         if behind is not None and epoch is not None:
             applied = False
@@ -248,6 +248,15 @@ def add_statements(merged: Sequence[RowDelta]) -> list[Statement]:
     """The add without the lock (the write-behind's epoch holds the days' locks already)."""
     statements = [_upsert_statement(merged), _coverage_live_statement(touched(merged))]
     return [s for s in statements if s is not None]
+
+
+def _all_today(merged: Sequence[RowDelta]) -> bool:
+    """Whether every row is of today (UTC) or later: only those go to the write-behind. A
+    late message's row (a closed day) fires the triggers that delete the day's totals and
+    month sums: two multi-row transactions could each hold one of those and wait for the
+    other's row, so such rows go one message per transaction, on the synchronous path."""
+    today = timezone.now().date()
+    return all(row.day >= today for row in merged)
 
 
 def day_keys(merged: Sequence[RowDelta]) -> frozenset[int]:

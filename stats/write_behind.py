@@ -21,6 +21,12 @@ and the backfill repair. A process that dies loses at most one epoch of adds tha
 were already answered); a graceful exit (gunicorn's TERM: ``atexit``; a worker cluster's
 process: its multiprocessing finalizers) writes them first.
 
+Only today's rows (UTC) go to the epochs; a late message's row, of a closed day, is written on
+the synchronous path: such a write fires the triggers that delete the day's totals and month
+sums, and two multi-row transactions could each hold one of those rows and wait for a row of
+the other. (Rows of the day that closed while their epoch was open fire them too, but that day
+has neither totals nor month sums yet: the triggers delete nothing and lock nothing.)
+
 No deadlock: the epoch never waits for a lock (it only *tries* them); a day it could not lock
 (an exclusive holder has it, or waits for it) is counted on the synchronous path of
 ``live_writer``, which waits in its own transaction holding nothing else. Rows are written
@@ -64,11 +70,12 @@ class EpochError(Exception):
 
 
 class _Epoch:
-    __slots__ = ("conn", "failed", "in_flight", "locked", "pending", "rows")
+    __slots__ = ("conn", "failed", "in_flight", "locked", "pending", "rows", "used")
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
         self.locked: set[int] = set()
+        self.used: set[int] = set()  # the days its messages counted on
         self.pending: list[tuple[KVStore, Sequence[RowDelta]]] = []
         self.rows = 0
         self.in_flight = 0
@@ -116,6 +123,7 @@ class WriteBehind:
                     return None
             if not keys <= epoch.locked:
                 return None  # an exclusive holder has (or waits for) one of the days
+            epoch.used |= keys
             epoch.in_flight += 1
             return epoch
 
@@ -142,14 +150,20 @@ class WriteBehind:
                     idle = not epoch.pending and not epoch.in_flight
                     self._current = None
                     if reopen and not idle and not self._closed:
-                        self._current = self._open(frozenset(epoch.locked))
+                        # Only the days still in use: a day that went quiet is let go.
+                        self._current = self._open(frozenset(epoch.used))
                     self._retiring.append(epoch)
                 retiring, self._retiring = self._retiring, []
                 for ending in retiring:
                     while ending.in_flight:
                         self._members_done.wait()
             for ending in retiring:
-                self._finish(ending)
+                try:
+                    self._finish(ending)
+                except Exception as exc:  # its rows are neither written nor poisoned yet
+                    log.exception("stats write-behind: an epoch failed unexpectedly")
+                    _close(ending.conn)
+                    self._poison(ending, exc)
 
     def close(self) -> None:
         """Write what is pending and stop taking messages (the process exits)."""
@@ -186,18 +200,27 @@ class WriteBehind:
     def _open(self, keys: Iterable[int]) -> _Epoch | None:
         """A new epoch (BEGIN, and the shared locks of ``keys`` that can be had at once);
         None if the database cannot be reached. Under the mutex."""
-        conn = self._spare.pop() if self._spare else None
+        spare = self._spare.pop() if self._spare else None
+        if spare is not None:
+            try:
+                return self._begin(spare, keys)
+            except Exception:  # it died while idle (a server restart): a new one
+                _close(spare)
+        conn = None
         try:
-            if conn is None:
-                conn = _connect()
-            epoch = _Epoch(conn)
-            epoch.locked = _try_lock(conn, keys, begin=True)
+            conn = _connect()
+            return self._begin(conn, keys)
         except Exception as exc:
             if conn is not None:
                 _close(conn)
             self._retry_open_at = time.monotonic() + RETRY_OPEN_SECONDS
             log.warning("stats write-behind: no epoch (%s); counting synchronously", exc)
             return None
+
+    @staticmethod
+    def _begin(conn: Any, keys: Iterable[int]) -> _Epoch:
+        epoch = _Epoch(conn)
+        epoch.locked = _try_lock(conn, keys, begin=True)
         return epoch
 
     def _finish(self, epoch: _Epoch) -> None:
@@ -248,7 +271,16 @@ def _connect() -> Any:
     db = connections[DEFAULT_DB_ALIAS]
     conn = db.get_new_connection(db.get_connection_params())
     conn.autocommit = True
+    # The session's time zone as Django sets its own (UTC): the triggers of stats_daily_user
+    # compare days with CURRENT_DATE.
+    zone = db.timezone_name
+    if zone and libpq_safe(zone):
+        _exec(conn, f"SET TIME ZONE '{zone}'")
     return conn
+
+
+def libpq_safe(name: str) -> bool:
+    return all(ch.isalnum() or ch in "/_+-" for ch in name)
 
 
 def _close(conn: Any) -> None:
@@ -294,11 +326,18 @@ def _try_lock(conn: Any, keys: Iterable[int], *, begin: bool = False) -> set[int
 _instance: WriteBehind | None = None
 _instance_pid = 0
 _instance_lock = threading.Lock()
+_inherited: list[WriteBehind] = []
+
+
+_exited = False
 
 
 def get() -> WriteBehind | None:
-    """This process's write-behind, or None when ``STATS_WRITE_BEHIND_MS`` is 0."""
+    """This process's write-behind, or None when ``STATS_WRITE_BEHIND_MS`` is 0 or the
+    process is exiting (a message counted then waits for its own add)."""
     global _instance, _instance_pid
+    if _exited:
+        return None
     interval = settings.STATS_WRITE_BEHIND_MS / 1000
     instance = _instance
     if instance is not None and _instance_pid == os.getpid() and instance.interval == interval:
@@ -311,7 +350,7 @@ def get() -> WriteBehind | None:
         _instance = WriteBehind(interval) if interval > 0 else None
         if _instance_pid != os.getpid():
             # A multiprocessing child (the worker cluster's) runs its finalizers, not atexit.
-            multiprocessing.util.Finalize(None, shutdown, exitpriority=100)
+            multiprocessing.util.Finalize(None, at_exit, exitpriority=100)
         _instance_pid = os.getpid()
         return _instance
 
@@ -331,4 +370,23 @@ def shutdown() -> None:
         instance.close()
 
 
-atexit.register(shutdown)
+def at_exit() -> None:
+    """The process exits: write what is pending, and let no new epoch start."""
+    global _exited
+    _exited = True
+    shutdown()
+
+
+def _after_fork_in_child() -> None:
+    # The parent's epochs, connections and lock (perhaps held by another thread at the fork)
+    # are not the child's: it starts with none.
+    # Kept referenced, never closed here: closing a connection sends the server a goodbye on
+    # the socket the parent still uses.
+    global _instance, _instance_lock, _instance_pid
+    if _instance is not None:
+        _inherited.append(_instance)
+    _instance, _instance_pid, _instance_lock = None, 0, threading.Lock()
+
+
+atexit.register(at_exit)
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -43,8 +43,10 @@ pytestmark = [
 ]
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = -100991
-DAY = datetime.now(UTC).date() - timedelta(days=1)
-OTHER_DAY = DAY - timedelta(days=1)
+# Days of the epochs (today or later, whenever the test runs), and a closed day.
+DAY = datetime.now(UTC).date() + timedelta(days=1)
+OTHER_DAY = DAY + timedelta(days=1)
+CLOSED_DAY = datetime.now(UTC).date() - timedelta(days=1)
 
 
 @pytest.fixture
@@ -57,6 +59,12 @@ def _epochs(settings: Any) -> Iterator[None]:
     settings.STATS_WRITE_BEHIND_MS = 5
     yield
     write_behind.shutdown()
+
+
+@pytest.fixture
+def no_flusher(settings: Any) -> None:
+    """Epochs end only when the test flushes them: what is still in one stays there."""
+    settings.STATS_WRITE_BEHIND_MS = 600_000
 
 
 def counter(day: date = DAY, user_id: int = 1) -> str:
@@ -209,7 +217,8 @@ def test_an_epoch_whose_connection_dies_poisons_its_rows_and_the_backfill_rebuil
     write_behind.flush()
     assert stored(DAY, 3) == 1
     time.sleep(0.01)  # the backfill's phases start after the poisoning
-    assert backfill_run(owner="repair", force=True, store=store).outcome == "done"
+    run = backfill_run(owner="repair", force=True, store=store, today=DAY + timedelta(days=1))
+    assert run.outcome == "done"
     assert [stored(DAY, n) for n in (1, 2, 3)] == [1, 2, 1]
 
 
@@ -254,18 +263,122 @@ def test_a_process_that_exits_writes_its_epoch_first() -> None:
 
 
 def test_an_erasure_moves_a_message_whose_add_was_still_in_the_epoch(
-    store: KVStore, settings: Any
+    store: KVStore, no_flusher: None
 ) -> None:
     """/forgetme right after a message: its add is in the epoch when the erasure starts. The
     erasure moves each day under the day's exclusive lock, so it waits for the epoch and moves
     the row; the member's id is left nowhere."""
-    settings.STATS_WRITE_BEHIND_MS = 200
     user, anonymous = 7, 2**52 + 7
     assert count_once(store=store, commit=kv_commit(store, DAY, user), rows=[row(DAY, user)])
     assert stored(DAY, user) == 0  # still in the epoch
     subject = Subject(user_id=user, anonymous_id=anonymous, marker_prefix="lock:erase:t:")
-    assert erase(subject, store)["days"] == 1
-    write_behind.flush()
+    moved: list[int] = []
+    eraser, errors = in_threads(1, lambda _: moved.append(erase(subject, store)["days"]))
+    wait_until_waiting_for_a_day_lock(eraser[0])
+    write_behind.flush()  # the epoch ends: the erasure goes on
+    eraser[0].join(30)
+    assert not errors and moved == [1], errors
     assert not DailyUserStat.objects.filter(user_id=user).exists()
     assert stored(DAY, anonymous) == 1
     assert store.get(counter(DAY, user)) is None
+
+
+def wait_until_waiting_for_a_day_lock(thread: threading.Thread) -> None:
+    deadline = time.monotonic() + 30
+    with connection.cursor() as cursor:
+        while thread.is_alive():
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            )
+            if cursor.fetchone()[0]:
+                return
+            assert time.monotonic() < deadline, "it never waited for the day's lock"
+            time.sleep(0.01)
+    raise AssertionError("it ended without waiting for the day's lock")
+
+
+def test_a_late_message_is_added_before_its_answer(store: KVStore, no_flusher: None) -> None:
+    """A closed day's row fires the triggers that drop its totals: it goes one message per
+    transaction, before the answer, never in an epoch (stats/write_behind.py)."""
+    assert count_once(store=store, commit=kv_commit(store, CLOSED_DAY, 1), rows=[row(CLOSED_DAY)])
+    assert stored(CLOSED_DAY) == 1  # no flush: already there
+    assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
+    assert stored(DAY) == 0  # today's goes with the epoch
+    write_behind.flush()
+    assert stored(DAY) == 1
+
+
+def advisory_locks_held() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
+            "pid <> pg_backend_pid() AND database = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+        return int(cursor.fetchone()[0])
+
+
+def test_the_next_epoch_keeps_only_the_days_still_in_use(store: KVStore, settings: Any) -> None:
+    """A day that got messages once is not locked by every epoch after it: a multi-day
+    exclusive holder would wait for an epoch per day, and the lock table would fill."""
+    settings.STATS_WRITE_BEHIND_MS = 600_000  # the test ends the epochs itself
+    behind = write_behind.get()
+    assert behind is not None
+    assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
+    assert count_once(store=store, commit=kv_commit(store, OTHER_DAY, 1), rows=[row(OTHER_DAY)])
+    behind.flush(reopen=True)  # the next epoch tries both days again
+    assert advisory_locks_held() == 2
+    assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
+    behind.flush(reopen=True)  # only DAY was used: OTHER_DAY is let go
+    assert advisory_locks_held() == 1
+    write_behind.flush()
+    assert advisory_locks_held() == 0
+    assert (stored(DAY), stored(OTHER_DAY)) == (2, 1)
+
+
+def test_an_epoch_that_fails_unexpectedly_poisons_its_rows_and_the_next_goes_on(
+    store: KVStore, monkeypatch: pytest.MonkeyPatch, no_flusher: None
+) -> None:
+    from stats import live_writer
+
+    assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
+    original = live_writer.add_statements
+    monkeypatch.setattr(live_writer, "add_statements", lambda merged: 1 / 0)
+    write_behind.flush()
+    assert {(chat, day) for chat, day, _, _ in poison_marks(store)} == {(CHAT, DAY)}
+    assert advisory_locks_held() == 0  # its transaction did not stay open
+    monkeypatch.setattr(live_writer, "add_statements", original)
+    assert count_once(store=store, commit=kv_commit(store, DAY, 2), rows=[row(DAY, 2)])
+    write_behind.flush()
+    assert (stored(DAY, 1), stored(DAY, 2)) == (0, 1)
+
+
+def test_a_spare_connection_that_died_is_replaced_without_leaving_the_epochs(
+    store: KVStore, no_flusher: None
+) -> None:
+    assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
+    write_behind.flush()  # its connection goes back to the spares, idle
+    with connection.cursor() as cursor:  # the server restarts, say: the idle one is dropped
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> "
+            "pg_backend_pid() AND datname = current_database() AND state = 'idle'"
+        )
+    time.sleep(0.1)
+    assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
+    assert stored(DAY) == 1  # in the epoch (the synchronous path would have added it)
+    write_behind.flush()
+    assert stored(DAY) == 2
+
+
+def test_no_epoch_starts_once_the_process_is_exiting(
+    store: KVStore, monkeypatch: pytest.MonkeyPatch, no_flusher: None
+) -> None:
+    assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
+    assert stored(DAY) == 0
+    monkeypatch.setattr(write_behind, "_exited", False)
+    write_behind.at_exit()  # writes the epoch...
+    assert stored(DAY) == 1
+    assert write_behind.get() is None  # ...and a message counted after it waits for its add
+    assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
+    assert stored(DAY) == 2
