@@ -390,6 +390,12 @@ def _memo_known(triple: tuple[int, date, str]) -> bool:
     return seen is not None and time.monotonic() - seen < MEMO_SECONDS
 
 
+def memo_lock_renew() -> None:
+    """In a forked child: a new lock (a thread of the parent may have held the old one)."""
+    global _memo_lock
+    _memo_lock = threading.Lock()
+
+
 def memo_remember(triples: Iterable[tuple[int, date, str]]) -> None:
     now = time.monotonic()
     with _memo_lock:

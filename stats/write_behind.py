@@ -16,18 +16,22 @@ commit runs while its epoch holds the day's shared lock, and the epoch commits o
 every such commit came back, with exactly the rows of the commits that applied. So an
 exclusive holder (the backfill, finalize, the reconciliation) sees each increment in both
 stores, or, when the process died before its epoch committed, in the KV store only: the
-state of a writer killed between its two writes, which the late markers, the reconciliation
-and the backfill repair. A process that dies loses at most one epoch of adds that way (those
+state of a writer killed between its two writes, which the backfill rewrites once the day is
+closed. A process that dies loses at most one epoch of adds that way (those
 were already answered); a graceful exit (gunicorn's TERM: ``atexit``; a worker cluster's
 process: its multiprocessing finalizers) writes them first.
 
 Only today's rows (UTC) go to the epochs; a late message's row, of a closed day, is written on
 the synchronous path: such a write fires the triggers that delete the day's totals and month
 sums, and two multi-row transactions could each hold one of those rows and wait for a row of
-the other. (Rows of the day that closed while their epoch was open fire them too, but that day
-has neither totals nor month sums yet: the triggers delete nothing and lock nothing.)
+the other. (A row whose day closed, by the database's clock, before its epoch began fires
+them too: near midnight, or with the application's clock behind. The epoch holds that day's
+lock, which finalize needs to store the day's totals, so unless the clocks are apart by more
+than the time to verify the day there are none yet: the triggers delete and lock nothing.)
 
-No deadlock: the epoch never waits for a lock (it only *tries* them); a day it could not lock
+No deadlock: the epoch never waits for a day lock (it only *tries* them) and waits only for row
+locks of today's rows, taken sorted like every writer's, which fire no trigger; a day it could
+not lock
 (an exclusive holder has it, or waits for it) is counted on the synchronous path of
 ``live_writer``, which waits in its own transaction holding nothing else. Rows are written
 sorted, like every other writer's. A database that fails an epoch poisons its rows, as a
@@ -163,12 +167,19 @@ class WriteBehind:
                 except Exception as exc:  # its rows are neither written nor poisoned yet
                     log.exception("stats write-behind: an epoch failed unexpectedly")
                     _close(ending.conn)
-                    self._poison(ending, exc)
+                    try:
+                        self._poison(ending, exc)
+                    except Exception:  # the next epochs must still be ended
+                        log.exception("stats write-behind: an epoch's rows not poisoned")
 
     def close(self) -> None:
         """Write what is pending and stop taking messages (the process exits)."""
         with self._mutex:
             self._closed = True
+        self._wake.set()  # the flusher stops
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(5)
         self.flush()
         with self._mutex:
             spare, self._spare = self._spare, []
@@ -271,16 +282,7 @@ def _connect() -> Any:
     db = connections[DEFAULT_DB_ALIAS]
     conn = db.get_new_connection(db.get_connection_params())
     conn.autocommit = True
-    # The session's time zone as Django sets its own (UTC): the triggers of stats_daily_user
-    # compare days with CURRENT_DATE.
-    zone = db.timezone_name
-    if zone and libpq_safe(zone):
-        _exec(conn, f"SET TIME ZONE '{zone}'")
     return conn
-
-
-def libpq_safe(name: str) -> bool:
-    return all(ch.isalnum() or ch in "/_+-" for ch in name)
 
 
 def _close(conn: Any) -> None:
@@ -386,6 +388,9 @@ def _after_fork_in_child() -> None:
     if _instance is not None:
         _inherited.append(_instance)
     _instance, _instance_pid, _instance_lock = None, 0, threading.Lock()
+    from stats import live_writer
+
+    live_writer.memo_lock_renew()  # the flusher may have held it
 
 
 atexit.register(at_exit)

@@ -11,6 +11,7 @@ process with an epoch pending is in tests/stats/test_crash.py."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -43,10 +44,11 @@ pytestmark = [
 ]
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = -100991
-# Days of the epochs (today or later, whenever the test runs), and a closed day.
-DAY = datetime.now(UTC).date() + timedelta(days=1)
+# Days of the epochs (today, the production case: the suite runs within one UTC day, see
+# tests/midnight.py; and tomorrow), and a closed day.
+DAY = datetime.now(UTC).date()
 OTHER_DAY = DAY + timedelta(days=1)
-CLOSED_DAY = datetime.now(UTC).date() - timedelta(days=1)
+CLOSED_DAY = DAY - timedelta(days=1)
 
 
 @pytest.fixture
@@ -84,6 +86,20 @@ def kv_commit(store: KVStore, day: date, user_id: int, pause: float = 0.0) -> Ca
     return commit
 
 
+def count_epoch_joins(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many messages joined an epoch (the rest were counted synchronously)."""
+    joined = [0]
+    original = write_behind.WriteBehind.join
+
+    def join(self: write_behind.WriteBehind, keys: frozenset[int]) -> Any:
+        epoch = original(self, keys)
+        joined[0] += epoch is not None
+        return epoch
+
+    monkeypatch.setattr(write_behind.WriteBehind, "join", join)
+    return joined
+
+
 def row(day: date = DAY, user_id: int = 1) -> RowDelta:
     return RowDelta(CHAT, day, user_id, {"message_count": 1})
 
@@ -111,10 +127,11 @@ def in_threads(count: int, target: Callable[[int], None]) -> tuple[list[threadin
 
 
 def test_an_exclusive_holder_never_sees_a_kv_increment_the_database_is_still_to_get(
-    store: KVStore,
+    store: KVStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     stop = threading.Event()
     sent = [0] * 4
+    epochs = count_epoch_joins(monkeypatch)
 
     def send(n: int) -> None:
         while not stop.is_set():
@@ -142,7 +159,8 @@ def test_an_exclusive_holder_never_sees_a_kv_increment_the_database_is_still_to_
     assert not errors, errors
     write_behind.flush()
     assert [stored(DAY, n) for n in range(4)] == sent
-    assert sum(sent) > 100  # the epochs carried many messages, several at a time
+    assert sum(sent) > 100
+    assert epochs[0] > sum(sent) / 2  # most went through the epochs, not the synchronous path
 
 
 def test_a_day_held_exclusively_is_counted_once_released_and_other_days_go_on(
@@ -161,6 +179,7 @@ def test_a_day_held_exclusively_is_counted_once_released_and_other_days_go_on(
     waiting, more_errors = in_threads(
         1, lambda _: count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
     )
+    wait_until_waiting_for_a_day_lock(waiting[0])  # on the synchronous path, its own transaction
     # The other day is counted meanwhile, through the epochs.
     for _ in range(5):
         assert count_once(store=store, commit=kv_commit(store, OTHER_DAY, 1), rows=[row(OTHER_DAY)])
@@ -309,6 +328,14 @@ def test_a_late_message_is_added_before_its_answer(store: KVStore, no_flusher: N
     assert stored(DAY) == 1
 
 
+def until(condition: Callable[[], bool], seconds: float = 30) -> None:
+    """A connection closed on our side ends its server process a moment later."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.02)
+
+
 def advisory_locks_held() -> int:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -347,7 +374,7 @@ def test_an_epoch_that_fails_unexpectedly_poisons_its_rows_and_the_next_goes_on(
     monkeypatch.setattr(live_writer, "add_statements", lambda merged: 1 / 0)
     write_behind.flush()
     assert {(chat, day) for chat, day, _, _ in poison_marks(store)} == {(CHAT, DAY)}
-    assert advisory_locks_held() == 0  # its transaction did not stay open
+    until(lambda: advisory_locks_held() == 0)  # its transaction did not stay open
     monkeypatch.setattr(live_writer, "add_statements", original)
     assert count_once(store=store, commit=kv_commit(store, DAY, 2), rows=[row(DAY, 2)])
     write_behind.flush()
@@ -382,3 +409,68 @@ def test_no_epoch_starts_once_the_process_is_exiting(
     assert write_behind.get() is None  # ...and a message counted after it waits for its add
     assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
     assert stored(DAY) == 2
+
+
+def test_a_closed_write_behind_stops_its_flusher(store: KVStore, no_flusher: None) -> None:
+    assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
+    behind = write_behind.get()
+    assert behind is not None and behind._thread is not None
+    flusher = behind._thread
+    write_behind.shutdown()  # an interval of 600 s: it was asleep
+    assert not flusher.is_alive()
+    assert stored(DAY) == 1
+
+
+def test_a_forked_child_counts_even_if_a_parent_thread_held_the_locks_at_the_fork() -> None:
+    """A fork while the flusher (or a message) held the process's locks: the child starts
+    with fresh ones and no epoch, instead of hanging on its first message."""
+    from stats import live_writer
+
+    held = [live_writer._memo_lock, write_behind._instance_lock]
+    for lock in held:
+        lock.acquire()
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: no database, no pytest; a hang ends by the alarm
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)  # not pytest-timeout's handler
+            signal.alarm(10)
+            code = 1
+            try:
+                write_behind.get()
+                live_writer.memo_remember([(CHAT, DAY, "messages")])
+                code = 0
+            finally:
+                os._exit(code)
+    finally:
+        for lock in held:
+            lock.release()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_an_epoch_whose_poisoning_fails_too_does_not_stop_the_next_one(
+    store: KVStore, monkeypatch: pytest.MonkeyPatch, no_flusher: None
+) -> None:
+    monkeypatch.setattr(write_behind.WriteBehind, "_run", lambda self: None)  # the test flushes
+    behind = write_behind.get()
+    assert behind is not None
+    assert count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY, 1)])
+    with behind._mutex:
+        behind._retire_current()  # epoch A waits to be ended; B takes the next message
+    assert count_once(store=store, commit=kv_commit(store, DAY, 2), rows=[row(DAY, 2)])
+    finish, calls = behind._finish, []
+
+    def finish_a_fails(epoch: Any) -> None:
+        calls.append(epoch)
+        if len(calls) == 1:
+            raise RuntimeError("A cannot be written")
+        finish(epoch)
+
+    def poison_fails(epoch: Any, exc: Exception) -> None:
+        raise RuntimeError("nor poisoned")
+
+    monkeypatch.setattr(behind, "_finish", finish_a_fails)
+    monkeypatch.setattr(behind, "_poison", poison_fails)
+    behind.flush()
+    assert len(calls) == 2 and (stored(DAY, 1), stored(DAY, 2)) == (0, 1)
+    until(lambda: advisory_locks_held() == 0)  # A's transaction did not stay open either
