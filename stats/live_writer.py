@@ -11,7 +11,9 @@ see a KV increment whose database add is still in flight; a process killed betwe
 commit and the database commit leaves the increment in the KV store only (its transaction rolls
 back), where the backfill's rebuild or the reconciliation (late marker, ``stats.reconcile``)
 finds it. With the database KV store the commit joins this transaction: the two writes are then
-one.
+one. On PostgreSQL with Redis, a message of today joins the process's write-behind epoch
+instead (``stats.write_behind``): the same order, with the epoch's transaction for the
+message's own.
 
 Rows are merged per (chat, day, user), sorted, and written with ONE additive upsert
 (``col = col + excluded.col``), followed, in the same transaction, by one upsert of the coverage
@@ -171,15 +173,15 @@ def _count_once_two_round_trips(
 # suffix of the history (an exclusive lock holder's own commit flushes every add before it):
 # the same state as live writers killed between their KV commit and their database commit,
 # KV-only increments, which the backfill and the reconciliation rewrite (Ordering).
-_ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
+ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
 
 
 def _begin_lock_and_add(merged: Sequence[RowDelta], db: BaseDatabaseWrapper) -> None:
-    present = [s for s in _lock_and_add_statements(merged) if s is not None]
+    present = _lock_and_add_statements(merged)
     rendered = (libpq.render(sql, params) for sql, params in present)
     # Without the health check: a reused connection that died (the server restarted) fails
     # this query instead, before anything was committed, and it is sent again on a new one.
-    libpq.execute_unchecked("; ".join(["BEGIN", _ASYNC_COMMIT, *rendered]), db)
+    libpq.execute_unchecked("; ".join(["BEGIN", ASYNC_COMMIT, *rendered]), db)
 
 
 def _end_quietly(db: BaseDatabaseWrapper) -> None:
@@ -227,7 +229,7 @@ def _lock_and_add(merged: Sequence[RowDelta]) -> None:
     simple-protocol query, which runs them in order."""
     if not merged:
         return
-    present = [s for s in _lock_and_add_statements(merged) if s is not None]
+    present = _lock_and_add_statements(merged)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql" and not _server_side_binding():
             cursor.execute(
@@ -239,9 +241,9 @@ def _lock_and_add(merged: Sequence[RowDelta]) -> None:
             cursor.execute(*statement)
 
 
-def _lock_and_add_statements(merged: Sequence[RowDelta]) -> list[Statement | None]:
+def _lock_and_add_statements(merged: Sequence[RowDelta]) -> list[Statement]:
     lock = lock_statement({(row.chat_id, row.day) for row in merged}, shared=True)
-    return [lock, _upsert_statement(merged), _coverage_live_statement(touched(merged))]
+    return [lock, *add_statements(merged)] if lock is not None else add_statements(merged)
 
 
 def add_statements(merged: Sequence[RowDelta]) -> list[Statement]:

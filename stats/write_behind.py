@@ -66,7 +66,6 @@ log = logging.getLogger(__name__)
 MAX_ROWS = 2000
 # After a connection could not be opened, the synchronous path for this long.
 RETRY_OPEN_SECONDS = 1.0
-_BEGIN = "BEGIN; SET LOCAL synchronous_commit TO OFF"
 
 
 class EpochError(Exception):
@@ -309,7 +308,9 @@ def _exec(conn: Any, sql: str) -> Any:
 def _try_lock(conn: Any, keys: Iterable[int], *, begin: bool = False) -> set[int]:
     """The keys of ``keys`` whose shared day lock the epoch's transaction got at once."""
     wanted = sorted(keys)
-    statements = [_BEGIN] if begin else []
+    from stats.live_writer import ASYNC_COMMIT
+
+    statements = ["BEGIN", ASYNC_COMMIT] if begin else []
     if wanted:
         statements.append(
             "SELECT k FROM unnest("  # noqa: S608 - integers only (libpq.literal)

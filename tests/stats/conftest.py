@@ -24,6 +24,17 @@ def _fresh_stats_caches() -> Iterator[None]:
     coverage_memo_clear()
 
 
+def wire_stats(settings: Any, fake_telegram: FakeTelegramServer) -> None:
+    """The product on the fake Bot API, for the stats tests. The backfill's clock-skew margin
+    is 0: poison and rebuild happen within milliseconds of each other here."""
+    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
+    settings.OWNER_TELEGRAM_ID = OWNER_ID
+    settings.ADMIN_TELEGRAM_IDS = []
+    settings.ALLOWED_CHAT_IDS = []
+    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
+    settings.STATS_BACKFILL_CLOCK_SKEW_MS = 0
+
+
 @pytest.fixture
 def wired(
     fake_telegram: FakeTelegramServer, settings: Any, db: None, kv: KVStore
@@ -33,11 +44,6 @@ def wired(
     Yields the store. The backfill's clock-skew margin is 0: poison and rebuild happen within
     milliseconds of each other here.
     """
-    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
-    settings.OWNER_TELEGRAM_ID = OWNER_ID
-    settings.ADMIN_TELEGRAM_IDS = []
-    settings.ALLOWED_CHAT_IDS = []
-    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
-    settings.STATS_BACKFILL_CLOCK_SKEW_MS = 0
+    wire_stats(settings, fake_telegram)
     with override_store(kv):
         yield kv

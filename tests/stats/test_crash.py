@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from telegram_bot.state import KVStore, override_store
 from tests.conftest import OWNER_ID, WEBHOOK_SECRET, make_store
 from tests.content.test_processes import database_url
 from tests.fakes.telegram import FakeTelegramServer
+from tests.stats.conftest import wire_stats
 from tests.stats.conversation import Conversation, configure_rules
 from tests.stats.test_ordering import assert_closed_days_verified, assert_verified_days_right
 from tests.stats.truth import assert_report_matches, assert_rows, db_rows, truth_rows
@@ -47,12 +48,7 @@ KILLS = 6
 def shared(
     fake_telegram: FakeTelegramServer, settings: Any, shared_kv: KVStore
 ) -> Iterator[KVStore]:
-    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
-    settings.OWNER_TELEGRAM_ID = OWNER_ID
-    settings.ADMIN_TELEGRAM_IDS = []
-    settings.ALLOWED_CHAT_IDS = []
-    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
-    settings.STATS_BACKFILL_CLOCK_SKEW_MS = 0
+    wire_stats(settings, fake_telegram)
     with override_store(shared_kv):
         yield shared_kv
 
@@ -103,31 +99,46 @@ def run_child(
     return child.returncode, answered
 
 
+def delivered_and_verified(
+    post_update: Any, *, seed: int, messages: int
+) -> tuple[date, list[date], Conversation]:
+    """A conversation over the last four days (today's included) through the webhook, and a
+    backfill that verifies its closed days."""
+    today = datetime.now(UTC).date()
+    days = [today - timedelta(days=n) for n in (3, 2, 1, 0)]
+    configure_rules()
+    conversation = Conversation(seed=seed, days=days, now=int(time.time()), messages=messages)
+    for update in conversation.updates:
+        assert post_update(update).status_code == 200
+    assert backfill_run(force=True).outcome == "done"
+    assert_closed_days_verified(conversation, today)
+    return today, days, conversation
+
+
+def late_messages(
+    conversation: Conversation, days: list[date], rng: random.Random, count: int
+) -> list[dict[str, Any]]:
+    """Late messages for the closed days and today."""
+    return [
+        conversation.late_message(
+            rng.choice(conversation.chats),
+            rng.choice(days),
+            rng.choice(conversation.users),
+            words=rng.randint(1, 5),
+        )
+        for _ in range(count)
+    ]
+
+
 def test_a_process_killed_between_the_kv_commit_and_the_database_add_loses_nothing(
     shared: KVStore,
     post_update: Any,
     admin_client: Any,
     fake_telegram: FakeTelegramServer,
 ) -> None:
-    today = datetime.now(UTC).date()
-    days = [today - timedelta(days=n) for n in (3, 2, 1, 0)]
-    configure_rules()
-    conversation = Conversation(seed=31, days=days, now=int(time.time()), messages=90)
-    for update in conversation.updates:
-        assert post_update(update).status_code == 200
-    assert backfill_run(force=True).outcome == "done"
-    assert_closed_days_verified(conversation, today)
-
+    today, days, conversation = delivered_and_verified(post_update, seed=31, messages=90)
     rng = random.Random(31)
-    late = [
-        conversation.late_message(
-            rng.choice(conversation.chats),
-            rng.choice(days),  # closed days, and today
-            rng.choice(conversation.users),
-            words=rng.randint(1, 5),
-        )
-        for _ in range(40)
-    ]
+    late = late_messages(conversation, days, rng, 40)
     doomed = sorted(rng.sample(range(len(late)), KILLS))
     killed: list[int] = []
     pending, outcomes = late, {}
@@ -177,12 +188,7 @@ def redis_shared(
     """Redis shared with the children (the write-behind needs a KV store outside the
     database)."""
     for store in make_store(request, "redis"):
-        settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
-        settings.OWNER_TELEGRAM_ID = OWNER_ID
-        settings.ADMIN_TELEGRAM_IDS = []
-        settings.ALLOWED_CHAT_IDS = []
-        settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
-        settings.STATS_BACKFILL_CLOCK_SKEW_MS = 0
+        wire_stats(settings, fake_telegram)
         with override_store(store):
             yield store
 
@@ -201,25 +207,9 @@ def test_a_process_killed_with_answered_adds_still_in_its_epoch_loses_nothing(
     were in the killed epochs are in the KV store only, as for a process killed between its
     two writes, and today is rebuilt from the counters once it closes."""
     store = redis_shared
-    today = datetime.now(UTC).date()
-    days = [today - timedelta(days=n) for n in (3, 2, 1, 0)]
-    configure_rules()
-    conversation = Conversation(seed=37, days=days, now=int(time.time()), messages=60)
-    for update in conversation.updates:
-        assert post_update(update).status_code == 200
-    assert backfill_run(force=True).outcome == "done"
-    assert_closed_days_verified(conversation, today)
-
+    today, days, conversation = delivered_and_verified(post_update, seed=37, messages=60)
     rng = random.Random(37)
-    late = [
-        conversation.late_message(
-            rng.choice(conversation.chats),
-            rng.choice(days),
-            rng.choice(conversation.users),
-            words=rng.randint(1, 5),
-        )
-        for _ in range(30)
-    ]
+    late = late_messages(conversation, days, rng, 30)
     doomed = [late[i]["update_id"] for i in sorted(rng.sample(range(len(late)), 3))]
     epochs = {"STATS_WRITE_BEHIND_MS": "1000", "STATS_CHILD_NO_FLUSHER": "1"}
     pending, outcomes = late, {}

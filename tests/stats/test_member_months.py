@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import random
-import threading
 import time
 import zoneinfo
 from datetime import UTC, date, datetime, timedelta
@@ -36,6 +35,7 @@ from telegram_bot.privacy import Subject
 from telegram_bot.scheduling import declared_schedules
 from telegram_bot.state import KVStore, override_store
 from tests.builders import make_message_update
+from tests.locks import wait_until_waiting_for_a_lock
 from tests.stats.test_ordering import GateStore, in_thread, post
 
 GROUP = -100777
@@ -371,7 +371,7 @@ def test_a_late_write_in_flight_never_leaves_stale_sums(wired: KVStore, post_upd
         assert gate.committed.wait(60)  # the KV commit is done, the database add is not
         stored: list[int] = []
         summer = in_thread(lambda: stored.append(month_write(GROUP, day)), errors)
-        _wait_until_waiting(summer)
+        wait_until_waiting_for_a_lock(summer, "the month's sums")
         gate.go.set()
         writer.join(60)
         summer.join(60)
@@ -383,21 +383,3 @@ def test_a_late_write_in_flight_never_leaves_stale_sums(wired: KVStore, post_upd
         assert MemberMonth.objects.filter(chat_id=GROUP, user_id=3).exists()
     if connection.vendor == "postgresql":
         assert stored == [3] and sums_match_rows(GROUP, last_month())
-
-
-def _wait_until_waiting(thread: threading.Thread) -> None:
-    """On PostgreSQL, until ``thread`` waits for a day lock (an advisory lock not granted);
-    on SQLite the writer holds the database's write lock, so it can only wait."""
-    if connection.vendor != "postgresql":
-        time.sleep(0.3)
-        return
-    deadline = time.monotonic() + 30
-    with connection.cursor() as cursor:
-        while thread.is_alive():
-            cursor.execute(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-            )
-            if cursor.fetchone()[0]:
-                return
-            assert time.monotonic() < deadline, "the month's sums never waited for the day lock"
-            time.sleep(0.01)

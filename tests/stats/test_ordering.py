@@ -27,6 +27,7 @@ from stats.reconcile import reconcile_run
 from telegram_bot.state import KVStore, override_store
 from telegram_bot.state.base import RawOp
 from tests.conftest import WEBHOOK_SECRET
+from tests.locks import wait_until_waiting_for_a_lock
 from tests.stats.conversation import Conversation, configure_rules
 from tests.stats.jitter import JitterStore
 from tests.stats.truth import assert_report_matches, assert_rows, db_rows, truth_rows
@@ -209,7 +210,7 @@ def test_a_finalize_during_an_in_flight_write_verifies_the_day_with_it(
             lambda: runs.append(backfill_run(owner="F", limits=SMALL, store=gate).outcome),
             errors,
         )
-        wait_until_finalize_waits(finalizer)
+        wait_until_waiting_for_a_lock(finalizer, "the finalizer")
         gate.go.set()
         writer.join(60)
         finalizer.join(60)
@@ -226,21 +227,3 @@ def test_a_finalize_during_an_in_flight_write_verifies_the_day_with_it(
     body = admin_client.get("/api/v1/stats/report", params).json()
     assert_report_matches(body, conversation.truth, chat_id)
     assert body["days"][1]["source"] == "database"
-
-
-def wait_until_finalize_waits(finalizer: threading.Thread) -> None:
-    """On PostgreSQL, until the finalizer waits for a day lock (an advisory lock not granted);
-    on SQLite the writer holds the database's write lock, so the finalizer can only wait."""
-    if connection.vendor != "postgresql":
-        time.sleep(0.3)  # a head start for the finalizer; correctness does not depend on it
-        return
-    deadline = time.monotonic() + 30
-    with connection.cursor() as cursor:
-        while finalizer.is_alive():
-            cursor.execute(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-            )
-            if cursor.fetchone()[0]:
-                return
-            assert time.monotonic() < deadline, "the finalizer never waited for the day lock"
-            time.sleep(0.01)

@@ -28,8 +28,8 @@ from stats.models import CATEGORIES, DailyCoverage
 from stats.reconcile import reconcile_run
 from telegram_bot.errors import StateUnavailableError
 from telegram_bot.state import KVStore, open_store, override_store
-from tests.conftest import OWNER_ID, WEBHOOK_SECRET
 from tests.fakes.telegram import FakeTelegramServer
+from tests.stats.conftest import wire_stats
 from tests.stats.conversation import Conversation, configure_rules
 from tests.stats.test_ordering import assert_verified_days_right
 from tests.stats.truth import assert_report_matches, assert_rows, db_rows, truth_rows
@@ -109,12 +109,7 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 def own_store(
     redis_server: RedisServer, fake_telegram: FakeTelegramServer, settings: Any
 ) -> Iterator[KVStore]:
-    settings.TELEGRAM_API_BASE_URL = fake_telegram.base_url
-    settings.OWNER_TELEGRAM_ID = OWNER_ID
-    settings.ADMIN_TELEGRAM_IDS = []
-    settings.ALLOWED_CHAT_IDS = []
-    settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
-    settings.STATS_BACKFILL_CLOCK_SKEW_MS = 0
+    wire_stats(settings, fake_telegram)
     store = open_store(f"redis://127.0.0.1:{redis_server.port}/0")
     wait_ready(store)
     with override_store(store):

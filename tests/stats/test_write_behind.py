@@ -34,6 +34,7 @@ from stats.privacy import erase
 from telegram_bot.privacy import Subject
 from telegram_bot.state import KVStore, open_store
 from tests.content.test_processes import database_url
+from tests.locks import wait_until_waiting_for_a_lock
 
 pytestmark = [
     pytest.mark.skipif(
@@ -179,7 +180,7 @@ def test_a_day_held_exclusively_is_counted_once_released_and_other_days_go_on(
     waiting, more_errors = in_threads(
         1, lambda _: count_once(store=store, commit=kv_commit(store, DAY, 1), rows=[row(DAY)])
     )
-    wait_until_waiting_for_a_day_lock(waiting[0])  # on the synchronous path, its own transaction
+    wait_until_waiting_for_a_lock(waiting[0])  # on the synchronous path, its own transaction
     # The other day is counted meanwhile, through the epochs.
     for _ in range(5):
         assert count_once(store=store, commit=kv_commit(store, OTHER_DAY, 1), rows=[row(OTHER_DAY)])
@@ -293,28 +294,13 @@ def test_an_erasure_moves_a_message_whose_add_was_still_in_the_epoch(
     subject = Subject(user_id=user, anonymous_id=anonymous, marker_prefix="lock:erase:t:")
     moved: list[int] = []
     eraser, errors = in_threads(1, lambda _: moved.append(erase(subject, store)["days"]))
-    wait_until_waiting_for_a_day_lock(eraser[0])
+    wait_until_waiting_for_a_lock(eraser[0], "the erasure")
     write_behind.flush()  # the epoch ends: the erasure goes on
     eraser[0].join(30)
     assert not errors and moved == [1], errors
     assert not DailyUserStat.objects.filter(user_id=user).exists()
     assert stored(DAY, anonymous) == 1
     assert store.get(counter(DAY, user)) is None
-
-
-def wait_until_waiting_for_a_day_lock(thread: threading.Thread) -> None:
-    deadline = time.monotonic() + 30
-    with connection.cursor() as cursor:
-        while thread.is_alive():
-            cursor.execute(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-            )
-            if cursor.fetchone()[0]:
-                return
-            assert time.monotonic() < deadline, "it never waited for the day's lock"
-            time.sleep(0.01)
-    raise AssertionError("it ended without waiting for the day's lock")
 
 
 def test_a_late_message_is_added_before_its_answer(store: KVStore, no_flusher: None) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -16,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from django.db import connection, connections, transaction
+from django.db import connections, transaction
 from django.test import Client
 from django.utils import timezone
 
@@ -32,6 +31,7 @@ from telegram_bot.state import KVStore
 from tests.builders import next_update_id
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
+from tests.locks import wait_until_waiting_for_a_lock
 from tests.support.helpers import USER, button, last_message_id, message, reply_to, texts
 
 ANSWER_TEXT = "Try turning it off and on."
@@ -179,25 +179,6 @@ def test_two_concurrent_deliveries_of_a_new_entry_send_it_once(bot: FakeTelegram
     ]
 
 
-def _wait_until_blocked_on_a_row(thread: threading.Thread) -> None:
-    """On PostgreSQL, until ``thread``'s statement waits for a row lock; on SQLite the writer
-    holds the database's write lock, so the other one can only wait."""
-    if connection.vendor != "postgresql":
-        time.sleep(0.3)
-        return
-    deadline = time.monotonic() + 30
-    with connection.cursor() as cursor:
-        while thread.is_alive():
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                "AND datname = current_database()"
-            )
-            if cursor.fetchone()[0]:
-                return
-            assert time.monotonic() < deadline, "the Retry never waited for the claim's row"
-            time.sleep(0.01)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_retry_that_waited_for_a_claim_being_committed_does_not_undo_the_claim(
     bot: FakeTelegramServer,
@@ -238,7 +219,7 @@ def test_a_retry_that_waited_for_a_claim_being_committed_does_not_undo_the_claim
     assert claimed.wait(30)
     resetter = threading.Thread(target=second_press_resets)
     resetter.start()
-    _wait_until_blocked_on_a_row(resetter)
+    wait_until_waiting_for_a_lock(resetter, "the Retry")
     commit.set()
     claimer.join(30)
     resetter.join(30)
