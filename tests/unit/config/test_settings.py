@@ -71,6 +71,9 @@ BAD_SETTINGS = [
     ({"PORT": "http"}, "PORT", "integer"),
     ({"WEB_THREADS": "0"}, "WEB_THREADS", "at least 1"),
     ({"WEB_THREADS": "four"}, "WEB_THREADS", "integer"),
+    ({"STATS_WRITE_BEHIND_MS": "-1"}, "STATS_WRITE_BEHIND_MS", "at least 0"),
+    ({"STATS_WRITE_BEHIND_MS": "1001"}, "STATS_WRITE_BEHIND_MS", "at most 1000"),
+    ({"STATS_WRITE_BEHIND_MS": "fast"}, "STATS_WRITE_BEHIND_MS", "integer"),
     # Durations and sizes have an upper bound: a huge one would pass the start and then fail
     # every update that stores it (a TTL in milliseconds past 64 bits).
     ({"SUPPORT_OPEN_TTL_SECONDS": "99999999999999999999"}, "SUPPORT_OPEN_TTL_SECONDS", "range"),
