@@ -58,6 +58,9 @@ def main() -> None:
         with override_settings(ROOT_URLCONF="bench.urls", ALLOWED_HOSTS=["*"]):
             run(args, store)
     finally:
+        from stats import write_behind
+
+        write_behind.shutdown()  # its connection would keep the test database in use
         cleanup_kv(store)
         connection.creation.destroy_test_db(old_name, verbosity=0)
 

@@ -20,8 +20,9 @@ from telegram_bot.audit import update_step
 from telegram_bot.chat_migration import migrate_chat
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
-from telegram_bot.pipeline.router import Observer, PanelEntry, Route
-from telegram_bot.updates import ChatMember, Message, User
+from telegram_bot.pipeline.router import QUIET, Foresight, Observer, PanelEntry, Route
+from telegram_bot.state import KVStore
+from telegram_bot.updates import ChatMember, Message, Update, User
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,21 @@ def on_chat_member(ctx: Context) -> None:
         members.member_left(event)
 
 
+def foresee_service_message(update: Update, store: KVStore) -> Foresight | None:
+    """Quiet for every message but a join, a leave or a migration (``Observer.foresee``)."""
+    message = update.message
+    if message is None:
+        return QUIET
+    if message.new_chat_members or message.left_chat_member or _migration(message):
+        return None
+    return QUIET
+
+
+def _migration(message: Message) -> bool:
+    extra = message.model_extra
+    return bool(extra) and ("migrate_to_chat_id" in extra or "migrate_from_chat_id" in extra)
+
+
 def on_service_message(ctx: Context) -> None:
     """``new_chat_members`` / ``left_chat_member``: the joins and leaves of groups where
     ``chat_member`` is not delivered (the bot is not an admin); the same join from both is
@@ -129,9 +145,7 @@ def on_service_message(ctx: Context) -> None:
     message = ctx.update.message
     if message is None:
         return
-    if message.model_extra and (
-        "migrate_to_chat_id" in message.model_extra or "migrate_from_chat_id" in message.model_extra
-    ):
+    if _migration(message):
         _migrated(message, ctx.update.update_id)
         return
     if not (message.new_chat_members or message.left_chat_member):
@@ -189,7 +203,13 @@ OBSERVERS: list[Observer] = [
         chat_types=("group", "supergroup", "channel"),
     ),
     Observer.on("community.members", "chat_member", on_chat_member, chat_types=GROUPS),
-    Observer.on("community.joins", "message", on_service_message, chat_types=GROUPS),
+    Observer.on(
+        "community.joins",
+        "message",
+        on_service_message,
+        chat_types=GROUPS,
+        foresee=foresee_service_message,
+    ),
 ]
 ROUTES: list[Route] = [
     Route.on_update("chat_join_request", on_join_request),

@@ -24,7 +24,8 @@ from moderation.services import Origin, Target
 from telegram_bot.audit import BOT
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
-from telegram_bot.pipeline.router import ClaimCounter
+from telegram_bot.pipeline.router import QUIET, ClaimCounter, Foresight
+from telegram_bot.state import KVStore
 from telegram_bot.updates import Update
 
 
@@ -53,6 +54,19 @@ def flood_counters(update: Update) -> list[ClaimCounter]:
     return [(key, (settings.flood_seconds + 1) * 1000)]
 
 
+def acts_at(chat_id: int) -> int:
+    """The count of a window at which the chat's action is taken: over the limit, once."""
+    return chat_settings(chat_id).flood_messages + 1
+
+
+def foresee_flood(update: Update, store: KVStore) -> Foresight:
+    """Nothing unless the member's counter reaches ``acts_at`` (``Observer.foresee``)."""
+    counters = flood_counters(update)
+    if not counters or update.chat_id is None:
+        return QUIET
+    return Foresight(acts_at=(acts_at(update.chat_id),))
+
+
 def check_flood(ctx: Context) -> None:
     if ctx.counted is not None:  # counted with the claim
         counts = list(ctx.counted)
@@ -63,7 +77,7 @@ def check_flood(ctx: Context) -> None:
         return
     user = message.from_user
     settings = chat_settings(ctx.chat_id)
-    if counts[0] != settings.flood_messages + 1:
+    if counts[0] != acts_at(ctx.chat_id):
         return  # under the limit, or already acted on in this window
     target = Target(user.id, user.full_name, user.username or "")
     try:

@@ -426,9 +426,15 @@ OBSERVERS: list[Observer] = [
         chat_types=GROUPS,
         order=100,
         counters=flood.flood_counters,
+        foresee=flood.foresee_flood,
     ),
     Observer.on(
-        "mod.violations", "message", violations.act_on_violations, chat_types=GROUPS, order=110
+        "mod.violations",
+        "message",
+        violations.act_on_violations,
+        chat_types=GROUPS,
+        order=110,
+        foresee=violations.foresee_violations,
     ),
 ]
 PANEL_ENTRIES: list[PanelEntry] = [PanelEntry(gettext_lazy("Moderation"), "mod:p", order=250)]

@@ -19,23 +19,42 @@ from telegram_bot import violations
 from telegram_bot.audit import BOT, Outcome
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import QUIET, Foresight
+from telegram_bot.state import KVStore
+from telegram_bot.updates import Update
+
+
+def _verdict(update: Update, store: KVStore) -> tuple[str, Action] | None:
+    """The worst severity of a member's message and the chat's action for it; None when
+    nothing is to be done (no violation, its action "none", not a member's message)."""
+    message = update.message
+    if message is None or update.chat_id is None or update.command() is not None:
+        return None
+    if message.from_user is None or not is_member_message(message):
+        return None
+    settings = chat_settings(update.chat_id)
+    actions = {s: settings.violation_action(s) for s in violations.SEVERITIES}
+    if all(action == Action.NONE for action in actions.values()):
+        return None
+    severity = violations.worst(violations.classify(message, store))
+    if severity is None or actions[severity] == Action.NONE:
+        return None
+    return severity, actions[severity]
+
+
+def foresee_violations(update: Update, store: KVStore) -> Foresight | None:
+    """Quiet for a message without a violation to act on (``Observer.foresee``)."""
+    return QUIET if _verdict(update, store) is None else None
 
 
 def act_on_violations(ctx: Context) -> None:
+    verdict = _verdict(ctx.update, ctx.store)
     message = ctx.update.message
-    if message is None or ctx.chat_id is None or ctx.update.command() is not None:
+    if verdict is None or message is None or message.from_user is None or ctx.chat_id is None:
         return
-    user = message.from_user
-    if user is None or not is_member_message(message):
-        return
+    severity, action = verdict
     settings = chat_settings(ctx.chat_id)
-    actions = {s: settings.violation_action(s) for s in violations.SEVERITIES}
-    if all(action == Action.NONE for action in actions.values()):
-        return
-    severity = violations.worst(violations.classify(message, ctx.store))
-    if severity is None or actions[severity] == Action.NONE:
-        return
-    action = actions[severity]
+    user = message.from_user
     target = Target(user.id, user.full_name, user.username or "")
     origin = Origin(ctx.chat_id, BOT, "auto", ctx.update.update_id, cause="violation")
     reason = {

@@ -25,23 +25,37 @@ from stats.services import (
 )
 from stats.summary import group_summary_text
 from telegram_bot.pipeline.context import Context
-from telegram_bot.pipeline.router import Observer, PanelEntry, Route
+from telegram_bot.pipeline.router import QUIET, Foresight, Observer, PanelEntry, Route
+from telegram_bot.state import KVStore
+from telegram_bot.updates import Update
 
 GROUPS = ("group", "supergroup")
 
 
 def count_message(ctx: Context) -> None:
-    message = ctx.update.message
-    if message is None or ctx.update.command() is not None:
-        return
+    work = foresee_count(ctx.update, ctx.store).commit
+    if work is not None:
+        work(ctx.commit_once)
+
+
+def foresee_count(update: Update, store: KVStore) -> Foresight:
+    """What counting ``update`` takes: its one commit, or nothing (a command, a message that
+    does not count). The same whether the pipeline runs the observer or does the update in
+    one step (``Observer.foresee``)."""
+    message = update.message
+    if message is None or update.command() is not None:
+        return QUIET
     if message.new_chat_members:
-        ctx.commit_once(joins_to_record(message))
-        return
-    counted = message_to_count(message, store=ctx.store)
-    if counted is not None:
-        # The commit and the database add under the day's lock; never raises once the commit
-        # is done (a dead letter's replay, which starts the update over, would count twice).
-        stats_count_once(store=ctx.store, counted=counted, commit=ctx.commit_once)
+        joined = message
+        return Foresight(commit=lambda commit: commit(joins_to_record(joined)))
+    counted = message_to_count(message, store=store)
+    if counted is None:
+        return QUIET
+    # The commit and the database add under the day's lock; never raises once the commit is
+    # done (a dead letter's replay, which starts the update over, would count twice).
+    return Foresight(
+        commit=lambda commit: stats_count_once(store=store, counted=counted, commit=commit)
+    )
 
 
 def stats_command(ctx: Context) -> None:
@@ -62,7 +76,14 @@ def stats_command(ctx: Context) -> None:
 
 
 OBSERVERS: list[Observer] = [
-    Observer.on("stats.count", "message", count_message, chat_types=GROUPS, order=900),
+    Observer.on(
+        "stats.count",
+        "message",
+        count_message,
+        chat_types=GROUPS,
+        order=900,
+        foresee=foresee_count,
+    ),
 ]
 ROUTES: list[Route] = [
     Route.on_command(

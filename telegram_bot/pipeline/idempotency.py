@@ -9,10 +9,11 @@ An update runs as units: its observers, then its routed handler (``pipeline``). 
 effects live in the KV store makes them idempotent with ``commit_once``: its ops and its own
 unit marker are written in one atomic step, so a re-delivered or replayed update (the worker
 died after the commit, or a later unit failed) changes nothing the second time. The last unit
-to run also writes the update's done-marker in that same step, so the usual group message
-still costs one claim and one commit. Per-unit markers rather than one marker for the update:
-a unit that commits must not make the update done while a later unit has not run yet, or a
-crash between the two would lose the later one.
+to run also writes the update's done-marker in that same step, so an update costs one claim
+and one commit (the usual group message, foreseen, one step: ``process._finish_foreseen``).
+Per-unit markers rather than one marker for the update: a unit that commits must not make the
+update done while a later unit has not run yet, or a crash between the two would lose the
+later one.
 """
 
 from __future__ import annotations

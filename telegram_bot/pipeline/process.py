@@ -3,7 +3,9 @@
 Idempotency per ``update_id`` in the KV store (``upd:<id>``): a short claim while a worker
 handles the update, then a done-marker kept ``UPDATE_DONE_TTL_HOURS``. A done update is not
 processed again; one claimed by another worker is answered IN_PROGRESS (503, Telegram comes
-back). The update's observers run, then its routed handler, each in isolation (``_handle``).
+back). The update's observers run, then its routed handler, each in isolation (``_handle``);
+an update whose observers all say beforehand what they will do, and that has no routed handler,
+is done in one KV step instead (``_finish_foreseen``).
 A handler that raises sends the update to the dead-letter queue and the update counts as done.
 The KV store or the database being unreachable is the one UNAVAILABLE case: the claim is
 released and nothing is marked, so the update comes back later.
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -27,9 +30,18 @@ from telegram_bot.metrics import handler_failed, observe_updates
 from telegram_bot.notifications import chat_reachable_again
 from telegram_bot.pipeline import idempotency, liveness, security
 from telegram_bot.pipeline.context import Context, answer_press
-from telegram_bot.pipeline.router import ROUTE_UNIT, ClaimCounter, Handler, Router, get_router
+from telegram_bot.pipeline.router import (
+    ROUTE_UNIT,
+    ClaimCounter,
+    CommitOnce,
+    Foresight,
+    Handler,
+    Router,
+    get_router,
+)
 from telegram_bot.redaction import redact
 from telegram_bot.state import Increment, KVStore, get_store
+from telegram_bot.state.base import Finished, Op
 from telegram_bot.state.dead_letters import DeadLetterStore
 from telegram_bot.state.workflows import WorkflowStore
 from telegram_bot.updates import Update, parse_update
@@ -68,11 +80,15 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
         legacy_done = replay and idempotency.is_done(
             store.get(idempotency.marker_key(update.update_id))
         )
-        counters = _claim_counters(update, replay=replay)
         claim = idempotency.new_claim(store)
-        claimed = _claim_counting(
-            store, update.update_id, replay=replay, counters=counters, claim=claim
-        )
+        foreseen = None if replay else _finish_foreseen(store, update, claim)
+        if foreseen is not None:
+            claimed: tuple[dict[str, Any], Counted | None] | Outcome = foreseen
+        else:
+            counters = _claim_counters(update, replay=replay)
+            claimed = _claim_counting(
+                store, update.update_id, replay=replay, counters=counters, claim=claim
+            )
     except UNAVAILABLE_ERRORS as exc:
         log.warning(
             "update %s: state unavailable, asking Telegram to retry: %s",
@@ -369,6 +385,124 @@ def _claim_counting(
     if idempotency.take_over(store, update_id, current, claim, ttl):  # its process is gone
         return claim, None
     return Outcome.IN_PROGRESS
+
+
+def _finish_foreseen(
+    store: KVStore, update: Update, claim: dict[str, Any]
+) -> Outcome | tuple[dict[str, Any], Counted] | None:
+    """The fast path: an update whose every unit is foreseen (``router.Foresight``) done in
+    one KV step (``KVStore.claim_or_finish``) instead of a claim and a commit.
+
+    That is an update with no routed handler and no security check that could refuse it or
+    count it (a member's group message, not a command), whose observers all say beforehand
+    what they will do: nothing, one commit, or something once a claim counter reaches a
+    value. The one step adds the observers' counters and, unless one reaches its value,
+    applies the commit with its unit marker and the update's done-marker: PROCESSED. A counter
+    that reaches its value leaves the plain claim instead, as ``_claim_counting`` would
+    have: the claim and the counters' values, and the units run the ordinary way. None when
+    the update is not foreseen, or the step found its marker (a duplicate, a claim, a
+    released claim, a unit committed before): the ordinary path, which knows those cases, runs
+    it from the start, and nothing was written.
+    """
+    router = get_router()
+    if (
+        update.command() is not None
+        or security.is_interaction(update)
+        or not security.chat_allowed(update)
+        or router.match(update) is not None
+    ):
+        return None
+    observers = router.observers_for(update)
+    if not observers or any(observer.foresee is None for observer in observers):
+        return None
+    counters = router.claim_counters(update)
+    sights: dict[str, Foresight] = {}
+    try:
+        for observer in observers:
+            sight = observer.foresee(update, store) if observer.foresee else None
+            if sight is None or len(sight.acts_at) != len(counters.get(observer.name, ())):
+                return None
+            sights[observer.name] = sight
+    except UNAVAILABLE_ERRORS:
+        raise
+    except Exception as exc:  # the ordinary path runs the observer alone, and letters it
+        log.info("update %s: not foreseen: %s", update.update_id, redact(str(exc)))
+        return None
+    committers = [(name, sight.commit) for name, sight in sights.items() if sight.commit]
+    if len(committers) > 1:
+        return None  # two commits: each unit commits on its own, the ordinary way
+    triggers = [trigger for name in counters for trigger in sights[name].acts_at]
+    return _finish(store, update, claim, counters, triggers, committers[0] if committers else None)
+
+
+def _finish(
+    store: KVStore,
+    update: Update,
+    claim: dict[str, Any],
+    counters: dict[str, list[ClaimCounter]],
+    triggers: list[int | None],
+    committer: tuple[str, Callable[[CommitOnce], object]] | None,
+) -> Outcome | tuple[dict[str, Any], Counted] | None:
+    results: list[Finished | None] = []
+    increments = [Increment(k, 1, ttl_ms) for taken in counters.values() for k, ttl_ms in taken]
+
+    def commit(ops: Sequence[Op]) -> bool:
+        if results:
+            raise RuntimeError("a foreseen update commits once")
+        finished = store.claim_or_finish(
+            idempotency.marker_key(update.update_id),
+            claim=claim,
+            claim_ttl_ms=settings.UPDATE_CLAIM_TTL_SECONDS * 1000,
+            done=idempotency.DONE,
+            done_ttl_ms=idempotency.done_ttl_ms(),
+            increments=increments,
+            triggers=triggers,
+            marker_key=(
+                None
+                if committer is None
+                else idempotency.unit_marker_key(update.update_id, committer[0])
+            ),
+            ops=ops,
+        )
+        results.append(finished)
+        return finished is not None and finished.finished
+
+    try:
+        if committer is None:
+            commit(())
+        else:
+            committer[1](commit)
+    except UNAVAILABLE_ERRORS:
+        raise
+    except Exception as exc:
+        if results and results[0] is not None and results[0].finished:
+            # Done, its effects in; what raised after them is the observer's fault.
+            handler_failed(exc)
+            log.error(
+                "update %s: %s failed after its commit with %s: %s",
+                update.update_id,
+                committer[0] if committer else "?",
+                type(exc).__name__,
+                redact(str(exc)),
+            )
+            try:
+                dead_letters().put(update.raw, exc)
+            except UNAVAILABLE_ERRORS:
+                return Outcome.PROCESSED
+            return Outcome.DEAD_LETTER
+        if not results or results[0] is None:
+            log.info("update %s: foreseen work failed: %s", update.update_id, redact(str(exc)))
+            return None  # nothing written: the ordinary path runs it (and letters it)
+    if not results or results[0] is None:
+        return None
+    finished = results[0]
+    if finished.finished:
+        return Outcome.PROCESSED
+    counted, start = {}, 0
+    for name, taken in counters.items():
+        counted[name] = tuple(finished.values[start : start + len(taken)])
+        start += len(taken)
+    return claim, counted
 
 
 def _claim_counters(update: Update, *, replay: bool) -> dict[str, list[ClaimCounter]]:

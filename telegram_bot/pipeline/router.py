@@ -28,11 +28,38 @@ from telegram_bot.updates import Update
 
 if TYPE_CHECKING:
     from telegram_bot.pipeline.context import Context
+    from telegram_bot.state import KVStore
+    from telegram_bot.state.base import Op
 
 Handler = Callable[["Context"], None]
 # A counter an observer takes with the update's claim: (key, TTL in ms applied on creation).
 ClaimCounter = tuple[str, int | None]
 ClaimCounters = Callable[[Update], Sequence[ClaimCounter]]
+# The one KV commit of a unit (``Context.commit_once``): apply the ops once; False if not.
+CommitOnce = Callable[[Sequence["Op"]], bool]
+
+
+@dataclass(frozen=True)
+class Foresight:
+    """What an observer will do with an update, told before the update is claimed.
+
+    ``acts_at``: per claim counter of the observer (``Observer.counters``, same order), the
+    new value at which its handler does something (None: never); below or past it, nothing.
+    ``commit``: the observer's whole work, given the commit to use, when that work is one
+    ``commit_once`` (and what the observer does around it, which must not raise once the
+    commit is done); None when it does nothing at all. With every observer of an update
+    foreseen, and no routed handler, the pipeline does the update in one KV step
+    (``pipeline.process``'s fast path) instead of a claim and a commit.
+    """
+
+    acts_at: tuple[int | None, ...] = ()
+    commit: Callable[[CommitOnce], object] | None = None
+
+
+QUIET = Foresight()
+# An observer's foresight of an update (it may read the KV store), or None when it cannot tell
+# before running (it will act, or it depends on more than its counters).
+Foresee = Callable[[Update, "KVStore"], Foresight | None]
 ANY_COMMAND = "*"
 ROUTE_UNIT = "route"  # the unit name of the routed handler (observers have their own)
 _UNIT_NAME_RE = re.compile(r"^[a-z0-9._-]{1,40}$")
@@ -118,6 +145,10 @@ class Observer:
     KV round trip for both; the handler reads their new values from ``ctx.counted``. Where
     the claim was not a plain one (a take-over, a replay) ``ctx.counted`` is None and the
     handler counts itself. A claim that finds the update done or claimed counts nothing.
+
+    ``foresee``: what the handler will do with an update, told before the claim
+    (``Foresight``); an observer without it, or whose foresight is None, has the update run
+    the ordinary way (claim, units, done-marker).
     """
 
     name: str
@@ -126,6 +157,7 @@ class Observer:
     chat_types: frozenset[str] | None = None
     order: int = 100
     counters: ClaimCounters | None = None
+    foresee: Foresee | None = None
 
     @classmethod
     def on(
@@ -137,11 +169,12 @@ class Observer:
         chat_types: tuple[str, ...] | None = None,
         order: int = 100,
         counters: ClaimCounters | None = None,
+        foresee: Foresee | None = None,
     ) -> Observer:
         if not _UNIT_NAME_RE.match(name) or name == ROUTE_UNIT:
             raise ValueError(f"observer name {name!r}: 1-40 of a-z 0-9 . _ -, not {ROUTE_UNIT!r}")
         chats = frozenset(chat_types) if chat_types else None
-        return cls(name, update_type, handler, chats, order, counters)
+        return cls(name, update_type, handler, chats, order, counters, foresee)
 
     def accepts(self, update: Update) -> bool:
         if update.type != self.update_type:

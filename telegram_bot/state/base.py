@@ -53,6 +53,15 @@ Op = Increment | Put
 
 
 @dataclass(frozen=True)
+class Finished:
+    """What ``KVStore.claim_or_finish`` did: ``finished`` (its ops and the done value written)
+    or not (a trigger met: only the claim written), and the increments' new values."""
+
+    finished: bool
+    values: list[int]
+
+
+@dataclass(frozen=True)
 class RawOp:
     """An op checked and encoded: ``kind`` is "i" (increment) or "s" (set)."""
 
@@ -164,6 +173,59 @@ class KVStore(ABC):
         if not raw_ops:
             return [] if self._set_if_absent(raw, text, ttl) else None
         return self._set_if_absent_and_increment(raw, text, ttl, raw_ops)
+
+    def claim_or_finish(
+        self,
+        key: str,
+        *,
+        claim: Any,
+        claim_ttl_ms: int | None,
+        done: Any,
+        done_ttl_ms: int | None,
+        increments: Sequence[Increment] = (),
+        triggers: Sequence[int | None] = (),
+        marker_key: str | None = None,
+        ops: Sequence[Op] = (),
+    ) -> Finished | None:
+        """One atomic step that either finishes the work on ``key`` or claims it.
+
+        When ``key`` is absent or expired and ``marker_key`` (if given) does not hold ``done``:
+        add every increment (its TTL applies when it creates the key), then, unless a new value
+        equals its trigger (``triggers``, one per increment, None for none), apply ``ops`` and
+        set ``marker_key`` and ``key`` to ``done``: ``Finished(True, values)``. A value that
+        meets its trigger writes ``claim`` at ``key`` instead and applies no op:
+        ``Finished(False, values)``, exactly what ``set_if_absent_and_increment`` would have
+        done. Otherwise None, and nothing is written. An increment of a key that holds no
+        integer raises StateError and nothing at all is written.
+        (The update path's whole work for an update whose units are known in advance to do
+        nothing but ``ops`` unless a counter reaches a trigger: one round trip.)
+        """
+        raw = self._raw(check_not_indexed(check_key(key)))
+        raw_marker = None
+        if marker_key is not None:
+            raw_marker = self._raw(check_not_indexed(check_key(marker_key)))
+        if len(triggers) != len(increments):
+            raise InvalidValueError("claim_or_finish takes one trigger per increment")
+        raw_increments = []
+        for op in increments:
+            if not isinstance(op, Increment):
+                raise InvalidValueError(f"only increments go with a claim, not {op!r}")
+            raw_increments.append(self._encode_op(op))
+        for trigger in triggers:
+            if trigger is not None and type(trigger) is not int:
+                raise InvalidValueError(f"a trigger is an integer or None, not {trigger!r}")
+        outcome = self._claim_or_finish(
+            raw,
+            encode(claim),
+            check_ttl(claim_ttl_ms),
+            encode(done),
+            check_ttl(done_ttl_ms),
+            raw_increments,
+            list(triggers),
+            raw_marker,
+            [self._encode_op(op) for op in ops],
+        )
+        return None if outcome is None else Finished(*outcome)
 
     def increment(self, key: str, by: int = 1, ttl_ms: int | None = None) -> int:
         """Atomically add ``by`` (missing or expired counts as 0) and return the new value.
@@ -285,6 +347,21 @@ class KVStore(ABC):
     ) -> list[int] | None:
         """Every backend has it; only a test's partial store may go without."""
         raise NotImplementedError(f"{type(self).__name__} cannot claim with increments")
+
+    def _claim_or_finish(
+        self,
+        raw_key: str,
+        claim_text: str,
+        claim_ttl_ms: int | None,
+        done_text: str,
+        done_ttl_ms: int | None,
+        increments: list[RawOp],
+        triggers: list[int | None],
+        raw_marker: str | None,
+        ops: list[RawOp],
+    ) -> tuple[bool, list[int]] | None:
+        """Every backend has it; only a test's partial store may go without."""
+        raise NotImplementedError(f"{type(self).__name__} cannot claim or finish")
 
     @abstractmethod
     def _scan(

@@ -166,6 +166,66 @@ class DatabaseStore(KVStore):
             raise StateError(f"cannot increment {exc}: it does not hold an integer") from None
         return values
 
+    def _claim_or_finish(
+        self,
+        raw_key: str,
+        claim_text: str,
+        claim_ttl_ms: int | None,
+        done_text: str,
+        done_ttl_ms: int | None,
+        increments: list[RawOp],
+        triggers: list[int | None],
+        raw_marker: str | None,
+        ops: list[RawOp],
+    ) -> tuple[bool, list[int]] | None:
+        now = _now_ms()
+        vendor = connections[self.alias].vendor
+        if vendor not in _INCREMENT:
+            raise StateError(f"database KV store does not support {vendor}")
+        try:
+            with transaction.atomic(using=self.alias), self._cursor() as cursor:
+                # The key first: its row lock makes a concurrent claimant wait, then find it.
+                cursor.execute(
+                    f"{_UPSERT} WHERE {_EXPIRED}",
+                    [raw_key, claim_text, _expiry(claim_ttl_ms, now), now],
+                )
+                if cursor.rowcount != 1:
+                    return None
+                if raw_marker is not None:
+                    cursor.execute(
+                        f'SELECT 1 FROM {TABLE} WHERE "key" = %s AND "value" = %s AND {_LIVE}',
+                        [raw_marker, done_text, now],
+                    )
+                    if cursor.fetchone() is not None:
+                        transaction.set_rollback(True, using=self.alias)
+                        return None
+                values = [self._add(cursor, vendor, op, now) for op in increments]
+                if any(t is not None and v == t for v, t in zip(values, triggers, strict=True)):
+                    return False, values
+                for op in ops:
+                    if op.kind == "s":
+                        cursor.execute(_UPSERT, [op.key, op.arg, _expiry(op.ttl_ms, now)])
+                    else:
+                        self._add(cursor, vendor, op, now)
+                done_expiry = _expiry(done_ttl_ms, now)
+                if raw_marker is not None:
+                    cursor.execute(_UPSERT, [raw_marker, done_text, done_expiry])
+                cursor.execute(_UPSERT, [raw_key, done_text, done_expiry])
+        except _NotAnIntegerError as exc:
+            raise StateError(f"cannot increment {exc}: it does not hold an integer") from None
+        return True, values
+
+    @staticmethod
+    def _add(cursor: Any, vendor: str, op: RawOp, now: int) -> int:
+        """One increment in the caller's transaction; raises _NotAnIntegerError to roll it
+        back when the key holds no integer."""
+        params = [op.key, op.arg, _expiry(op.ttl_ms, now), now, int(op.arg), now, now]
+        cursor.execute(_INCREMENT[vendor], params)
+        row = cursor.fetchone()
+        if row is None:
+            raise _NotAnIntegerError(op.key)
+        return int(row[0])
+
     def _scan(
         self, raw_prefix: str, cursor: str | None, limit: int
     ) -> tuple[list[str], str | None]:

@@ -107,6 +107,40 @@ class MemoryStore(KVStore):
             self._put(raw_key, text, self._expiry(ttl_ms, now))
             return [self._add(op.key, int(op.arg), op.ttl_ms, now) for op in ops]
 
+    def _claim_or_finish(
+        self,
+        raw_key: str,
+        claim_text: str,
+        claim_ttl_ms: int | None,
+        done_text: str,
+        done_ttl_ms: int | None,
+        increments: list[RawOp],
+        triggers: list[int | None],
+        raw_marker: str | None,
+        ops: list[RawOp],
+    ) -> tuple[bool, list[int]] | None:
+        with self._lock:
+            now = _now_ms()
+            if self._live(raw_key, now) is not None:
+                return None
+            if raw_marker is not None and self._live(raw_marker, now) == done_text:
+                return None
+            for op in [*increments, *(op for op in ops if op.kind == "i")]:
+                self._check_integer(op.key, now)  # all checked before anything is written
+            values = [self._add(op.key, int(op.arg), op.ttl_ms, now) for op in increments]
+            if any(t is not None and v == t for v, t in zip(values, triggers, strict=True)):
+                self._put(raw_key, claim_text, self._expiry(claim_ttl_ms, now))
+                return False, values
+            for op in ops:
+                if op.kind == "s":
+                    self._put(op.key, op.arg, self._expiry(op.ttl_ms, now))
+                else:
+                    self._add(op.key, int(op.arg), op.ttl_ms, now)
+            if raw_marker is not None:
+                self._put(raw_marker, done_text, self._expiry(done_ttl_ms, now))
+            self._put(raw_key, done_text, self._expiry(done_ttl_ms, now))
+            return True, values
+
     def _check_integer(self, raw_key: str, now: int) -> None:
         current = self._live(raw_key, now)
         if current is not None and not is_integer_text(current):

@@ -103,6 +103,55 @@ if ARGV[2] == '' then redis.call('SET', KEYS[1], ARGV[1])
 else redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
 return 1
 """
+# claim_or_finish: KEYS: the key, the marker (the key again when there is none), one per
+# increment, one per op. ARGV: the claim and its TTL, the done value and its TTL, '1' when there
+# is a marker, the increments as one JSON list of [step, ttl, trigger], the ops as apply_once's.
+# Answers nil (nothing written), or {1 finished / 0 claimed, the increments' new values...}.
+_CLAIM_OR_FINISH = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return false end
+if ARGV[5] == '1' and redis.call('GET', KEYS[2]) == ARGV[3] then return false end
+local increments = cjson.decode(ARGV[6])
+local ops = cjson.decode(ARGV[7])
+local n = #increments
+for i = 1, n + #ops do
+  if i <= n or ops[i - n][1] == 'i' then
+    local current = redis.call('GET', KEYS[i + 2])
+    if current and not string.match(current, '^-?%d+$') then
+      return redis.error_reply('not an integer: ' .. KEYS[i + 2])
+    end
+  end
+end
+local answer = {1}
+for i, inc in ipairs(increments) do
+  local key = KEYS[i + 2]
+  local existed = redis.call('EXISTS', key)
+  local value = redis.call('INCRBY', key, inc[1])
+  if existed == 0 and inc[2] ~= '' then redis.call('PEXPIRE', key, inc[2]) end
+  if inc[3] ~= '' and value == tonumber(inc[3]) then answer[1] = 0 end
+  answer[i + 1] = value
+end
+if answer[1] == 0 then
+  if ARGV[2] == '' then redis.call('SET', KEYS[1], ARGV[1])
+  else redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+  return answer
+end
+for i, op in ipairs(ops) do
+  local key, kind, arg, ttl = KEYS[i + n + 2], op[1], op[2], op[3]
+  if kind == 'i' then
+    local existed = redis.call('EXISTS', key)
+    redis.call('INCRBY', key, arg)
+    if existed == 0 and ttl ~= '' then redis.call('PEXPIRE', key, ttl) end
+  elseif ttl == '' then redis.call('SET', key, arg)
+  else redis.call('SET', key, arg, 'PX', ttl) end
+end
+local done = {KEYS[1]}
+if ARGV[5] == '1' then done[2] = KEYS[2] end
+for _, key in ipairs(done) do
+  if ARGV[4] == '' then redis.call('SET', key, ARGV[3])
+  else redis.call('SET', key, ARGV[3], 'PX', ARGV[4]) end
+end
+return answer
+"""
 # The keys of an indexed family (keys.INDEXED_FAMILIES) are listed from two sorted sets beside
 # them, so that a page never walks the keyspace: ``#index:<family>`` holds every key at score 0
 # (ZRANGEBYLEX gives key order, as on the other backends) and ``#expiry:<family>`` holds the keys
@@ -221,6 +270,7 @@ class RedisStore(KVStore):
         self._increment_lua = _Script(_INCREMENT)
         self._apply_once_lua = _Script(_APPLY_ONCE)
         self._claim_lua = _Script(_SET_IF_ABSENT_AND_INCREMENT)
+        self._claim_or_finish_lua = _Script(_CLAIM_OR_FINISH)
         self._pinned = _Pinned()
         self._connections: weakref.WeakSet[Any] = weakref.WeakSet()  # for close()
         self._connections_lock = threading.Lock()
@@ -372,6 +422,39 @@ class RedisStore(KVStore):
             values = self._eval(self._claim_lua, [raw_key, *(op.key for op in ops)], args)
         return None if values is None else [int(value) for value in values]
 
+    def _claim_or_finish(
+        self,
+        raw_key: str,
+        claim_text: str,
+        claim_ttl_ms: int | None,
+        done_text: str,
+        done_ttl_ms: int | None,
+        increments: list[RawOp],
+        triggers: list[int | None],
+        raw_marker: str | None,
+        ops: list[RawOp],
+    ) -> tuple[bool, list[int]] | None:
+        packed_increments = [
+            [op.arg, _ttl_text(op.ttl_ms), "" if trigger is None else str(trigger)]
+            for op, trigger in zip(increments, triggers, strict=True)
+        ]
+        args = [
+            claim_text,
+            _ttl_text(claim_ttl_ms),
+            done_text,
+            _ttl_text(done_ttl_ms),
+            "0" if raw_marker is None else "1",
+            _pack(packed_increments),
+            _pack([[op.kind, op.arg, _ttl_text(op.ttl_ms)] for op in ops]),
+        ]
+        keys = [raw_key, raw_marker or raw_key, *(op.key for op in increments)]
+        keys += [op.key for op in ops]
+        with self._errors():
+            answer = self._eval(self._claim_or_finish_lua, keys, args)
+        if answer is None:
+            return None
+        return int(answer[0]) == 1, [int(value) for value in answer[1:]]
+
     def _scan(
         self, raw_prefix: str, cursor: str | None, limit: int
     ) -> tuple[list[str], str | None]:
@@ -477,11 +560,7 @@ class RedisStore(KVStore):
     def _apply_once(
         self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]
     ) -> bool:
-        packed = json.dumps(
-            [[op.kind, op.arg, "" if op.ttl_ms is None else str(op.ttl_ms)] for op in ops],
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
+        packed = _pack([[op.kind, op.arg, _ttl_text(op.ttl_ms)] for op in ops])
         args = [marker_text, "" if marker_ttl_ms is None else marker_ttl_ms, packed]
         with self._errors():
             done = self._eval(self._apply_once_lua, [raw_marker, *(op.key for op in ops)], args)
@@ -497,6 +576,15 @@ class RedisStore(KVStore):
         for connection in connections:
             connection.disconnect()
         self.client.close()
+
+
+def _ttl_text(ttl_ms: int | None) -> str:
+    return "" if ttl_ms is None else str(ttl_ms)
+
+
+def _pack(rows: list[list[str]]) -> str:
+    """Many small arguments as one JSON argument (cheaper to pack than one each)."""
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
 def _resume_at(keys: list[str], skip: int, last_key: str | None) -> int:

@@ -14,6 +14,7 @@ from django.db import connections
 
 from telegram_bot.errors import StateError
 from telegram_bot.state import Increment, InvalidKeyError, InvalidValueError, KVStore, Put
+from telegram_bot.state.base import Finished
 
 VALUES = [
     "plain",
@@ -416,6 +417,7 @@ def test_threads_applying_one_update_apply_it_once(kv: KVStore) -> None:
 
 
 CLAIM = {"s": "claim", "o": "me"}
+DEAD = {"s": "dead"}
 
 
 def test_set_if_absent_and_increment_claims_and_counts_in_one_step(kv: KVStore) -> None:
@@ -454,6 +456,116 @@ def test_set_if_absent_and_increment_writes_nothing_when_a_counter_cannot_apply(
     with pytest.raises(InvalidKeyError):
         kv.set_if_absent_and_increment("upd:9", CLAIM, 60_000, [Increment("nofamily")])
     assert kv.get("upd:9") is None
+
+
+def _finish(kv: KVStore, key: str = "upd:9", **kwargs: object) -> Finished | None:
+    arguments: dict[str, object] = {
+        "claim": CLAIM, "claim_ttl_ms": 60_000, "done": DONE, "done_ttl_ms": 60_000,
+    }  # fmt: skip
+    return kv.claim_or_finish(key, **{**arguments, **kwargs})  # type: ignore[arg-type]
+
+
+def test_claim_or_finish_counts_applies_and_marks_done_in_one_step(kv: KVStore) -> None:
+    kv.increment("mod:fl:1:2:3", 4)
+    kv.increment("stats:c:1", 10)
+    finished = _finish(
+        kv,
+        increments=[Increment("mod:fl:1:2:3"), Increment("counter:new", 2, ttl_ms=150)],
+        triggers=[7, None],
+        marker_key="upd:9:stats.count",
+        ops=[Increment("stats:c:1", 3), Put("stats:p:1", {"a": 1}), Increment("stats:c:2")],
+    )
+    assert finished == Finished(True, [5, 2])
+    assert kv.get("upd:9") == DONE and kv.get("upd:9:stats.count") == DONE
+    assert kv.get("mod:fl:1:2:3") == 5 and kv.get("counter:new") == 2
+    assert kv.get("stats:c:1") == 13 and kv.get("stats:p:1") == {"a": 1}
+    assert kv.get("stats:c:2") == 1
+    time.sleep(0.25)
+    assert kv.get("counter:new") is None  # the TTL applied when it created the key
+    assert _finish(kv, "upd:10") == Finished(True, [])  # nothing but the done value
+    assert kv.get("upd:10") == DONE
+
+
+def test_claim_or_finish_only_claims_when_a_counter_meets_its_trigger(kv: KVStore) -> None:
+    kv.increment("mod:fl:1:2:3", 4)
+    finished = _finish(
+        kv,
+        increments=[Increment("counter:a"), Increment("mod:fl:1:2:3")],
+        triggers=[None, 5],
+        marker_key="upd:9:stats.count",
+        ops=[Increment("stats:c:1")],
+    )
+    assert finished == Finished(False, [1, 5])
+    assert kv.get("upd:9") == CLAIM  # as set_if_absent_and_increment leaves it
+    assert kv.get("upd:9:stats.count") is None and kv.get("stats:c:1") is None
+    assert kv.get("counter:a") == 1 and kv.get("mod:fl:1:2:3") == 5
+    past = _finish(kv, "upd:10", increments=[Increment("mod:fl:1:2:3")], triggers=[5])
+    assert past == Finished(True, [6])  # past the trigger: it acted once already
+
+
+def test_claim_or_finish_writes_nothing_when_the_key_or_the_marker_is_there(kv: KVStore) -> None:
+    kv.set("upd:9", {"s": "released"}, ttl_ms=60_000)
+    ops = [Increment("stats:c:1")]
+    assert _finish(kv, increments=[Increment("counter:a")], triggers=[None], ops=ops) is None
+    kv.set("upd:10:stats.count", DONE)
+    assert _finish(kv, "upd:10", marker_key="upd:10:stats.count", ops=ops) is None
+    assert kv.get("upd:10") is None and kv.get("counter:a") is None
+    assert kv.get("stats:c:1") is None
+    kv.set("upd:11:stats.count", DEAD)  # only a marker holding the done value stops it
+    assert _finish(kv, "upd:11", marker_key="upd:11:stats.count", ops=ops) == Finished(True, [])
+    assert kv.get("stats:c:1") == 1
+
+
+def test_claim_or_finish_writes_nothing_when_an_increment_cannot_apply(kv: KVStore) -> None:
+    kv.set("counter:text", "not a number")
+    for increments, ops in (
+        ([Increment("counter:a"), Increment("counter:text")], [Increment("stats:c:1")]),
+        ([Increment("counter:a")], [Increment("stats:c:1"), Increment("counter:text")]),
+    ):
+        with pytest.raises(StateError):
+            _finish(kv, increments=increments, triggers=[None] * len(increments), ops=ops)
+        assert kv.get("upd:9") is None and kv.get("counter:a") is None
+        assert kv.get("stats:c:1") is None
+    with pytest.raises(InvalidValueError):
+        _finish(kv, increments=[Increment("counter:a")], triggers=[])
+    with pytest.raises(InvalidValueError):
+        _finish(kv, increments=[Put("counter:a", 1)], triggers=[None])
+    with pytest.raises(InvalidValueError):
+        _finish(kv, increments=[Increment("counter:a")], triggers=["5"])
+    with pytest.raises(InvalidKeyError):
+        _finish(kv, marker_key="nofamily")
+    assert kv.get("upd:9") is None and kv.get("counter:a") is None
+
+
+def test_threads_finishing_one_update_apply_it_once(kv: KVStore) -> None:
+    results: list[Finished | None] = []
+    barrier = threading.Barrier(8)
+
+    def work() -> None:
+        try:
+            barrier.wait()
+            for n in range(20):
+                results.append(
+                    _finish(
+                        kv,
+                        f"upd:{n}",
+                        increments=[Increment("counter:claimed")],
+                        triggers=[None],
+                        marker_key=f"upd:{n}:stats.count",
+                        ops=[Increment("stats:c:applied")],
+                    )
+                )
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    won = [r for r in results if r is not None]
+    assert len(won) == 20 and sorted(r.values[0] for r in won) == list(range(1, 21))
+    assert kv.get("counter:claimed") == 20 and kv.get("stats:c:applied") == 20
 
 
 def test_threads_claiming_one_update_count_it_once(kv: KVStore) -> None:

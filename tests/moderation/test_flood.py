@@ -128,8 +128,10 @@ def test_the_counter_goes_with_the_claim_in_one_store_call(
     with override_store(store):  # type: ignore[arg-type]
         update = {"update_id": next_update_id(), "message": member_message()}
         assert process_update(update) == Outcome.PROCESSED
-    assert "increment" not in store.calls
-    assert store.calls.count("set_if_absent_and_increment") == 1
+    assert "increment" not in store.calls and "apply_once" not in store.calls
+    # The claim, the counter, the statistics' commit and the done-marker: one step.
+    assert store.calls.count("claim_or_finish") == 1
+    assert "set_if_absent_and_increment" not in store.calls
     assert flood_counts(memory_store) == [1]
 
 

@@ -261,11 +261,12 @@ def test_a_group_message_through_the_webhook_costs_two_database_round_trips(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_group_message_through_the_webhook_costs_two_redis_round_trips(
+def test_a_group_message_through_the_webhook_costs_one_redis_round_trip(
     live_bot: Any, post_update: Any
 ) -> None:
-    """The claim with the anti-flood counter (one script), then the commit of the counters
-    with the done-marker (one script); nothing else, through the store or the client."""
+    """The anti-flood counter, the commit of the statistics' counters and the done-marker in
+    one script (``KVStore.claim_or_finish``); nothing else, through the store or the
+    client."""
     if not REDIS_URL:
         pytest.skip("REDIS_URL not set")
     store = open_store(REDIS_URL, prefix=f"t{uuid.uuid4().hex[:12]}:")
@@ -295,7 +296,7 @@ def test_a_group_message_through_the_webhook_costs_two_redis_round_trips(
         for key in client.scan_iter(match=f"{store.prefix}*", count=500):
             client.delete(key)
         store.close()
-    assert commands == ["EVALSHA", "EVALSHA"]
+    assert commands == ["EVALSHA"]
     assert DailyUserStat.objects.filter(chat_id=CHAT).count() == 2
 
 
