@@ -203,6 +203,8 @@ class Router:
         self.panel_entries = sorted(panel_entries or [], key=lambda entry: entry.order)
         # sorted() is stable: equal orders keep the order the apps declared them in.
         self.observers = sorted(observers or [], key=lambda observer: observer.order)
+        self._observers_of: dict[tuple[str, str | None], tuple[Observer, ...]] = {}
+        self._default_route_of: dict[tuple[str, str | None], Route | None] = {}
         types = {route.update_type for route in self.routes}
         self._allowed_updates = sorted(types | {obs.update_type for obs in self.observers})
         names = [observer.name for observer in self.observers]
@@ -211,8 +213,15 @@ class Router:
             raise ValueError(f"observer names must be unique: {', '.join(duplicates)}")
 
     def observers_for(self, update: Update) -> list[Observer]:
-        """The observers of this update, in the order they run."""
-        return [observer for observer in self.observers if observer.accepts(update)]
+        """The observers of this update, in the order they run (they depend on its type and
+        chat type only: worked out once per pair)."""
+        kind = (update.type, update.chat_type)
+        found = self._observers_of.get(kind)
+        if found is None:
+            found = self._observers_of[kind] = tuple(
+                observer for observer in self.observers if observer.accepts(update)
+            )
+        return list(found)
 
     def claim_counters(self, update: Update) -> dict[str, list[ClaimCounter]]:
         """Per observer of ``update`` that declares ``counters``: the counters it takes with
@@ -236,18 +245,21 @@ class Router:
             owner = next((route for route in self.routes if route.workflow == workflow), None)
             if owner is not None:
                 return owner
-        return next(
-            (
-                route
-                for route in self.routes
-                if route.update_type == update.type
-                and route.command is None
-                and route.callback_prefix is None
-                and route.workflow is None
-                and route.accepts_chat(update.chat_type)
-            ),
-            None,
-        )
+        kind = (update.type, update.chat_type)
+        if kind not in self._default_route_of:  # it depends on these two only
+            self._default_route_of[kind] = next(
+                (
+                    route
+                    for route in self.routes
+                    if route.update_type == update.type
+                    and route.command is None
+                    and route.callback_prefix is None
+                    and route.workflow is None
+                    and route.accepts_chat(update.chat_type)
+                ),
+                None,
+            )
+        return self._default_route_of[kind]
 
     def _match_command(self, update: Update, name: str) -> Route | None:
         fallback = None

@@ -14,6 +14,7 @@ the Update model, but parsed here, after the checks, rather than by ninja before
 from __future__ import annotations
 
 import hmac
+import json
 import logging
 from typing import Any
 
@@ -32,6 +33,12 @@ MAX_BODY_BYTES = 1024 * 1024
 SECRET_HEADER = "HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN"  # noqa: S105 - a header name
 OUTCOME_HEADER = "X-Update-Outcome"
 RETRY_AFTER = {Outcome.IN_PROGRESS: "5", Outcome.UNAVAILABLE: "10"}
+# The answer to a final outcome, encoded once: JsonResponse would encode it for every update.
+_ANSWERS = {
+    outcome: json.dumps({"ok": True, "outcome": outcome.value}).encode()
+    for outcome in Outcome
+    if outcome.final
+}
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
 
 webhook_api = NinjaAPI(
@@ -116,16 +123,17 @@ def telegram_webhook(request: HttpRequest) -> HttpResponse:
     with webhook_reply(update.update_id) as slot:
         outcome = process_update(update)
     if outcome.final:
+        response: HttpResponse
         if slot.call is not None:  # Telegram makes this call (reply.py)
             count_webhook_reply(slot.call["method"])
             response = JsonResponse(slot.call)
         else:
-            response = JsonResponse({"ok": True, "outcome": outcome.value})
+            response = HttpResponse(_ANSWERS[outcome], content_type="application/json")
         response[OUTCOME_HEADER] = outcome.value
         return response
-    response = _error(503, outcome.value)
-    response["Retry-After"] = RETRY_AFTER[outcome]
-    return response
+    refused = _error(503, outcome.value)
+    refused["Retry-After"] = RETRY_AFTER[outcome]
+    return refused
 
 
 @webhook_api.api_operation(OTHER_METHODS, "/webhook", include_in_schema=False)
