@@ -20,6 +20,7 @@ It is a transaction lock: call inside ``transaction.atomic()``; it goes with the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable
 from datetime import date
@@ -30,6 +31,7 @@ from django.db import connection
 _NAMESPACE = b"tgcp-stats-day:"
 
 
+@functools.lru_cache(maxsize=4096)  # every counted message asks for its day's key
 def day_lock_key(chat_id: int, day: date) -> int:
     """A stable signed 64-bit key for (chat, day), the same in every process."""
     digest = hashlib.blake2b(

@@ -4,6 +4,7 @@ backends several processes share)."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -40,6 +41,24 @@ def test_a_claim_names_this_process_and_its_liveness_key_is_there(kv: KVStore) -
     assert claim["p"] == liveness.current().process_id
     assert kv.get(f"live:{claim['p']}") == {"pid": os.getpid()}
     assert kv.get("upd:1") == claim
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_each_attempt_has_its_own_claim_and_a_forked_child_never_repeats_its_parents(
+    memory_store: KVStore,
+) -> None:
+    first, second = idempotency.new_claim(memory_store), idempotency.new_claim(memory_store)
+    assert first != second and first["p"] == second["p"]
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first claim, with the counter it inherited
+        os.write(write, json.dumps(idempotency.new_claim(memory_store)).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = json.loads(os.read(read, 4096))
+    ours = idempotency.new_claim(memory_store)
+    assert child["o"] == ours["o"]  # the same attempt counter...
+    assert child["p"] != ours["p"] and child != ours  # ...in another process: another claim
 
 
 def test_a_claim_whose_process_is_gone_is_taken_over_at_once(kv: KVStore, settings: Any) -> None:
