@@ -498,6 +498,11 @@ def _finish(
     finished = results[0]
     if finished.finished:
         return Outcome.PROCESSED
+    if store.get(idempotency.marker_key(update.update_id)) != claim:
+        # The step ran in a transaction the observer rolled back (statistics roll back their
+        # add when the commit did not apply: with the database KV store, the claim and the
+        # counters went with it). Nothing of it stands: the ordinary way, from the start.
+        return None
     counted, start = {}, 0
     for name, taken in counters.items():
         counted[name] = tuple(finished.values[start : start + len(taken)])

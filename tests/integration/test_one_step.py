@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 
 from telegram_bot.pipeline import process as pipeline
 from telegram_bot.pipeline.process import Outcome, dead_letters, process_update
@@ -57,7 +57,12 @@ def foresee_counting(update: Update, store: KVStore) -> Foresight | None:
         return None
 
     def work(commit: CommitOnce) -> None:
-        applied = commit(count_ops(update))
+        if knobs.get("in_a_transaction"):  # as statistics do: rolled back unless applied
+            with transaction.atomic():
+                applied = commit(count_ops(update))
+                transaction.set_rollback(not applied)
+        else:
+            applied = commit(count_ops(update))
         ran.append(f"one step applied={applied}")
         if applied and knobs.get("raise_after_commit"):
             raise RuntimeError("broken after its commit")
@@ -162,6 +167,25 @@ def test_a_counter_that_meets_its_trigger_claims_and_the_units_run_with_its_valu
     assert process_update(message()) == Outcome.PROCESSED  # past it: one step again
     assert ran == ["one step applied=True"]
     assert memory_store.get("counter:window:5") == 4
+
+
+def test_a_claim_rolled_back_with_the_observers_transaction_is_made_again(
+    bot: FakeTelegramServer, kv: KVStore, router: Router
+) -> None:
+    """With the database KV store the one step joins the transaction statistics roll back
+    when their commit did not apply: a claim left at a trigger went with it, and the update
+    is claimed again the ordinary way, its counter taken once, never lost."""
+    knobs["in_a_transaction"] = True
+    with override_store(kv):
+        for _ in range(2):
+            assert process_update(message()) == Outcome.PROCESSED
+        ran.clear()
+        update = message()
+        assert process_update(update) == Outcome.PROCESSED
+        assert ran == ["one step applied=False", "limiter (3,)", "quiet", "counting"]
+        assert [call.params["text"] for call in bot.calls_to("sendMessage")] == ["slow down"]
+        assert kv.get("counter:window:5") == 3 and kv.get("counter:messages:5") == 3
+        assert kv.get(f"upd:{update['update_id']}") == {"s": "done"}
 
 
 @pytest.mark.parametrize(
