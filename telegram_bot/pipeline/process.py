@@ -432,13 +432,15 @@ def _finish_foreseen(
     if len(committers) > 1:
         return None  # two commits: each unit commits on its own, the ordinary way
     triggers = [trigger for name in counters for trigger in sights[name].acts_at]
-    return _finish(store, update, claim, counters, triggers, committers[0] if committers else None)
+    committer = committers[0] if committers else None
+    return _finish(store, update, claim, list(sights), counters, triggers, committer)
 
 
 def _finish(
     store: KVStore,
     update: Update,
     claim: dict[str, Any],
+    units: list[str],
     counters: dict[str, list[ClaimCounter]],
     triggers: list[int | None],
     committer: tuple[str, Callable[[CommitOnce], object]] | None,
@@ -486,6 +488,9 @@ def _finish(
                 redact(str(exc)),
             )
             try:
+                # Every unit is done: the others did nothing (foreseen), so a replay of the
+                # letter must not run them (anti-flood would count the message again).
+                idempotency.mark_units_done(store, update.update_id, units)
                 dead_letters().put(update.raw, exc)
             except UNAVAILABLE_ERRORS:
                 return Outcome.PROCESSED
