@@ -71,14 +71,18 @@ class RawOp(NamedTuple):
     ttl_ms: int | None
 
 
+# One encoder for every value: json.dumps with options builds a new one on each call.
+_CANONICAL = json.JSONEncoder(
+    ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
+)
+
+
 def encode(value: Any) -> str:
     """Canonical JSON: equal values give equal text, which compare_and_set relies on."""
     if value is None:
         raise InvalidValueError("None cannot be stored; delete the key instead")
     try:
-        return json.dumps(
-            value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
-        )
+        return _CANONICAL.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidValueError(f"value is not JSON-serialisable: {exc}") from None
 

@@ -582,9 +582,12 @@ def _ttl_text(ttl_ms: int | None) -> str:
     return "" if ttl_ms is None else str(ttl_ms)
 
 
+_PACKER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _pack(rows: list[list[str]]) -> str:
     """Many small arguments as one JSON argument (cheaper to pack than one each)."""
-    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    return _PACKER.encode(rows)
 
 
 def _resume_at(keys: list[str], skip: int, last_key: str | None) -> int:
