@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from moderation.models import ChatSettings
 from stats.backfill import backfill_run
 from stats.models import DailyCoverage
 from stats.reconcile import reconcile_run
@@ -34,6 +36,7 @@ from telegram_bot.state import KVStore, override_store
 from tests.conftest import OWNER_ID, WEBHOOK_SECRET, make_store
 from tests.content.test_processes import database_url
 from tests.fakes.telegram import FakeTelegramServer
+from tests.moderation.helpers import BOT_ID, FULL
 from tests.stats.conftest import wire_stats
 from tests.stats.conversation import Conversation, configure_rules
 from tests.stats.test_ordering import assert_closed_days_verified, assert_verified_days_right
@@ -137,9 +140,23 @@ def test_a_process_killed_between_the_kv_commit_and_the_database_add_loses_nothi
     fake_telegram: FakeTelegramServer,
 ) -> None:
     today, days, conversation = delivered_and_verified(post_update, seed=31, messages=90)
+    # Anti-flood at its lowest: the one step often meets its trigger, commits nothing and
+    # leaves a claim; the kill must still fall after a commit that applied.
+    for chat_id in conversation.chats:
+        fake_telegram.set_chat(chat_id, "supergroup", title=f"Group {chat_id}")
+        fake_telegram.set_chat_member(chat_id, BOT_ID, "administrator", is_bot=True, **FULL)
+        ChatSettings.objects.create(chat_id=chat_id, flood_messages=2, flood_seconds=3600)
     rng = random.Random(31)
     late = late_messages(conversation, days, rng, 40)
-    doomed = sorted(rng.sample(range(len(late)), KILLS))
+    sent: Counter[tuple[int, int]] = Counter()
+    at_trigger = []  # the third message of a member in a chat: its one step meets the trigger
+    for index, update in enumerate(late):
+        pair = (update["message"]["chat"]["id"], update["message"]["from"]["id"])
+        sent[pair] += 1
+        if sent[pair] == 3:
+            at_trigger.append(index)
+    others = [index for index in range(len(late)) if index != at_trigger[0]]
+    doomed = sorted([at_trigger[0], *rng.sample(others, KILLS - 1)])
     killed: list[int] = []
     pending, outcomes = late, {}
     while pending:
