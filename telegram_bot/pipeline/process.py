@@ -362,14 +362,9 @@ def _claim_counting(
         if store.compare_and_set(key, current, claim, ttl):
             return claim, None
         return Outcome.IN_PROGRESS
-    increments = [Increment(k, 1, ttl_ms) for taken in counters.values() for k, ttl_ms in taken]
-    values = store.set_if_absent_and_increment(key, claim, ttl, increments)
+    values = store.set_if_absent_and_increment(key, claim, ttl, _increments(counters))
     if values is not None:
-        counted, start = {}, 0
-        for name, taken in counters.items():
-            counted[name] = tuple(values[start : start + len(taken)])
-            start += len(taken)
-        return claim, counted
+        return claim, _counted(counters, values)
     current = store.get(key)
     if idempotency.is_final(current):
         return Outcome.DUPLICATE
@@ -446,7 +441,6 @@ def _finish(
     committer: tuple[str, Callable[[CommitOnce], object]] | None,
 ) -> Outcome | tuple[dict[str, Any], Counted] | None:
     results: list[Finished | None] = []
-    increments = [Increment(k, 1, ttl_ms) for taken in counters.values() for k, ttl_ms in taken]
 
     def commit(ops: Sequence[Op]) -> bool:
         if results:
@@ -457,7 +451,7 @@ def _finish(
             claim_ttl_ms=settings.UPDATE_CLAIM_TTL_SECONDS * 1000,
             done=idempotency.DONE,
             done_ttl_ms=idempotency.done_ttl_ms(),
-            increments=increments,
+            increments=_increments(counters),
             triggers=triggers,
             marker_key=(
                 None
@@ -508,11 +502,21 @@ def _finish(
         # add when the commit did not apply: with the database KV store, the claim and the
         # counters went with it). Nothing of it stands: the ordinary way, from the start.
         return None
+    return claim, _counted(counters, finished.values)
+
+
+def _increments(counters: dict[str, list[ClaimCounter]]) -> list[Increment]:
+    """The observers' claim counters, each taken once, in their order."""
+    return [Increment(key, 1, ttl_ms) for taken in counters.values() for key, ttl_ms in taken]
+
+
+def _counted(counters: dict[str, list[ClaimCounter]], values: Sequence[int]) -> Counted:
+    """The new values of ``_increments(counters)``, back to the observer that took each."""
     counted, start = {}, 0
     for name, taken in counters.items():
-        counted[name] = tuple(finished.values[start : start + len(taken)])
+        counted[name] = tuple(values[start : start + len(taken)])
         start += len(taken)
-    return claim, counted
+    return counted
 
 
 def _claim_counters(update: Update, *, replay: bool) -> dict[str, list[ClaimCounter]]:

@@ -71,6 +71,20 @@ class RawOp(NamedTuple):
     ttl_ms: int | None
 
 
+class RawFinish(NamedTuple):
+    """``claim_or_finish``'s arguments checked and encoded, for the backends."""
+
+    key: str
+    claim: str
+    claim_ttl_ms: int | None
+    done: str
+    done_ttl_ms: int | None
+    increments: list[RawOp]
+    triggers: list[int | None]
+    marker: str | None  # a raw key, or None for no unit marker
+    ops: list[RawOp]
+
+
 # One encoder for every value: json.dumps with options builds a new one on each call.
 _CANONICAL = json.JSONEncoder(
     ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False
@@ -169,11 +183,7 @@ class KVStore(ABC):
         """
         raw = self._raw(check_not_indexed(check_key(key)))
         text, ttl = encode(value), check_ttl(ttl_ms)
-        raw_ops = []
-        for op in increments:
-            if not isinstance(op, Increment):
-                raise InvalidValueError(f"only increments go with a claim, not {op!r}")
-            raw_ops.append(self._encode_op(op))
+        raw_ops = self._encode_increments(increments)
         if not raw_ops:
             return [] if self._set_if_absent(raw, text, ttl) else None
         return self._set_if_absent_and_increment(raw, text, ttl, raw_ops)
@@ -210,25 +220,21 @@ class KVStore(ABC):
             raw_marker = self._raw(check_not_indexed(check_key(marker_key)))
         if len(triggers) != len(increments):
             raise InvalidValueError("claim_or_finish takes one trigger per increment")
-        raw_increments = []
-        for op in increments:
-            if not isinstance(op, Increment):
-                raise InvalidValueError(f"only increments go with a claim, not {op!r}")
-            raw_increments.append(self._encode_op(op))
         for trigger in triggers:
             if trigger is not None and type(trigger) is not int:
                 raise InvalidValueError(f"a trigger is an integer or None, not {trigger!r}")
-        outcome = self._claim_or_finish(
+        step = RawFinish(
             raw,
             encode(claim),
             check_ttl(claim_ttl_ms),
             encode(done),
             check_ttl(done_ttl_ms),
-            raw_increments,
+            self._encode_increments(increments),
             list(triggers),
             raw_marker,
             [self._encode_op(op) for op in ops],
         )
+        outcome = self._claim_or_finish(step)
         return None if outcome is None else Finished(*outcome)
 
     def increment(self, key: str, by: int = 1, ttl_ms: int | None = None) -> int:
@@ -262,6 +268,15 @@ class KVStore(ABC):
             check_ttl(marker_ttl_ms),
             raw_ops,
         )
+
+    def _encode_increments(self, increments: Sequence[Increment]) -> list[RawOp]:
+        """The counters taken with a claim: increments only."""
+        raw_ops = []
+        for op in increments:
+            if not isinstance(op, Increment):
+                raise InvalidValueError(f"only increments go with a claim, not {op!r}")
+            raw_ops.append(self._encode_op(op))
+        return raw_ops
 
     def _encode_op(self, op: Op) -> RawOp:
         ttl = op.ttl_ms
@@ -352,18 +367,7 @@ class KVStore(ABC):
         """Every backend has it; only a test's partial store may go without."""
         raise NotImplementedError(f"{type(self).__name__} cannot claim with increments")
 
-    def _claim_or_finish(
-        self,
-        raw_key: str,
-        claim_text: str,
-        claim_ttl_ms: int | None,
-        done_text: str,
-        done_ttl_ms: int | None,
-        increments: list[RawOp],
-        triggers: list[int | None],
-        raw_marker: str | None,
-        ops: list[RawOp],
-    ) -> tuple[bool, list[int]] | None:
+    def _claim_or_finish(self, step: RawFinish) -> tuple[bool, list[int]] | None:
         """Every backend has it; only a test's partial store may go without."""
         raise NotImplementedError(f"{type(self).__name__} cannot claim or finish")
 
@@ -390,6 +394,11 @@ def check_cursor(prefix: str, cursor: object) -> str:
     if not cursor.startswith(prefix):
         raise InvalidValueError(f"scan cursor {cursor[:80]!r} does not continue {prefix!r}")
     return cursor
+
+
+def met_trigger(values: Sequence[int], triggers: Sequence[int | None]) -> bool:
+    """Whether a counter's new value equals its trigger (``claim_or_finish``)."""
+    return any(t is not None and v == t for v, t in zip(values, triggers, strict=True))
 
 
 def prefix_successor(prefix: str) -> str:

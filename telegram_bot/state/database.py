@@ -23,7 +23,7 @@ from django.db import (
 )
 
 from telegram_bot.errors import StateError, StateUnavailableError
-from telegram_bot.state.base import KVStore, RawOp, prefix_successor
+from telegram_bot.state.base import KVStore, RawFinish, RawOp, met_trigger, prefix_successor
 
 TABLE = "kv_store"
 _LIVE = "(expires_at IS NULL OR expires_at > %s)"
@@ -166,18 +166,7 @@ class DatabaseStore(KVStore):
             raise StateError(f"cannot increment {exc}: it does not hold an integer") from None
         return values
 
-    def _claim_or_finish(
-        self,
-        raw_key: str,
-        claim_text: str,
-        claim_ttl_ms: int | None,
-        done_text: str,
-        done_ttl_ms: int | None,
-        increments: list[RawOp],
-        triggers: list[int | None],
-        raw_marker: str | None,
-        ops: list[RawOp],
-    ) -> tuple[bool, list[int]] | None:
+    def _claim_or_finish(self, step: RawFinish) -> tuple[bool, list[int]] | None:
         now = _now_ms()
         vendor = connections[self.alias].vendor
         if vendor not in _INCREMENT:
@@ -187,30 +176,30 @@ class DatabaseStore(KVStore):
                 # The key first: its row lock makes a concurrent claimant wait, then find it.
                 cursor.execute(
                     f"{_UPSERT} WHERE {_EXPIRED}",
-                    [raw_key, claim_text, _expiry(claim_ttl_ms, now), now],
+                    [step.key, step.claim, _expiry(step.claim_ttl_ms, now), now],
                 )
                 if cursor.rowcount != 1:
                     return None
-                if raw_marker is not None:
+                if step.marker is not None:
                     cursor.execute(
                         f'SELECT 1 FROM {TABLE} WHERE "key" = %s AND "value" = %s AND {_LIVE}',
-                        [raw_marker, done_text, now],
+                        [step.marker, step.done, now],
                     )
                     if cursor.fetchone() is not None:
                         transaction.set_rollback(True, using=self.alias)
                         return None
-                values = [self._add(cursor, vendor, op, now) for op in increments]
-                if any(t is not None and v == t for v, t in zip(values, triggers, strict=True)):
+                values = [self._add(cursor, vendor, op, now) for op in step.increments]
+                if met_trigger(values, step.triggers):
                     return False, values
-                for op in ops:
+                for op in step.ops:
                     if op.kind == "s":
                         cursor.execute(_UPSERT, [op.key, op.arg, _expiry(op.ttl_ms, now)])
                     else:
                         self._add(cursor, vendor, op, now)
-                done_expiry = _expiry(done_ttl_ms, now)
-                if raw_marker is not None:
-                    cursor.execute(_UPSERT, [raw_marker, done_text, done_expiry])
-                cursor.execute(_UPSERT, [raw_key, done_text, done_expiry])
+                done_expiry = _expiry(step.done_ttl_ms, now)
+                for key in (step.marker, step.key):
+                    if key is not None:
+                        cursor.execute(_UPSERT, [key, step.done, done_expiry])
         except _NotAnIntegerError as exc:
             raise StateError(f"cannot increment {exc}: it does not hold an integer") from None
         return True, values

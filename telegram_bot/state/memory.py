@@ -11,7 +11,14 @@ import threading
 import time
 
 from telegram_bot.errors import StateError
-from telegram_bot.state.base import KVStore, RawOp, is_integer_text, prefix_successor
+from telegram_bot.state.base import (
+    KVStore,
+    RawFinish,
+    RawOp,
+    is_integer_text,
+    met_trigger,
+    prefix_successor,
+)
 
 
 def _now_ms() -> int:
@@ -107,38 +114,27 @@ class MemoryStore(KVStore):
             self._put(raw_key, text, self._expiry(ttl_ms, now))
             return [self._add(op.key, int(op.arg), op.ttl_ms, now) for op in ops]
 
-    def _claim_or_finish(
-        self,
-        raw_key: str,
-        claim_text: str,
-        claim_ttl_ms: int | None,
-        done_text: str,
-        done_ttl_ms: int | None,
-        increments: list[RawOp],
-        triggers: list[int | None],
-        raw_marker: str | None,
-        ops: list[RawOp],
-    ) -> tuple[bool, list[int]] | None:
+    def _claim_or_finish(self, step: RawFinish) -> tuple[bool, list[int]] | None:
         with self._lock:
             now = _now_ms()
-            if self._live(raw_key, now) is not None:
+            if self._live(step.key, now) is not None:
                 return None
-            if raw_marker is not None and self._live(raw_marker, now) == done_text:
+            if step.marker is not None and self._live(step.marker, now) == step.done:
                 return None
-            for op in [*increments, *(op for op in ops if op.kind == "i")]:
+            for op in [*step.increments, *(op for op in step.ops if op.kind == "i")]:
                 self._check_integer(op.key, now)  # all checked before anything is written
-            values = [self._add(op.key, int(op.arg), op.ttl_ms, now) for op in increments]
-            if any(t is not None and v == t for v, t in zip(values, triggers, strict=True)):
-                self._put(raw_key, claim_text, self._expiry(claim_ttl_ms, now))
+            values = [self._add(op.key, int(op.arg), op.ttl_ms, now) for op in step.increments]
+            if met_trigger(values, step.triggers):
+                self._put(step.key, step.claim, self._expiry(step.claim_ttl_ms, now))
                 return False, values
-            for op in ops:
+            for op in step.ops:
                 if op.kind == "s":
                     self._put(op.key, op.arg, self._expiry(op.ttl_ms, now))
                 else:
                     self._add(op.key, int(op.arg), op.ttl_ms, now)
-            if raw_marker is not None:
-                self._put(raw_marker, done_text, self._expiry(done_ttl_ms, now))
-            self._put(raw_key, done_text, self._expiry(done_ttl_ms, now))
+            for key in (step.marker, step.key):
+                if key is not None:
+                    self._put(key, step.done, self._expiry(step.done_ttl_ms, now))
             return True, values
 
     def _check_integer(self, raw_key: str, now: int) -> None:

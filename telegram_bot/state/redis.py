@@ -34,7 +34,13 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from telegram_bot.errors import StateError, StateUnavailableError
 from telegram_bot.numbers import ascii_int
-from telegram_bot.state.base import InvalidValueError, KVStore, RawOp, prefix_successor
+from telegram_bot.state.base import (
+    InvalidValueError,
+    KVStore,
+    RawFinish,
+    RawOp,
+    prefix_successor,
+)
 from telegram_bot.state.keys import INDEXED_FAMILIES
 
 # compare_and_set with an expected value: the GET and the SET run as one step on the server.
@@ -74,12 +80,32 @@ for i = 2, #KEYS do
 end
 return values
 """
+# The writes of apply_once and claim_or_finish: a SET with its TTL in ms ('' for none), and the
+# ops (a JSON list of [kind, arg, ttl]) whose keys start at KEYS[first].
+_WRITE_OPS = """
+local function set_px(key, value, ttl)
+  if ttl == '' then redis.call('SET', key, value)
+  else redis.call('SET', key, value, 'PX', ttl) end
+end
+local function apply_ops(ops, first)
+  for i, op in ipairs(ops) do
+    local key, kind, arg, ttl = KEYS[first + i - 1], op[1], op[2], op[3]
+    if kind == 'i' then
+      local existed = redis.call('EXISTS', key)
+      redis.call('INCRBY', key, arg)
+      if existed == 0 and ttl ~= '' then redis.call('PEXPIRE', key, ttl) end
+    else set_px(key, arg, ttl) end
+  end
+end
+"""
 # apply_once: check every increment target first (a script that fails half-way keeps its
 # earlier writes), then apply the ops and the marker. KEYS: marker, then one key per op. ARGV:
 # marker value, marker TTL, then the ops as one JSON list of [kind, arg, ttl] in KEYS order
 # (one argument instead of three per op: packing the command's arguments was the larger part
 # of a group message's Redis cost on the client).
-_APPLY_ONCE = """
+_APPLY_ONCE = (
+    _WRITE_OPS
+    + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return 0 end
 local ops = cjson.decode(ARGV[3])
 for i, op in ipairs(ops) do
@@ -90,24 +116,18 @@ for i, op in ipairs(ops) do
     end
   end
 end
-for i, op in ipairs(ops) do
-  local key, kind, arg, ttl = KEYS[i + 1], op[1], op[2], op[3]
-  if kind == 'i' then
-    local existed = redis.call('EXISTS', key)
-    redis.call('INCRBY', key, arg)
-    if existed == 0 and ttl ~= '' then redis.call('PEXPIRE', key, ttl) end
-  elseif ttl == '' then redis.call('SET', key, arg)
-  else redis.call('SET', key, arg, 'PX', ttl) end
-end
-if ARGV[2] == '' then redis.call('SET', KEYS[1], ARGV[1])
-else redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+apply_ops(ops, 2)
+set_px(KEYS[1], ARGV[1], ARGV[2])
 return 1
 """
+)
 # claim_or_finish: KEYS: the key, the marker (the key again when there is none), one per
 # increment, one per op. ARGV: the claim and its TTL, the done value and its TTL, '1' when there
 # is a marker, the increments as one JSON list of [step, ttl, trigger], the ops as apply_once's.
 # Answers nil (nothing written), or {1 finished / 0 claimed, the increments' new values...}.
-_CLAIM_OR_FINISH = """
+_CLAIM_OR_FINISH = (
+    _WRITE_OPS
+    + """
 if redis.call('EXISTS', KEYS[1]) == 1 then return false end
 if ARGV[5] == '1' and redis.call('GET', KEYS[2]) == ARGV[3] then return false end
 local increments = cjson.decode(ARGV[6])
@@ -131,27 +151,15 @@ for i, inc in ipairs(increments) do
   answer[i + 1] = value
 end
 if answer[1] == 0 then
-  if ARGV[2] == '' then redis.call('SET', KEYS[1], ARGV[1])
-  else redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+  set_px(KEYS[1], ARGV[1], ARGV[2])
   return answer
 end
-for i, op in ipairs(ops) do
-  local key, kind, arg, ttl = KEYS[i + n + 2], op[1], op[2], op[3]
-  if kind == 'i' then
-    local existed = redis.call('EXISTS', key)
-    redis.call('INCRBY', key, arg)
-    if existed == 0 and ttl ~= '' then redis.call('PEXPIRE', key, ttl) end
-  elseif ttl == '' then redis.call('SET', key, arg)
-  else redis.call('SET', key, arg, 'PX', ttl) end
-end
-local done = {KEYS[1]}
-if ARGV[5] == '1' then done[2] = KEYS[2] end
-for _, key in ipairs(done) do
-  if ARGV[4] == '' then redis.call('SET', key, ARGV[3])
-  else redis.call('SET', key, ARGV[3], 'PX', ARGV[4]) end
-end
+apply_ops(ops, n + 3)
+if ARGV[5] == '1' then set_px(KEYS[2], ARGV[3], ARGV[4]) end
+set_px(KEYS[1], ARGV[3], ARGV[4])
 return answer
 """
+)
 # The keys of an indexed family (keys.INDEXED_FAMILIES) are listed from two sorted sets beside
 # them, so that a page never walks the keyspace: ``#index:<family>`` holds every key at score 0
 # (ZRANGEBYLEX gives key order, as on the other backends) and ``#expiry:<family>`` holds the keys
@@ -422,33 +430,22 @@ class RedisStore(KVStore):
             values = self._eval(self._claim_lua, [raw_key, *(op.key for op in ops)], args)
         return None if values is None else [int(value) for value in values]
 
-    def _claim_or_finish(
-        self,
-        raw_key: str,
-        claim_text: str,
-        claim_ttl_ms: int | None,
-        done_text: str,
-        done_ttl_ms: int | None,
-        increments: list[RawOp],
-        triggers: list[int | None],
-        raw_marker: str | None,
-        ops: list[RawOp],
-    ) -> tuple[bool, list[int]] | None:
+    def _claim_or_finish(self, step: RawFinish) -> tuple[bool, list[int]] | None:
         packed_increments = [
             [op.arg, _ttl_text(op.ttl_ms), "" if trigger is None else str(trigger)]
-            for op, trigger in zip(increments, triggers, strict=True)
+            for op, trigger in zip(step.increments, step.triggers, strict=True)
         ]
         args = [
-            claim_text,
-            _ttl_text(claim_ttl_ms),
-            done_text,
-            _ttl_text(done_ttl_ms),
-            "0" if raw_marker is None else "1",
+            step.claim,
+            _ttl_text(step.claim_ttl_ms),
+            step.done,
+            _ttl_text(step.done_ttl_ms),
+            "0" if step.marker is None else "1",
             _pack(packed_increments),
-            _pack([[op.kind, op.arg, _ttl_text(op.ttl_ms)] for op in ops]),
+            _pack([[op.kind, op.arg, _ttl_text(op.ttl_ms)] for op in step.ops]),
         ]
-        keys = [raw_key, raw_marker or raw_key, *(op.key for op in increments)]
-        keys += [op.key for op in ops]
+        keys = [step.key, step.marker or step.key, *(op.key for op in step.increments)]
+        keys += [op.key for op in step.ops]
         with self._errors():
             answer = self._eval(self._claim_or_finish_lua, keys, args)
         if answer is None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 from django.db import connections
@@ -15,6 +17,8 @@ from django.db import connections
 from telegram_bot.errors import StateError
 from telegram_bot.state import Increment, InvalidKeyError, InvalidValueError, KVStore, Put
 from telegram_bot.state.base import Finished
+
+T = TypeVar("T")
 
 VALUES = [
     "plain",
@@ -537,58 +541,48 @@ def test_claim_or_finish_writes_nothing_when_an_increment_cannot_apply(kv: KVSto
     assert kv.get("upd:9") is None and kv.get("counter:a") is None
 
 
-def test_threads_finishing_one_update_apply_it_once(kv: KVStore) -> None:
-    results: list[Finished | None] = []
-    barrier = threading.Barrier(8)
+def _each_update_from_threads(work: Callable[[int], T], threads: int = 8) -> list[T]:
+    """``work(n)`` for updates 0-19 from ``threads`` threads started together; every result."""
+    results: list[T] = []
+    barrier = threading.Barrier(threads)
 
-    def work() -> None:
+    def run() -> None:
         try:
             barrier.wait()
-            for n in range(20):
-                results.append(
-                    _finish(
-                        kv,
-                        f"upd:{n}",
-                        increments=[Increment("counter:claimed")],
-                        triggers=[None],
-                        marker_key=f"upd:{n}:stats.count",
-                        ops=[Increment("stats:c:applied")],
-                    )
-                )
+            results.extend(work(n) for n in range(20))
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for thread in threads:
+    started = [threading.Thread(target=run) for _ in range(threads)]
+    for thread in started:
         thread.start()
-    for thread in threads:
+    for thread in started:
         thread.join()
+    return results
+
+
+def test_threads_finishing_one_update_apply_it_once(kv: KVStore) -> None:
+    results = _each_update_from_threads(
+        lambda n: _finish(
+            kv,
+            f"upd:{n}",
+            increments=[Increment("counter:claimed")],
+            triggers=[None],
+            marker_key=f"upd:{n}:stats.count",
+            ops=[Increment("stats:c:applied")],
+        )
+    )
     won = [r for r in results if r is not None]
     assert len(won) == 20 and sorted(r.values[0] for r in won) == list(range(1, 21))
     assert kv.get("counter:claimed") == 20 and kv.get("stats:c:applied") == 20
 
 
 def test_threads_claiming_one_update_count_it_once(kv: KVStore) -> None:
-    results: list[list[int] | None] = []
-    barrier = threading.Barrier(8)
-
-    def work() -> None:
-        try:
-            barrier.wait()
-            for n in range(20):
-                results.append(
-                    kv.set_if_absent_and_increment(
-                        f"upd:{n}", CLAIM, 60_000, [Increment("counter:claimed")]
-                    )
-                )
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=work) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = _each_update_from_threads(
+        lambda n: kv.set_if_absent_and_increment(
+            f"upd:{n}", CLAIM, 60_000, [Increment("counter:claimed")]
+        )
+    )
     won = [r for r in results if r is not None]
     assert len(won) == 20 and sorted(r[0] for r in won) == list(range(1, 21))
     assert kv.get("counter:claimed") == 20

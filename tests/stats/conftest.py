@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pytest
@@ -33,6 +33,18 @@ def wire_stats(settings: Any, fake_telegram: FakeTelegramServer) -> None:
     settings.ALLOWED_CHAT_IDS = []
     settings.TELEGRAM_WEBHOOK_SECRET = WEBHOOK_SECRET
     settings.STATS_BACKFILL_CLOCK_SKEW_MS = 0
+
+
+def anti_flood(fake: FakeTelegramServer, chats: Iterable[int], *, seconds: int) -> None:
+    """Anti-flood at its lowest (more than 2 messages in ``seconds``) in ``chats``, the bot an
+    admin there on the fake Bot API, so that its mute goes through."""
+    from moderation.models import ChatSettings
+    from tests.moderation.helpers import BOT_ID, FULL
+
+    for chat_id in chats:
+        fake.set_chat(chat_id, "supergroup", title=f"Group {chat_id}")
+        fake.set_chat_member(chat_id, BOT_ID, "administrator", is_bot=True, **FULL)
+        ChatSettings.objects.create(chat_id=chat_id, flood_messages=2, flood_seconds=seconds)
 
 
 @pytest.fixture

@@ -25,12 +25,11 @@ from typing import Any
 import pytest
 
 from moderation.flood import flood_counters
-from moderation.models import ChatSettings
 from stats.backfill import backfill_run
 from telegram_bot.state import KVStore
 from telegram_bot.updates import parse_update
 from tests.fakes.telegram import FakeTelegramServer
-from tests.moderation.helpers import BOT_ID, FULL
+from tests.stats.conftest import anti_flood
 from tests.stats.conversation import Conversation, configure_rules
 from tests.stats.test_crash import ROOT, child_env, shared
 from tests.stats.truth import assert_rows, db_rows, truth_rows
@@ -38,7 +37,7 @@ from tests.stats.truth import assert_rows, db_rows, truth_rows
 __all__ = ["shared"]  # the fixture, used by name below
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 PROCESSES = 3
-FLOOD_MESSAGES = 2
+FLOOD_MESSAGES = 2  # anti_flood's limit
 
 
 def deliver_at_once(
@@ -76,12 +75,7 @@ def test_processes_racing_for_the_same_deliveries_count_each_update_once(
     days = [today - timedelta(days=1), today]
     configure_rules()
     conversation = Conversation(seed=41, days=days, now=int(time.time()), messages=120)
-    for chat_id in conversation.chats:
-        fake_telegram.set_chat(chat_id, "supergroup", title=f"Group {chat_id}")
-        fake_telegram.set_chat_member(chat_id, BOT_ID, "administrator", is_bot=True, **FULL)
-        ChatSettings.objects.create(
-            chat_id=chat_id, flood_messages=FLOOD_MESSAGES, flood_seconds=300
-        )
+    anti_flood(fake_telegram, conversation.chats, seconds=300)
     updates = conversation.updates
     rng = random.Random(41)
     batches = [conversation.joins + rng.sample(conversation.body, len(conversation.body))]

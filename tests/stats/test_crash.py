@@ -28,7 +28,6 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from moderation.models import ChatSettings
 from stats.backfill import backfill_run
 from stats.models import DailyCoverage
 from stats.reconcile import reconcile_run
@@ -36,8 +35,7 @@ from telegram_bot.state import KVStore, override_store
 from tests.conftest import OWNER_ID, WEBHOOK_SECRET, make_store
 from tests.content.test_processes import database_url
 from tests.fakes.telegram import FakeTelegramServer
-from tests.moderation.helpers import BOT_ID, FULL
-from tests.stats.conftest import wire_stats
+from tests.stats.conftest import anti_flood, wire_stats
 from tests.stats.conversation import Conversation, configure_rules
 from tests.stats.test_ordering import assert_closed_days_verified, assert_verified_days_right
 from tests.stats.truth import assert_report_matches, assert_rows, db_rows, truth_rows
@@ -133,19 +131,38 @@ def late_messages(
     ]
 
 
+def assert_repaired(
+    store: KVStore, conversation: Conversation, days: list[date], admin_client: Any
+) -> date:
+    """The reconciliation repairs the closed days at once (the late markers name them) and
+    the report shows them right; once today closes, the next backfill rebuilds it from the
+    counters. Returns that next day."""
+    today = days[-1]
+    assert reconcile_run(store=store).outcome == "done"
+    assert_rows(db_rows(before=today), truth_rows(conversation.truth, before=today))
+    assert_closed_days_verified(conversation, today)
+    assert_verified_days_right(conversation)
+    for chat_id in conversation.chats:
+        params = {"chat_id": chat_id, "start": days[0], "end": days[-2], "limit": 1000}
+        body = admin_client.get("/api/v1/stats/report", params).json()
+        assert_report_matches(body, conversation.truth, chat_id)
+    tomorrow = today + timedelta(days=1)
+    assert backfill_run(force=True, today=tomorrow).outcome == "done"
+    assert_rows(db_rows(), truth_rows(conversation.truth))
+    assert_verified_days_right(conversation)
+    return tomorrow
+
+
 def test_a_process_killed_between_the_kv_commit_and_the_database_add_loses_nothing(
     shared: KVStore,
     post_update: Any,
     admin_client: Any,
     fake_telegram: FakeTelegramServer,
 ) -> None:
-    today, days, conversation = delivered_and_verified(post_update, seed=31, messages=90)
+    _, days, conversation = delivered_and_verified(post_update, seed=31, messages=90)
     # Anti-flood at its lowest: the one step often meets its trigger, commits nothing and
     # leaves a claim; the kill must still fall after a commit that applied.
-    for chat_id in conversation.chats:
-        fake_telegram.set_chat(chat_id, "supergroup", title=f"Group {chat_id}")
-        fake_telegram.set_chat_member(chat_id, BOT_ID, "administrator", is_bot=True, **FULL)
-        ChatSettings.objects.create(chat_id=chat_id, flood_messages=2, flood_seconds=3600)
+    anti_flood(fake_telegram, conversation.chats, seconds=3600)
     rng = random.Random(31)
     late = late_messages(conversation, days, rng, 40)
     sent: Counter[tuple[int, int]] = Counter()
@@ -179,21 +196,7 @@ def test_a_process_killed_between_the_kv_commit_and_the_database_add_loses_nothi
     if redis:
         assert db_rows() != truth_rows(conversation.truth)  # the adds were lost...
 
-    outcome = reconcile_run(store=shared)  # ...the late markers name the closed days
-    assert outcome.outcome == "done"
-    assert_rows(db_rows(before=today), truth_rows(conversation.truth, before=today))
-    assert_closed_days_verified(conversation, today)
-    assert_verified_days_right(conversation)
-    for chat_id in conversation.chats:
-        params = {"chat_id": chat_id, "start": days[0], "end": days[-2], "limit": 1000}
-        body = admin_client.get("/api/v1/stats/report", params).json()
-        assert_report_matches(body, conversation.truth, chat_id)
-
-    # Today closes: the next backfill rebuilds it from the counters, and verifies it.
-    tomorrow = today + timedelta(days=1)
-    assert backfill_run(force=True, today=tomorrow).outcome == "done"
-    assert_rows(db_rows(), truth_rows(conversation.truth))
-    assert_verified_days_right(conversation)
+    tomorrow = assert_repaired(shared, conversation, days, admin_client)
     assert_closed_days_verified(conversation, tomorrow)
     assert not DailyCoverage.objects.filter(reason__gt="").exists()
 
@@ -242,15 +245,4 @@ def test_a_process_killed_with_answered_adds_still_in_its_epoch_loses_nothing(
     assert set(outcomes.values()) == {"processed"} and len(outcomes) == len(late)
     assert db_rows() != truth_rows(conversation.truth)  # today's adds in the epochs were lost
     assert_rows(db_rows(before=today), truth_rows(conversation.truth, before=today))
-
-    assert reconcile_run(store=store).outcome == "done"  # re-verifies the late days
-    assert_closed_days_verified(conversation, today)
-    assert_verified_days_right(conversation)
-    for chat_id in conversation.chats:
-        params = {"chat_id": chat_id, "start": days[0], "end": days[-2], "limit": 1000}
-        body = admin_client.get("/api/v1/stats/report", params).json()
-        assert_report_matches(body, conversation.truth, chat_id)
-    tomorrow = today + timedelta(days=1)
-    assert backfill_run(force=True, today=tomorrow).outcome == "done"
-    assert_rows(db_rows(), truth_rows(conversation.truth))
-    assert_verified_days_right(conversation)
+    assert_repaired(store, conversation, days, admin_client)
