@@ -9,8 +9,10 @@ Records reach the formatter after the redaction filter, so no token is in them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import os
 import re
 import uuid
 from collections.abc import Callable
@@ -28,6 +30,22 @@ request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
 update_id: ContextVar[int | None] = ContextVar("update_id", default=None)
 # The update a request handled, kept past the pipeline for the request's own last log lines.
 _request_update: ContextVar[list[int] | None] = ContextVar("request_update", default=None)
+# A new request id: this process's random half and a counter (32 hex digits, like a uuid4's),
+# not a uuid4 a request (a system call each). A forked process draws its own half.
+_id_half = uuid.uuid4().hex[:16]
+_id_counter = itertools.count()
+
+
+def new_request_id() -> str:
+    return f"{_id_half}{next(_id_counter) & 0xFFFF_FFFF_FFFF_FFFF:016x}"
+
+
+def _new_id_half() -> None:
+    global _id_half, _id_counter
+    _id_half, _id_counter = uuid.uuid4().hex[:16], itertools.count()
+
+
+os.register_at_fork(after_in_child=_new_id_half)
 
 
 def set_update_id(value: int | None) -> object:
@@ -58,7 +76,7 @@ class RequestIdMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         given = request.headers.get(REQUEST_ID_HEADER, "")
-        rid = given if _REQUEST_ID_RE.match(given) else uuid.uuid4().hex
+        rid = given if _REQUEST_ID_RE.match(given) else new_request_id()
         rid_token = request_id.set(rid)
         update_token = _request_update.set([])
         try:

@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from config.metrics import registry
-from telegram_bot import metrics
+from telegram_bot import log_context, metrics
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.log_context import ContextFilter, JsonFormatter
 from telegram_bot.redaction import TokenRedactingFilter
@@ -224,6 +225,23 @@ def test_a_bad_request_id_is_replaced(client: Client) -> None:
     response = client.get("/healthz", HTTP_X_REQUEST_ID="has spaces and\nnewline")
     assert len(response["X-Request-ID"]) == 32
     assert " " not in response["X-Request-ID"]
+
+
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_new_request_ids_are_unique_and_a_forked_process_never_repeats_its_parents() -> None:
+    ids = [log_context.new_request_id() for _ in range(1000)]
+    assert len(set(ids)) == 1000
+    assert all(re.fullmatch(r"[0-9a-f]{32}", rid) for rid in ids)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first ids
+        os.write(write, " ".join(log_context.new_request_id() for _ in range(3)).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 4096).decode().split()
+    ours = [log_context.new_request_id() for _ in range(3)]
+    assert len(child) == 3 and not set(child) & set(ids + ours)
+    assert child[0][:16] != ours[0][:16]  # its own random half
 
 
 def run_shell(code: str, **env: str) -> subprocess.CompletedProcess[str]:
