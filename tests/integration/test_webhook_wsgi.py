@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
+from django.http import HttpRequest, HttpResponse
 from django.test.client import FakePayload, RequestFactory
+from django.urls import URLResolver, path
 
 from stats.models import DailyUserStat
 from telegram_bot.state import KVStore
@@ -102,6 +104,39 @@ def test_a_group_message_is_counted_past_the_browser_middleware(
 
     status, _, content = deliver(application, update)
     assert (status, json.loads(content)["outcome"]) == (200, "duplicate")
+
+
+def _teapot(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(b"teapot", status=418)
+
+
+# A URLconf of its own (this module) for the test below.
+urlpatterns = [path(WEBHOOK_PATH.lstrip("/"), _teapot)]
+
+
+def test_the_webhook_path_is_resolved_once_per_urlconf(
+    application: Application,
+    bot: FakeTelegramServer,
+    memory_store: KVStore,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    resolved: list[str] = []
+    resolve = URLResolver.resolve
+
+    def counted(self: URLResolver, path: str) -> Any:
+        resolved.append(path)
+        return resolve(self, path)
+
+    monkeypatch.setattr(URLResolver, "resolve", counted)
+    for n in range(3):
+        status, _, content = deliver(application, group(f"message {n}"))
+        assert (status, json.loads(content)["outcome"]) == (200, "processed")
+    assert resolved.count(WEBHOOK_PATH) <= 1  # the site's patterns walked once, not a request
+
+    settings.ROOT_URLCONF = __name__  # another URLconf: the path is resolved in it
+    status, _, content = call(application, WEBHOOK_PATH, body=b"{}")
+    assert (status, content) == (418, b"teapot")
 
 
 def test_other_paths_keep_the_sites_middleware(application: Application) -> None:
