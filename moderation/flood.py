@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from moderation import services
 from moderation.conf import chat_settings
-from moderation.models import Action
+from moderation.models import Action, ChatSettings
 from moderation.rights import chat_admins, is_member_message, is_protected
 from moderation.services import Origin, Target
 from telegram_bot.audit import BOT
@@ -40,18 +40,26 @@ def flood_key(chat_id: int, user_id: int, window: int) -> str:
 def flood_counters(update: Update) -> list[ClaimCounter]:
     """The member's counter of the current window, for a member's message in a chat with
     anti-flood on (else none): taken with the update's claim (``Observer.counters``)."""
+    counted = _counted(update)
+    if counted is None:
+        return []
+    chat_id, user_id, settings = counted
+    window = int(clock()) // settings.flood_seconds
+    return [(flood_key(chat_id, user_id, window), (settings.flood_seconds + 1) * 1000)]
+
+
+def _counted(update: Update) -> tuple[int, int, ChatSettings] | None:
+    """The chat, the member and the chat's settings of a message anti-flood counts."""
     message = update.message
     if message is None or update.chat_id is None:
-        return []
+        return None
     user = message.from_user
     if user is None or not is_member_message(message):
-        return []
+        return None
     settings = chat_settings(update.chat_id)
     if settings.flood_action == Action.NONE:
-        return []
-    window = int(clock()) // settings.flood_seconds
-    key = flood_key(update.chat_id, user.id, window)
-    return [(key, (settings.flood_seconds + 1) * 1000)]
+        return None
+    return update.chat_id, user.id, settings
 
 
 def acts_at(chat_id: int) -> int:
@@ -60,11 +68,12 @@ def acts_at(chat_id: int) -> int:
 
 
 def foresee_flood(update: Update, store: KVStore) -> Foresight:
-    """Nothing unless the member's counter reaches ``acts_at`` (``Observer.foresee``)."""
-    counters = flood_counters(update)
-    if not counters or update.chat_id is None:
+    """Nothing unless the member's counter reaches ``acts_at`` (``Observer.foresee``): the
+    same test as ``flood_counters``, without making the counter's key."""
+    counted = _counted(update)
+    if counted is None:
         return QUIET
-    return Foresight(acts_at=(acts_at(update.chat_id),))
+    return Foresight(acts_at=(acts_at(counted[0]),))
 
 
 def check_flood(ctx: Context) -> None:

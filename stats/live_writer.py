@@ -246,9 +246,13 @@ def _lock_and_add_statements(merged: Sequence[RowDelta]) -> list[Statement]:
     return [lock, *add_statements(merged)] if lock is not None else add_statements(merged)
 
 
-def add_statements(merged: Sequence[RowDelta]) -> list[Statement]:
-    """The add without the lock (the write-behind's epoch holds the days' locks already)."""
-    statements = [_upsert_statement(merged), _coverage_live_statement(touched(merged))]
+def add_statements(
+    merged: Sequence[RowDelta], triples: Sequence[tuple[int, date, str]] | None = None
+) -> list[Statement]:
+    """The add without the lock (the write-behind's epoch holds the days' locks already);
+    ``triples``: ``touched(merged)``, when the caller has it already."""
+    triples = touched(merged) if triples is None else triples
+    statements = [_upsert_statement(merged), _coverage_live_statement(triples)]
     return [s for s in statements if s is not None]
 
 
@@ -287,6 +291,12 @@ def _kv_in_database(store: KVStore) -> bool:
 
 def merge_rows(rows: Iterable[RowDelta]) -> list[RowDelta]:
     """One row per (chat, day, user), deltas summed, sorted by that key."""
+    if isinstance(rows, Sequence) and len(rows) == 1:  # a message's one row: as it is
+        (row,) = rows
+        for column in row.deltas:
+            if column not in COLUMN_CATEGORY:
+                raise ValueError(f"unknown stats column {column!r}")
+        return [row] if row.deltas else []
     merged: dict[tuple[int, date, int], dict[str, int]] = {}
     for row in rows:
         target = merged.setdefault((row.chat_id, row.day, row.user_id), {})

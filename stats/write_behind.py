@@ -73,7 +73,7 @@ class EpochError(Exception):
 
 
 class _Epoch:
-    __slots__ = ("conn", "failed", "in_flight", "locked", "pending", "rows", "used")
+    __slots__ = ("conn", "failed", "in_flight", "locked", "pending", "rows", "used", "waited")
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
@@ -82,6 +82,7 @@ class _Epoch:
         self.pending: list[tuple[KVStore, Sequence[RowDelta]]] = []
         self.rows = 0
         self.in_flight = 0
+        self.waited = False  # the flusher waits for its last message (``leave`` wakes it)
         self.failed: Exception | None = None
 
 
@@ -137,7 +138,7 @@ class WriteBehind:
                 epoch.pending.append((store, rows))
                 epoch.rows += len(rows)
             epoch.in_flight -= 1
-            if epoch.in_flight == 0:
+            if epoch.in_flight == 0 and epoch.waited:
                 self._members_done.notify_all()
             if epoch.rows >= MAX_ROWS:
                 self._wake.set()
@@ -159,6 +160,7 @@ class WriteBehind:
                 retiring, self._retiring = self._retiring, []
                 for ending in retiring:
                     while ending.in_flight:
+                        ending.waited = True
                         self._members_done.wait()
             for ending in retiring:
                 try:
@@ -243,7 +245,7 @@ class WriteBehind:
         if epoch.failed is None:
             try:
                 if merged:
-                    statements = live_writer.add_statements(merged)
+                    statements = live_writer.add_statements(merged, touched)
                     rendered = [libpq.render(sql, params) for sql, params in statements]
                     _exec(epoch.conn, "; ".join([*rendered, "COMMIT"]))
                 else:

@@ -114,6 +114,17 @@ def render(sql: str, params: Sequence[Any]) -> str:
     if len(parts) != len(params) + 1:
         raise ValueError("placeholders and parameters differ")
     out = [parts[0]]
+    # A statement of many rows repeats its dates and times: each is written out once.
+    seen: dict[tuple[type, Any], str] = {}
     for value, part in zip(params, parts[1:], strict=True):
-        out += (literal(value), part)
+        if type(value) is int and value >= 0:
+            out += (str(value), part)
+            continue
+        key = (type(value), value) if isinstance(value, date) else None
+        text = seen.get(key) if key is not None else None
+        if text is None:
+            text = literal(value)
+            if key is not None:
+                seen[key] = text
+        out += (text, part)
     return "".join(out)

@@ -54,6 +54,10 @@ TELEGRAM_SECONDS = Histogram(
     ["method"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
+# Each instrument's child per label value, looked up once (``labels`` validates and locks every
+# call); the values are few: the outcomes, the webhook's statuses.
+_UPDATES_BY_OUTCOME: dict[str, Any] = {}
+_WEBHOOK_BY_STATUS: dict[int, Any] = {}
 EXPECTED_503 = {
     "in_progress": "another worker holds this update",
     "unavailable": "the database or the KV store is unreachable",
@@ -78,7 +82,10 @@ def observe_updates(
             outcome_name = str(getattr(outcome, "value", outcome))
             return outcome
         finally:
-            UPDATES.labels(outcome_name).inc()
+            counter = _UPDATES_BY_OUTCOME.get(outcome_name)
+            if counter is None:
+                counter = _UPDATES_BY_OUTCOME[outcome_name] = UPDATES.labels(outcome_name)
+            counter.inc()
             UPDATE_SECONDS.observe(time.perf_counter() - started)
             log_context.reset_update_id(token)
 
@@ -95,7 +102,11 @@ def observe_webhook(view: Callable[P, Any]) -> Callable[P, Any]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
         started = time.perf_counter()
         response = view(*args, **kwargs)
-        WEBHOOK_SECONDS.labels(str(response.status_code)).observe(time.perf_counter() - started)
+        status = response.status_code
+        histogram = _WEBHOOK_BY_STATUS.get(status)
+        if histogram is None:
+            histogram = _WEBHOOK_BY_STATUS[status] = WEBHOOK_SECONDS.labels(str(status))
+        histogram.observe(time.perf_counter() - started)
         if response.status_code == 503:
             reason = _error_of(response)
             if reason in EXPECTED_503:

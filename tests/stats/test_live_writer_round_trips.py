@@ -242,6 +242,12 @@ def test_the_queries_sent_straight_on_libpq_carry_only_values_the_writer_makes()
             libpq.render("SELECT %s", [value])
     with pytest.raises(ValueError, match="placeholders"):
         libpq.render("SELECT %s, %s", [1])
+    # A value repeated (a many-row statement's dates and times) is written the same each time,
+    # and a day is never taken for the midnight that starts it.
+    midnight = datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC)
+    repeated = libpq.render("%s %s %s %s %s", [DAY, midnight, DAY, midnight, 0])
+    day, time = f"'{DAY.isoformat()}'::date", f"'{midnight.isoformat()}'::timestamptz"
+    assert repeated == f"{day} {time} {day} {time} 0"
 
 
 # --- the whole webhook path --------------------------------------------------------------------
