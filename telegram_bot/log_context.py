@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # no Django at import: the Telegram client's metrics import t
     from django.http import HttpRequest, HttpResponse
 
 REQUEST_ID_HEADER = "X-Request-ID"
+# The header as the WSGI environ names it: read there, not from ``request.headers``, which
+# builds a mapping of every header on first use (the webhook needs no other).
+_REQUEST_ID_META = "HTTP_X_REQUEST_ID"
 _REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 request_id: ContextVar[str | None] = ContextVar("request_id", default=None)
@@ -75,7 +78,7 @@ class RequestIdMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        given = request.headers.get(REQUEST_ID_HEADER, "")
+        given = request.META.get(_REQUEST_ID_META, "")
         rid = given if _REQUEST_ID_RE.match(given) else new_request_id()
         rid_token = request_id.set(rid)
         update_token = _request_update.set([])
