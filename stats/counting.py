@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from functools import cached_property, lru_cache
+from operator import attrgetter
 from typing import Any
 
 from stats import keys
@@ -28,6 +30,8 @@ from telegram_bot.updates import Message
 
 LINK_ENTITIES = frozenset({"url", "text_link"})
 _LINK_RE = re.compile(r"(?:https?://|www\.|\bt\.me/|\btelegram\.me/)", re.IGNORECASE)
+# Every link _LINK_RE finds has "://", "www." or ".me/" in it, lower-cased (text_has_link): a
+# text with none of them (most messages) is not searched, which cost about 3 us a message.
 
 
 @dataclass(frozen=True)
@@ -48,13 +52,17 @@ class MessageFacts:
     chat_title: str = ""
     chat_type: str = ""
 
+    @cached_property
+    def _at(self) -> datetime:
+        return datetime.fromtimestamp(self.ts, tz=UTC)
+
     @property
     def day(self) -> date:
-        return datetime.fromtimestamp(self.ts, tz=UTC).date()
+        return self._at.date()
 
     @property
     def hour(self) -> int:
-        return datetime.fromtimestamp(self.ts, tz=UTC).hour
+        return self._at.hour
 
     def deltas(self) -> dict[str, int]:
         """The ``stats_daily_user`` columns this message adds to (only non-zero ones)."""
@@ -144,10 +152,20 @@ def counting_ops(
         ops.append(Increment(keys.column_key(column, chat, day, user), delta, ttl))
         if column != "message_count":  # its total is the activity key above
             ops.append(Increment(keys.total_key(column, chat, day), delta, ttl))
-    if day < datetime.fromtimestamp((now_ms + config.late_margin_ms) / 1000, tz=UTC).date():
+    if day < _utc_day((now_ms + config.late_margin_ms) // 1000):
         ops.append(Put(keys.late_key(chat, day, user), {"at": now_ms}, ttl))
         ops.append(Increment(keys.LATE_FLAG, 1, ttl))
-    return sorted(ops, key=lambda op: op.key)
+    ops.sort(key=_BY_KEY)
+    return ops
+
+
+_BY_KEY = attrgetter("key")
+
+
+@lru_cache(maxsize=4)
+def _utc_day(second: int) -> date:
+    """The UTC day of a second since the epoch (asked once a message, for the same few)."""
+    return datetime.fromtimestamp(second, tz=UTC).date()
 
 
 def join_ops(message: Message, config: CountingConfig, *, now_ms: int) -> list[Op]:
@@ -167,14 +185,21 @@ def join_ops(message: Message, config: CountingConfig, *, now_ms: int) -> list[O
 
 
 def count_words(text: str) -> int:
-    return sum(1 for token in text.split() if any(ch.isalnum() for ch in token))
+    return sum(1 for token in text.split() if token.isalnum() or any(ch.isalnum() for ch in token))
 
 
 def has_link(message: Message) -> bool:
     for entities in (message.entities, message.caption_entities):
         if any(entity.type in LINK_ENTITIES for entity in entities or []):
             return True
-    return bool(_LINK_RE.search(message.text_or_caption))
+    return text_has_link(message.text_or_caption)
+
+
+def text_has_link(text: str) -> bool:
+    lowered = text.lower()
+    if "://" not in lowered and "www." not in lowered and ".me/" not in lowered:
+        return False
+    return bool(_LINK_RE.search(text))
 
 
 def _kind(message: Message) -> str:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
 from telegram_bot.numbers import ascii_int
 
@@ -71,6 +72,13 @@ _DAY_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _INT_RE = re.compile(r"^-?\d{1,20}$")
 
 
+@lru_cache(maxsize=64)
+def _iso(day: date) -> str:
+    """``day.isoformat()``, written once for the few days a key is made of (a counted message
+    makes about ten keys of its day)."""
+    return day.isoformat()
+
+
 @dataclass(frozen=True)
 class CounterKey:
     """A parsed counter key: which DB column of which (chat, day, user) row it feeds."""
@@ -84,7 +92,7 @@ class CounterKey:
 
 
 def counter_key(family: str, chat_id: int, day: date, user_id: int, field: str = "") -> str:
-    base = f"{family}{chat_id}:{day.isoformat()}:{user_id}"
+    base = f"{family}{chat_id}:{_iso(day)}:{user_id}"
     return f"{base}:{field}" if field else base
 
 
@@ -106,7 +114,7 @@ def column_key(column: str, chat_id: int, day: date, user_id: int) -> str:
 
 
 def activity_key(chat_id: int, day: date) -> str:
-    return f"{ACTIVITY}{chat_id}:{day.isoformat()}"
+    return f"{ACTIVITY}{chat_id}:{_iso(day)}"
 
 
 def total_key(column: str, chat_id: int, day: date) -> str:
@@ -115,11 +123,11 @@ def total_key(column: str, chat_id: int, day: date) -> str:
         return activity_key(chat_id, day)
     if column not in COLUMN_CATEGORY:
         raise ValueError(f"unknown stats column {column!r}")
-    return f"{TOTAL}{chat_id}:{day.isoformat()}:{column}"
+    return f"{TOTAL}{chat_id}:{_iso(day)}:{column}"
 
 
 def late_key(chat_id: int, day: date, user_id: int) -> str:
-    return f"{LATE}{chat_id}:{day.isoformat()}:{user_id}"
+    return f"{LATE}{chat_id}:{_iso(day)}:{user_id}"
 
 
 def parse_late_key(key: str) -> tuple[int, date, int] | None:
@@ -130,11 +138,11 @@ def parse_late_key(key: str) -> tuple[int, date, int] | None:
 
 
 def poison_key(chat_id: int, day: date, category: str) -> str:
-    return f"{POISON}{chat_id}:{day.isoformat()}:{category}"
+    return f"{POISON}{chat_id}:{_iso(day)}:{category}"
 
 
 def failed_key(chat_id: int, day: date) -> str:
-    return f"{FAILED}{chat_id}:{day.isoformat()}"
+    return f"{FAILED}{chat_id}:{_iso(day)}"
 
 
 def chat_key(chat_id: int) -> str:
@@ -155,7 +163,7 @@ def buffer_key(chat_id: int, ts: int, message_id: int) -> str:
 
 def day_prefix(family: str, chat_id: int, day: date) -> str:
     """The scan prefix of one family's keys for one chat and day."""
-    return f"{family}{chat_id}:{day.isoformat()}:"
+    return f"{family}{chat_id}:{_iso(day)}:"
 
 
 def parse_counter_key(key: str) -> CounterKey | None:
