@@ -81,7 +81,12 @@ def test_processes_racing_for_the_same_deliveries_count_each_update_once(
     batches = [conversation.joins + rng.sample(conversation.body, len(conversation.body))]
     batches += [rng.sample(updates, len(updates)) for _ in range(PROCESSES - 1)]
 
-    answered = deliver_at_once(shared, fake_telegram.base_url, batches)
+    # The joins are delivered before the race, as Telegram sends a member's join before their
+    # messages: a link counts as a new member's only once the join is recorded, and a message
+    # handled before it would differ from the truth by that rule, not by a double or lost
+    # count. In the race they come again, as re-deliveries.
+    answered = deliver_at_once(shared, fake_telegram.base_url, [conversation.joins])
+    answered += deliver_at_once(shared, fake_telegram.base_url, batches)
 
     outcomes: dict[int, Counter[str]] = {}
     for update_id, outcome in answered:
