@@ -114,13 +114,18 @@ def render(sql: str, params: Sequence[Any]) -> str:
     if len(parts) != len(params) + 1:
         raise ValueError("placeholders and parameters differ")
     out = [parts[0]]
-    # A statement of many rows repeats its dates and times: each is written out once.
-    seen: dict[tuple[type, Any], str] = {}
+    # A statement of many rows repeats its dates and times: each is written out once (keyed
+    # with its type and zone too: a date is not its midnight, 12:00 UTC not 13:00 +01:00).
+    seen: dict[tuple[type, Any, Any], str] = {}
     for value, part in zip(params, parts[1:], strict=True):
         if type(value) is int and value >= 0:
             out += (str(value), part)
             continue
-        key = (type(value), value) if isinstance(value, date) else None
+        key = (
+            (type(value), value, getattr(value, "tzinfo", None))
+            if isinstance(value, date)
+            else None
+        )
         text = seen.get(key) if key is not None else None
         if text is None:
             text = literal(value)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 import psycopg
@@ -248,6 +248,11 @@ def test_the_queries_sent_straight_on_libpq_carry_only_values_the_writer_makes()
     repeated = libpq.render("%s %s %s %s %s", [DAY, midnight, DAY, midnight, 0])
     day, time = f"'{DAY.isoformat()}'::date", f"'{midnight.isoformat()}'::timestamptz"
     assert repeated == f"{day} {time} {day} {time} 0"
+    noon = datetime(2026, 12, 1, 12, tzinfo=UTC)  # the same instant in another zone: its own
+    same = noon.astimezone(timezone(timedelta(hours=1)))
+    assert libpq.render("%s %s", [noon, same]) == (
+        "'2026-12-01T12:00:00+00:00'::timestamptz '2026-12-01T13:00:00+01:00'::timestamptz"
+    )
 
 
 # --- the whole webhook path --------------------------------------------------------------------
