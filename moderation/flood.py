@@ -62,9 +62,9 @@ def _counted(update: Update) -> tuple[int, int, ChatSettings] | None:
     return update.chat_id, user.id, settings
 
 
-def acts_at(chat_id: int) -> int:
+def acts_at(settings: ChatSettings) -> int:
     """The count of a window at which the chat's action is taken: over the limit, once."""
-    return chat_settings(chat_id).flood_messages + 1
+    return settings.flood_messages + 1
 
 
 def foresee_flood(update: Update, store: KVStore) -> Foresight:
@@ -73,7 +73,7 @@ def foresee_flood(update: Update, store: KVStore) -> Foresight:
     counted = _counted(update)
     if counted is None:
         return QUIET
-    return Foresight(acts_at=(acts_at(counted[0]),))
+    return Foresight(acts_at=(acts_at(counted[2]),))
 
 
 def check_flood(ctx: Context) -> None:
@@ -86,7 +86,7 @@ def check_flood(ctx: Context) -> None:
         return
     user = message.from_user
     settings = chat_settings(ctx.chat_id)
-    if counts[0] != acts_at(ctx.chat_id):
+    if counts[0] != acts_at(settings):
         return  # under the limit, or already acted on in this window
     target = Target(user.id, user.full_name, user.username or "")
     try:

@@ -57,7 +57,16 @@ TELEGRAM_SECONDS = Histogram(
 # Each instrument's child per label value, looked up once (``labels`` validates and locks every
 # call); the values are few: the outcomes, the webhook's statuses.
 _UPDATES_BY_OUTCOME: dict[str, Any] = {}
-_WEBHOOK_BY_STATUS: dict[int, Any] = {}
+_WEBHOOK_BY_STATUS: dict[str, Any] = {}
+
+
+def _child(metric: Any, children: dict[str, Any], label: str) -> Any:
+    child = children.get(label)
+    if child is None:
+        child = children[label] = metric.labels(label)
+    return child
+
+
 EXPECTED_503 = {
     "in_progress": "another worker holds this update",
     "unavailable": "the database or the KV store is unreachable",
@@ -82,10 +91,7 @@ def observe_updates(
             outcome_name = str(getattr(outcome, "value", outcome))
             return outcome
         finally:
-            counter = _UPDATES_BY_OUTCOME.get(outcome_name)
-            if counter is None:
-                counter = _UPDATES_BY_OUTCOME[outcome_name] = UPDATES.labels(outcome_name)
-            counter.inc()
+            _child(UPDATES, _UPDATES_BY_OUTCOME, outcome_name).inc()
             UPDATE_SECONDS.observe(time.perf_counter() - started)
             log_context.reset_update_id(token)
 
@@ -102,11 +108,8 @@ def observe_webhook(view: Callable[P, Any]) -> Callable[P, Any]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
         started = time.perf_counter()
         response = view(*args, **kwargs)
-        status = response.status_code
-        histogram = _WEBHOOK_BY_STATUS.get(status)
-        if histogram is None:
-            histogram = _WEBHOOK_BY_STATUS[status] = WEBHOOK_SECONDS.labels(str(status))
-        histogram.observe(time.perf_counter() - started)
+        status = str(response.status_code)
+        _child(WEBHOOK_SECONDS, _WEBHOOK_BY_STATUS, status).observe(time.perf_counter() - started)
         if response.status_code == 503:
             reason = _error_of(response)
             if reason in EXPECTED_503:

@@ -215,21 +215,24 @@ class Router:
     def observers_for(self, update: Update) -> list[Observer]:
         """The observers of this update, in the order they run (they depend on its type and
         chat type only: worked out once per pair)."""
+        return list(self._observers(update))
+
+    def _observers(self, update: Update) -> tuple[Observer, ...]:
         kind = (update.type, update.chat_type)
         found = self._observers_of.get(kind)
         if found is None:
             found = self._observers_of[kind] = tuple(
                 observer for observer in self.observers if observer.accepts(update)
             )
-        return list(found)
+        return found
 
     def claim_counters(self, update: Update) -> dict[str, list[ClaimCounter]]:
         """Per observer of ``update`` that declares ``counters``: the counters it takes with
         the update's claim (maybe none for this update)."""
         return {
             observer.name: list(observer.counters(update))
-            for observer in self.observers
-            if observer.counters is not None and observer.accepts(update)
+            for observer in self._observers(update)
+            if observer.counters is not None
         }
 
     def handles(self, update_type: str) -> bool:
