@@ -6,11 +6,12 @@ writes ``bench/RESULTS.md``. Ratios, never timed assertions.
                                   [--out bench/RESULTS.md] [--readme]
 
 Parts: webhook (group messages against a bare django-ninja endpoint, one Redis script and the
-aiogram peer), peer (the product against the peer only), commands (/start and a button through
-the fake Bot API), backfill, dashboard, memory, scaleout. ``--quick`` runs each for seconds on
-small sizes (the suite runs it to keep the harness working). ``--offline`` never installs the
-peer's venv (``bench/.venv-peer``, from ``bench/requirements-peer.lock``): without it the peer
-is reported as not measured.
+aiogram peer), peer (the product against the peer only), servers (the product and the bare
+endpoint under gunicorn and under granian, with the peer: an experiment), commands (/start and
+a button through the fake Bot API), backfill, dashboard, memory, scaleout. ``--quick`` runs
+each for seconds on small sizes (the suite runs it to keep the harness working). ``--offline``
+never installs the peer's venv (``bench/.venv-peer``, from ``bench/requirements-peer.lock``):
+without it the peer is reported as not measured.
 
 PostgreSQL and Redis: ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/tgcp_bench``)
 names the server and the prefix of the databases the bench creates and drops
@@ -40,12 +41,13 @@ from bench import harness, serving
 from bench.harness import ROOT, Session
 from bench.report import Row, Section, results_markdown, summary_rows, table
 
-PARTS = ("webhook", "peer", "commands", "memory", "scaleout", "backfill", "dashboard")
+PARTS = ("webhook", "peer", "servers", "commands", "memory", "scaleout", "backfill", "dashboard")
 # A full run measures the peer inside the webhook part, next to the baselines.
-FULL_RUN = ("webhook", "commands", "memory", "scaleout", "backfill", "dashboard")
+FULL_RUN = ("webhook", "servers", "commands", "memory", "scaleout", "backfill", "dashboard")
 SERVED = {
     "webhook": serving.part_webhook,
     "peer": serving.part_peer,
+    "servers": serving.part_servers,
     "commands": serving.part_commands,
     "memory": serving.part_memory,
     "scaleout": serving.part_scaleout,

@@ -99,6 +99,45 @@ def serve(
     return session.start(name, argv, env, port)
 
 
+def product_granian(session: Session) -> Server | str:
+    """The product's web application under granian (a Rust HTTP server; 2 processes x 4
+    blocking threads, as gunicorn's) on its own database, or why it is not running: an
+    experiment for the serving decision (the ``servers`` part), never how the product is
+    served. No worker cluster: the group-message path needs none."""
+    return session.once("granian", lambda: _start_granian(session))
+
+
+def _start_granian(session: Session) -> Server | str:
+    granian = Path(sys.executable).with_name("granian")
+    if not granian.exists():
+        return "not measured: granian is not installed (it comes with requirements-dev.lock)"
+    fake = fake_api(session)
+    port = harness.free_port()
+    env = session.env(
+        session.database("granian"),
+        DJANGO_SETTINGS_MODULE="bench.settings",
+        TELEGRAM_API_BASE_URL=fake.url(""),
+    )
+    argv = [
+        str(granian),
+        "--interface",
+        "wsgi",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "2",
+        "--blocking-threads",
+        "4",
+        "--no-ws",
+        "--log-level",
+        "warning",
+        "config.wsgi:application",
+    ]
+    return session.start("product-granian", argv, env, port)
+
+
 def peer(session: Session) -> Server | str:
     """The aiogram peer, or why it is not running."""
     return session.once("peer", lambda: _start_peer(session))
@@ -424,6 +463,60 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
 
 def part_peer(session: Session) -> Section:
     return part_webhook(session, with_baselines=False)
+
+
+def part_servers(session: Session) -> Section:
+    """The same product and bare endpoint under gunicorn (as served) and under granian, with
+    the aiogram peer, alternating in one run: what the web server costs each request."""
+    sizes, ids, server = Sizes.of(session), Ids(), product(session)
+    section = Section("servers", "The same product under another WSGI server (experiment)")
+    targets = {
+        "bare": Target("gunicorn: bare django-ninja endpoint", server, "/bench/bare"),
+        "product": Target(
+            "gunicorn: group message through the webhook", server, "/telegram/webhook"
+        ),
+    }
+    other = product_granian(session)
+    if isinstance(other, Server):
+        targets["granian_bare"] = Target(
+            "granian: bare django-ninja endpoint", other, "/bench/bare"
+        )
+        targets["granian"] = Target(
+            "granian: group message through the webhook", other, "/telegram/webhook"
+        )
+    else:
+        section.notes.append(f"granian {other}")
+    aiogram = peer(session)
+    if isinstance(aiogram, Server):
+        targets["peer"] = Target("aiogram 3 peer (same counting)", aiogram, "/telegram/webhook")
+    else:
+        section.notes.append(f"aiogram peer {aiogram}")
+    rates = throughput(targets, ids, sizes)
+    section.rows += rate_rows(targets, rates, "product")
+    section.details.append(cpu_detail(targets, rates))
+    if "granian" in targets:
+        section.rows.append(
+            ratio_row("granian: group messages / bare endpoint", rates, "granian", "granian_bare")
+        )
+        if "peer" in targets:
+            section.rows.append(
+                ratio_row("granian: group messages / aiogram peer", rates, "granian", "peer")
+            )
+        section.rows.append(
+            ratio_row("group messages: granian / gunicorn", rates, "granian", "product")
+        )
+    section.notes += [
+        "gunicorn: `manage.py serve` as in the webhook part (gthread, 2 processes x 4 "
+        "threads). granian: the same WSGI application (`config.wsgi`) and settings under "
+        "`granian --interface wsgi --workers 2 --blocking-threads 4`, on a database of its "
+        "own, without a worker cluster; an experiment, not a way the product is served. "
+        f"Saturation only: {sizes.rounds} rounds of {sizes.seconds:.0f} s per target, "
+        "alternating; ratios the median of each round's ratio; wrk -t2 -c16.",
+    ]
+    if isinstance(other, Server):  # the parts after this one run as before it existed
+        session.stop(other)
+        del session.shared["granian"]
+    return section
 
 
 def part_commands(session: Session) -> Section:

@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 SECTIONS = [
     "Group messages through the webhook",
+    "The same product under another WSGI server (experiment)",
     "Commands through the fake Bot API",
     "Memory",
     "Scale-out sketch",
@@ -37,6 +38,10 @@ ROWS = [
     "group message through the webhook: 100/s fixed rate",
     "group message through the webhook: 1000/s fixed rate",
     "group messages: p99 at 300/s",
+    "gunicorn: group message through the webhook: saturation",
+    "granian: group message through the webhook: saturation",
+    "granian: group messages / bare endpoint",
+    "group messages: granian / gunicorn",
     "fake Bot API: one sendMessage round trip",
     "/start (sendMessage) / bare endpoint",
     "panel button (editMessageText, answer in the webhook reply) / bare endpoint",
