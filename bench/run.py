@@ -146,6 +146,7 @@ def run_header(
         f"PostgreSQL {pg}",
         f"Redis {redis_version}",
         f"gunicorn {_version('gunicorn')}",
+        f"granian {_version('granian')}",
         f"django-ninja {_version('django-ninja')}",
         f"aiogram {_peer_version()}",
         _wrk_version(),
