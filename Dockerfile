@@ -1,4 +1,4 @@
-# Production image: gunicorn serves the web process (the default command); the worker runs from
+# Production image: the web server is the default command (config/web.py); the worker runs from
 # the same image as `python manage.py qcluster`. Migrations are not run here: compose.yaml's
 # one-shot `migrate` service (or your deploy step) runs them once per release, before web and
 # worker start. Configure with the variables of .env.example; no secret is in the image.
@@ -26,9 +26,11 @@ RUN DJANGO_SECRET_KEY=build-only-key-not-used-at-run-time-000000 \
 
 USER 10001
 EXPOSE 8000
-# /healthz answers while gunicorn serves, asked with an allowed Host (config/healthcheck.py);
+# /healthz answers while the web server serves, asked with an allowed Host (config/healthcheck.py);
 # the worker service overrides this (compose.yaml).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["python", "-m", "config.healthcheck"]
-# SIGTERM (docker stop): gunicorn finishes requests in flight within 8 s, under docker's 10 s.
-CMD ["sh", "-c", "exec gunicorn config.wsgi --bind ${HOST}:${PORT} --workers ${WEB_CONCURRENCY:-2} --threads ${WEB_THREADS:-4} --worker-class gthread --graceful-timeout 8 --access-logfile - --logger-class config.gunicorn_logging.QuietProbesLogger"]
+# The web server as the settings shape it (config/web.py: WEB_SERVER, WEB_CONCURRENCY,
+# WEB_THREADS, HOST, PORT), in place of this process. SIGTERM (docker stop): it finishes
+# requests in flight within 8 s, under docker's 10 s.
+CMD ["python", "-m", "config.web"]

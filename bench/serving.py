@@ -48,6 +48,7 @@ class Sizes:
 
 
 KV_ONLY = "group message, KV store only (no database add)"
+GROUP_PATH = "/telegram/webhook"
 
 
 # -- servers --------------------------------------------------------------------------------
@@ -83,6 +84,7 @@ def serve(
     database_url: str,
     web_processes: str,
     settings: str = "bench.settings",
+    server: str = "gunicorn",
 ) -> Server:
     fake = fake_api(session)
     port = harness.free_port()
@@ -91,6 +93,7 @@ def serve(
         DJANGO_SETTINGS_MODULE=settings,
         HOST="127.0.0.1",
         PORT=str(port),
+        WEB_SERVER=server,
         WEB_CONCURRENCY=web_processes,
         WEB_THREADS="4",  # as the notes say, whatever the shell has
         TELEGRAM_API_BASE_URL=fake.url(""),
@@ -99,43 +102,15 @@ def serve(
     return session.start(name, argv, env, port)
 
 
-def product_granian(session: Session) -> Server | str:
-    """The product's web application under granian (a Rust HTTP server; 2 processes x 4
-    blocking threads, as gunicorn's) on its own database, or why it is not running: an
-    experiment for the serving decision (the ``servers`` part), never how the product is
-    served. No worker cluster: the group-message path needs none."""
-    return session.once("granian", lambda: _start_granian(session))
+def product_granian(session: Session) -> Server:
+    """The product served with ``WEB_SERVER=granian`` (``config/web.py``; the same processes and
+    threads), on its own database: the ``servers`` part's second server."""
 
+    def start() -> Server:
+        database = session.database("granian")
+        return serve(session, "product-granian", database, "2", server="granian")
 
-def _start_granian(session: Session) -> Server | str:
-    granian = Path(sys.executable).with_name("granian")
-    if not granian.exists():
-        return "not measured: granian is not installed (it comes with requirements-dev.lock)"
-    fake = fake_api(session)
-    port = harness.free_port()
-    env = session.env(
-        session.database("granian"),
-        DJANGO_SETTINGS_MODULE="bench.settings",
-        TELEGRAM_API_BASE_URL=fake.url(""),
-    )
-    argv = [
-        str(granian),
-        "--interface",
-        "wsgi",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--workers",
-        "2",
-        "--blocking-threads",
-        "4",
-        "--no-ws",
-        "--log-level",
-        "warning",
-        "config.wsgi:application",
-    ]
-    return session.start("product-granian", argv, env, port)
+    return session.once("granian", start)
 
 
 def peer(session: Session) -> Server | str:
@@ -202,8 +177,9 @@ def failure_row(server: Server, before: int) -> Row:
 
 
 def web_pids(server: Server) -> list[int]:
-    """The gunicorn master and its workers of a ``serve`` (the peer: its process)."""
-    return _child_tree(server, "gunicorn") or server.pids()
+    """The web server's processes of a ``serve``: gunicorn's master and workers, or granian's
+    (the peer: its process)."""
+    return _child_tree(server, "gunicorn") or _child_tree(server, "granian") or server.pids()
 
 
 def worker_pids(server: Server) -> list[int]:
@@ -466,56 +442,51 @@ def part_peer(session: Session) -> Section:
 
 
 def part_servers(session: Session) -> Section:
-    """The same product and bare endpoint under gunicorn (as served) and under granian, with
-    the aiogram peer, alternating in one run: what the web server costs each request."""
+    """The product and the bare endpoint served by gunicorn (the default) and by granian
+    (``WEB_SERVER=granian``), with the aiogram peer, alternating in one run: what the web
+    server costs each request."""
     sizes, ids, server = Sizes.of(session), Ids(), product(session)
-    section = Section("servers", "The same product under another WSGI server (experiment)")
+    other = product_granian(session)
+    section = Section("servers", "The web server: gunicorn or granian")
     targets = {
         "bare": Target("gunicorn: bare django-ninja endpoint", server, "/bench/bare"),
-        "product": Target(
-            "gunicorn: group message through the webhook", server, "/telegram/webhook"
-        ),
+        "product": Target("gunicorn: group message through the webhook", server, GROUP_PATH),
+        "granian_bare": Target("granian: bare django-ninja endpoint", other, "/bench/bare"),
+        "granian": Target("granian: group message through the webhook", other, GROUP_PATH),
     }
-    other = product_granian(session)
-    if isinstance(other, Server):
-        targets["granian_bare"] = Target(
-            "granian: bare django-ninja endpoint", other, "/bench/bare"
-        )
-        targets["granian"] = Target(
-            "granian: group message through the webhook", other, "/telegram/webhook"
-        )
-    else:
-        section.notes.append(f"granian {other}")
     aiogram = peer(session)
     if isinstance(aiogram, Server):
-        targets["peer"] = Target("aiogram 3 peer (same counting)", aiogram, "/telegram/webhook")
+        targets["peer"] = Target("aiogram 3 peer (same counting)", aiogram, GROUP_PATH)
     else:
         section.notes.append(f"aiogram peer {aiogram}")
     rates = throughput(targets, ids, sizes)
     section.rows += rate_rows(targets, rates, "product")
     section.details.append(cpu_detail(targets, rates))
-    if "granian" in targets:
+    label = "granian: group messages / bare endpoint"
+    section.rows.append(ratio_row(label, rates, "granian", "granian_bare"))
+    if "peer" in targets:
+        label = "granian: group messages / aiogram peer"
+        section.rows.append(ratio_row(label, rates, "granian", "peer"))
+    label = "group messages: granian / gunicorn"
+    section.rows.append(ratio_row(label, rates, "granian", "product"))
+    for name, web in (("gunicorn", server), ("granian", other)):
+        resident = [harness.rss_mb(pid) for pid in web_pids(web)[1:]]  # not the main process
         section.rows.append(
-            ratio_row("granian: group messages / bare endpoint", rates, "granian", "granian_bare")
-        )
-        if "peer" in targets:
-            section.rows.append(
-                ratio_row("granian: group messages / aiogram peer", rates, "granian", "peer")
+            Row(
+                f"{name}: web worker, resident (after the runs)",
+                f"{max(resident, default=0.0):.0f} MB",
+                ", ".join(f"{mb:.0f}" for mb in resident) + " MB",
             )
-        section.rows.append(
-            ratio_row("group messages: granian / gunicorn", rates, "granian", "product")
         )
     section.notes += [
-        "gunicorn: `manage.py serve` as in the webhook part (gthread, 2 processes x 4 "
-        "threads). granian: the same WSGI application (`config.wsgi`) and settings under "
-        "`granian --interface wsgi --workers 2 --blocking-threads 4`, on a database of its "
-        "own, without a worker cluster; an experiment, not a way the product is served. "
+        "Both served by `manage.py serve` with 2 processes x 4 threads and a worker cluster: "
+        "gunicorn (gthread) as in the webhook part, granian with `WEB_SERVER=granian` "
+        "(`config/web.py`) on a database of its own. "
         f"Saturation only: {sizes.rounds} rounds of {sizes.seconds:.0f} s per target, "
         "alternating; ratios the median of each round's ratio; wrk -t2 -c16.",
     ]
-    if isinstance(other, Server):  # the parts after this one run as before it existed
-        session.stop(other)
-        del session.shared["granian"]
+    session.stop(other)  # the parts after this one run as before it
+    del session.shared["granian"]
     return section
 
 

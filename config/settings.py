@@ -54,6 +54,11 @@ PORT = env.number("PORT", 8000, minimum=1, maximum=65535)
 HOST = env.text("HOST", "127.0.0.1")
 WEB_CONCURRENCY = env.number("WEB_CONCURRENCY", 2, minimum=1, maximum=64)
 WEB_THREADS = env.number("WEB_THREADS", 4, minimum=1, maximum=64)
+# The web server (config/web.py): gunicorn, or granian (cheaper per request; no access lines).
+WEB_SERVERS = ("gunicorn", "granian")
+WEB_SERVER = env.text("WEB_SERVER", "gunicorn").lower()
+if WEB_SERVER not in WEB_SERVERS:
+    raise ConfigError("WEB_SERVER", f"must be one of {', '.join(WEB_SERVERS)}, got {WEB_SERVER!r}")
 
 # --- Telegram -------------------------------------------------------------------------------
 TELEGRAM_BOT_TOKEN = env.bot_token("TELEGRAM_BOT_TOKEN")

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 SECTIONS = [
     "Group messages through the webhook",
-    "The same product under another WSGI server (experiment)",
+    "The web server: gunicorn or granian",
     "Commands through the fake Bot API",
     "Memory",
     "Scale-out sketch",
@@ -42,6 +42,7 @@ ROWS = [
     "granian: group message through the webhook: saturation",
     "granian: group messages / bare endpoint",
     "group messages: granian / gunicorn",
+    "granian: web worker, resident (after the runs)",
     "fake Bot API: one sendMessage round trip",
     "/start (sendMessage) / bare endpoint",
     "panel button (editMessageText, answer in the webhook reply) / bare endpoint",

@@ -1,11 +1,12 @@
-"""Run the web process (gunicorn) and the worker (django-q2) together, in the foreground.
+"""Run the web process (gunicorn or granian, ``config/web.py``) and the worker (django-q2)
+together, in the foreground.
 
 Used by the README's run command. Ctrl-C (SIGINT) or SIGTERM stops both, and every process
-they started, within STOP_DEADLINE_SECONDS: each gets SIGTERM (gunicorn finishes the requests in
-flight, the worker its tasks, both bounded), and whatever still runs at the deadline is killed
-with its whole process group. Each child runs in its own session, so the group holds all its
-descendants, and gets SIGTERM should this process die without stopping it (Linux). If either
-process dies, the other is stopped too and the command exits non-zero.
+they started, within STOP_DEADLINE_SECONDS: each gets SIGTERM (the web server finishes the
+requests in flight, the worker its tasks, both bounded), and whatever still runs at the
+deadline is killed with its whole process group. Each child runs in its own session, so the
+group holds all its descendants, and gets SIGTERM should this process die without stopping it
+(Linux). If either process dies, the other is stopped too and the command exits non-zero.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from config.web import web_argv
+
 # Whole stop, signal to last process gone, stays under 10 s (docker's and systemd's default).
 STOP_DEADLINE_SECONDS = 9.0
-WEB_GRACEFUL_SECONDS = 5  # gunicorn: requests in flight get this long
+WEB_GRACEFUL_SECONDS = 5  # the web server: requests in flight get this long
 PR_SET_PDEATHSIG = 1
 
 
@@ -37,7 +40,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         host, port = settings.HOST, settings.PORT
-        commands = {"web": web_argv()}
+        commands = {"web": web_argv(WEB_GRACEFUL_SECONDS)}
         if not options["no_worker"]:
             commands["worker"] = [sys.executable, "manage.py", "qcluster"]
         stopping = False
@@ -77,32 +80,6 @@ class Command(BaseCommand):
         self.stdout.write("Stopped.")
         if failed:
             raise SystemExit(1)
-
-
-def web_argv() -> list[str]:
-    """The web process: gunicorn's gthread workers, as the settings shape them."""
-    return [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "config.wsgi",
-        "--bind",
-        f"{settings.HOST}:{settings.PORT}",
-        "--workers",
-        str(settings.WEB_CONCURRENCY),
-        "--threads",
-        str(settings.WEB_THREADS),
-        "--worker-class",
-        "gthread",
-        "--graceful-timeout",
-        str(WEB_GRACEFUL_SECONDS),
-        "--access-logfile",
-        "-",
-        "--logger-class",
-        "config.gunicorn_logging.QuietProbesLogger",
-        "--log-level",
-        "warning",
-    ]
 
 
 def _stop_all(children: dict[str, subprocess.Popen[bytes]]) -> None:

@@ -71,6 +71,7 @@ BAD_SETTINGS = [
     ({"PORT": "http"}, "PORT", "integer"),
     ({"WEB_THREADS": "0"}, "WEB_THREADS", "at least 1"),
     ({"WEB_THREADS": "four"}, "WEB_THREADS", "integer"),
+    ({"WEB_SERVER": "uwsgi"}, "WEB_SERVER", "one of gunicorn, granian"),
     ({"STATS_WRITE_BEHIND_MS": "-1"}, "STATS_WRITE_BEHIND_MS", "at least 0"),
     ({"STATS_WRITE_BEHIND_MS": "1001"}, "STATS_WRITE_BEHIND_MS", "at most 1000"),
     ({"STATS_WRITE_BEHIND_MS": "fast"}, "STATS_WRITE_BEHIND_MS", "integer"),

@@ -1,10 +1,17 @@
-"""``manage.py serve``'s web process is shaped by the settings: processes and threads."""
+"""The web process (``config/web.py``: ``manage.py serve`` and the image) is shaped by the
+settings: server, processes, threads and address; a server that is not known is refused."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
-from telegram_bot.management.commands.serve import web_argv
+from config.web import web_argv
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def option(argv: list[str], name: str) -> str:
@@ -19,3 +26,40 @@ def test_processes_threads_and_address_come_from_the_settings(settings: Any) -> 
     assert option(argv, "--threads") == "2"
     assert option(argv, "--bind") == "0.0.0.0:8123"
     assert option(argv, "--worker-class") == "gthread"
+    assert option(argv, "--graceful-timeout") == "8"
+    assert web_argv(5)[web_argv(5).index("--graceful-timeout") + 1] == "5"
+
+
+def test_granian_gets_the_same_shape(settings: Any) -> None:
+    settings.WEB_SERVER = "granian"
+    settings.WEB_CONCURRENCY, settings.WEB_THREADS = 3, 2
+    settings.HOST, settings.PORT = "0.0.0.0", 8123  # noqa: S104 - an address in a test
+    argv = web_argv(5)
+    assert argv[1:3] == ["-m", "granian"]
+    assert option(argv, "--interface") == "wsgi"
+    assert option(argv, "--workers") == "3"
+    assert option(argv, "--blocking-threads") == "2"
+    assert (option(argv, "--host"), option(argv, "--port")) == ("0.0.0.0", "8123")  # noqa: S104
+    assert option(argv, "--workers-kill-timeout") == "5"
+    assert "--respawn-failed-workers" in argv
+    assert argv[-1] == "config.wsgi:application"
+
+
+def test_the_image_command_refuses_an_unknown_server_with_one_line() -> None:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "WEB_", "TELEGRAM_"))
+    }
+    env.update({"ENV_FILE": "/dev/null", "WEB_SERVER": "uwsgi", "DJANGO_DEBUG": "true"})
+    done = subprocess.run(
+        [sys.executable, "-m", "config.web"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "configuration error: WEB_SERVER: must be one of gunicorn, granian, got 'uwsgi'"
+    ]
