@@ -78,10 +78,20 @@ class RequestLog:
 
     def report(self) -> str:
         lines = [f"page at {self.page.url}"]
+        lines += [f"on the page: {text}" for text in self._notices()]
         lines += [f"never finished: {line}" for line in self.pending.values()]
         lines += [f"failed: {line}" for line in self.failed]
         lines += [f"console {line}" for line in self.console[-20:]]
         return "\n".join(lines)
+
+    def _notices(self) -> list[str]:
+        """The admin's error notes, field errors and messages shown (a form sent back with an
+        error stays at its own URL, as a click that sent nothing does)."""
+        try:
+            found = self.page.locator(".errornote, .errorlist, .messagelist").all_inner_texts()
+        except Exception as exc:  # a closed page: the report still shows the rest
+            return [f"(not readable: {type(exc).__name__})"]
+        return [" ".join(text.split()) for text in found if text.strip()]
 
 
 @pytest.fixture
