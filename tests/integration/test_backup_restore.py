@@ -13,7 +13,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -25,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE_URL = os.environ.get("DATABASE_URL", "")
@@ -77,12 +78,6 @@ def run(env: dict[str, str], *argv: str) -> str:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def test_a_restored_backup_serves_the_old_data(databases: tuple[str, str], tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NEVER_IN_IMAGE = [".env", "var/db.sqlite3", ".venv/bin/python", ".git", "tests/conftest.py",
@@ -174,9 +175,3 @@ def test_the_image_steps_build_serve_pass_the_healthcheck_and_stop(
         assert '"GET /admin/login/ HTTP/1.1" 200' in output
     else:  # granian writes no access lines
         assert "/admin/login/" not in output
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from telegram_bot.management.commands.serve import STOP_DEADLINE_SECONDS
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(240)
@@ -79,12 +79,6 @@ class Output:
     @property
     def text(self) -> str:
         return "".join(self.lines)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from django.db.models import Sum
 
 from stats.models import DailyUserStat
 from tests.content.test_processes import database_url
+from tests.ports import free_port
 from tests.redis_server import private_redis
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,12 +35,6 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(180),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def post_message(port: int, n: int) -> str:

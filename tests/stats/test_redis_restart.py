@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from stats.reconcile import reconcile_run
 from telegram_bot.errors import StateUnavailableError
 from telegram_bot.state import KVStore, open_store, override_store
 from tests.fakes.telegram import FakeTelegramServer
+from tests.ports import free_port
 from tests.stats.conftest import wire_stats
 from tests.stats.conversation import Conversation, configure_rules
 from tests.stats.test_ordering import assert_verified_days_right
@@ -76,12 +76,6 @@ class RedisServer:
     def restart(self) -> None:
         self.kill()
         self.start()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_ready(store: KVStore) -> None:
