@@ -4,16 +4,20 @@ time (figures are the bench's business, as ratios in one run)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from bench import load
+from bench import load, serving
 from bench.harness import with_database
+from moderation.models import ChatSettings
 from telegram_bot.updates import parse_update_json
 from tests.redis_server import private_redis
 
@@ -35,6 +39,8 @@ ROWS = [
     "group messages / bare endpoint",
     "group message, KV store only (no database add): saturation",
     "group messages / the same without the database add",
+    "group message, 2,000 senders all flooding (each muted once in 10 s): saturation",
+    "group messages, all senders flooding / none flooding",
     "group message through the webhook: 100/s fixed rate",
     "group message through the webhook: 1000/s fixed rate",
     "group messages: p99 at 300/s",
@@ -117,3 +123,27 @@ def test_load_bodies_are_updates_with_unique_ids(kind: str) -> None:
             again = presses[n + 10]  # Load(users=5): 10 messages, then the same ones again
             assert press.message.message_id == again.message.message_id
             assert press.data != again.data
+
+
+def _most_in_one_window(shape: load.Load, rate: int) -> int:
+    """The most messages one sender sends in a chat in 10 s of wrk's two threads at ``rate``
+    (thread t's ids start ``t * 100,000,000`` past the load's first, as updates.lua's)."""
+    per_thread = rate * 10 // 2
+    sent: Counter[tuple[int, int]] = Counter()
+    for thread in range(2):
+        wrk_thread = replace(shape, first=shape.first + thread * 100_000_000)
+        for n in range(1, per_thread + 1):
+            message = json.loads(load.body(wrk_thread, n))["message"]
+            sent[message["chat"]["id"], message["from"]["id"]] += 1
+    return max(sent.values())
+
+
+def test_the_group_load_keeps_every_sender_under_the_flood_limit() -> None:
+    """The peer only counts: the product's group load must not be its moderation path. At
+    twice the fastest rate measured, no sender passes the default limit (8 in 10 s); the
+    flooding load, at the product's rate, makes every sender pass it."""
+    limit = ChatSettings().flood_messages
+    assert ChatSettings().flood_seconds == 10
+    assert _most_in_one_window(serving.Ids().load("group"), 5_000) <= limit
+    flooding = serving.Ids().load("group", serving.FLOODING_SENDERS)
+    assert _most_in_one_window(flooding, 2_000) > limit
