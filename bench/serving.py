@@ -48,6 +48,7 @@ class Sizes:
 
 
 KV_ONLY = "group message, KV store only (no database add)"
+REDIS_SCRIPT = "endpoint running one Redis script"
 GROUP_PATH = "/telegram/webhook"
 # Group senders of a load, spread so that none goes over the anti-flood limit (by default more
 # than 8 messages in 10 s mutes): a sender's messages come every GROUP_SENDERS / rate seconds,
@@ -385,7 +386,7 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
     targets = {}
     if with_baselines:
         targets["bare"] = Target("bare django-ninja endpoint", server, "/bench/bare")
-        targets["redis"] = Target("endpoint running one Redis script", server, "/bench/redis")
+        targets["redis"] = Target(REDIS_SCRIPT, server, "/bench/redis")
     targets["product"] = Target("group message through the webhook", server, "/telegram/webhook")
     if with_baselines:
         targets["kv_only"] = Target(KV_ONLY, product_kv_only(session), "/telegram/webhook")
@@ -471,7 +472,9 @@ def part_servers(session: Session) -> Section:
     targets = {
         "bare": Target("gunicorn: bare django-ninja endpoint", server, "/bench/bare"),
         "product": Target("gunicorn: group message through the webhook", server, GROUP_PATH),
+        "redis": Target(f"gunicorn: {REDIS_SCRIPT}", server, "/bench/redis"),
         "granian_bare": Target("granian: bare django-ninja endpoint", other, "/bench/bare"),
+        "granian_redis": Target(f"granian: {REDIS_SCRIPT}", other, "/bench/redis"),
         "granian": Target("granian: group message through the webhook", other, GROUP_PATH),
     }
     aiogram = peer(session)
@@ -484,6 +487,14 @@ def part_servers(session: Session) -> Section:
     section.details.append(cpu_detail(targets, rates))
     label = "granian: group messages / bare endpoint"
     section.rows.append(ratio_row(label, rates, "granian", "granian_bare"))
+    # What any idempotent counter costs on each server: a claim and an add, one Redis round
+    # trip, against the same server's bare endpoint.
+    for name, redis_script, bare in (
+        ("gunicorn", "redis", "bare"),
+        ("granian", "granian_redis", "granian_bare"),
+    ):
+        label = f"{name}: one Redis script / bare endpoint"
+        section.rows.append(ratio_row(label, rates, redis_script, bare))
     if "peer" in targets:
         label = "granian: group messages / aiogram peer"
         section.rows.append(ratio_row(label, rates, "granian", "peer"))

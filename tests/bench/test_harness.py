@@ -47,6 +47,8 @@ ROWS = [
     "gunicorn: group message through the webhook: saturation",
     "granian: group message through the webhook: saturation",
     "granian: group messages / bare endpoint",
+    "granian: one Redis script / bare endpoint",
+    "gunicorn: one Redis script / bare endpoint",
     "group messages: granian / gunicorn",
     "granian: web worker, resident (after the runs)",
     "fake Bot API: one sendMessage round trip",
