@@ -1,8 +1,8 @@
 """Where a served web worker's CPU goes: the product as ``bench/run.py`` serves it (gunicorn,
 2 processes x 4 threads), loaded at saturation with one kind of update, and py-spy sampling
 every web worker's threads while they hold the GIL (so waits on Redis, PostgreSQL or the fake
-Bot API are not counted). Prints each function's share of the samples, inclusive, and writes
-the same to ``--out``.
+Bot API are not counted). Prints each function's share of the samples, inclusive and its own
+(the innermost frame), and writes the same to ``--out``.
 
     python bench/served_profile.py [--kind group|start|callback] [--seconds 10]
                                    [--out bench/profiles/served-group.txt]
@@ -77,7 +77,7 @@ def main() -> None:
         f"{harness.git_revision() or 'unknown'}: {outcome.rate:.0f} req/s while sampled "
         f"({outcome.requests / max(used, 1e-3):.0f} per web worker CPU-s; py-spy slows them)"
     )
-    text = head + "\n" + shares(lines)
+    text = head + "\n" + shares(lines) + "\n" + own_shares(lines)
     print(text)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -89,19 +89,40 @@ def _parent(pid: int) -> int:
     return int(stat.rpartition(")")[2].split()[1])
 
 
+def _stacks(lines: list[str]) -> list[tuple[list[str], int]]:
+    """py-spy's raw (collapsed) samples: each stack's frames without line numbers, and its
+    count."""
+    stacks = []
+    for line in lines:
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            frames = [re.sub(r":\d+\)", ")", frame) for frame in stack.split(";")]
+            stacks.append((frames, int(count)))
+    return stacks
+
+
 def shares(lines: list[str], top: int = 80) -> str:
     """Each function's inclusive share of py-spy's raw (collapsed) samples."""
     inclusive: Counter[str] = Counter()
-    total = 0
-    for line in lines:
-        stack, _, count = line.rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        total += int(count)
-        for frame in {re.sub(r":\d+\)", ")", frame) for frame in stack.split(";")}:
-            inclusive[frame] += int(count)
+    stacks = _stacks(lines)
+    total = sum(count for _, count in stacks)
+    for frames, count in stacks:
+        for frame in set(frames):
+            inclusive[frame] += count
     rows = [f"{100 * n / total:5.1f}%  {frame}" for frame, n in inclusive.most_common(top)]
     return f"samples: {total} (while holding the GIL)\n" + "\n".join(rows) + "\n"
+
+
+def own_shares(lines: list[str], top: int = 60) -> str:
+    """Each function's own share (the sample's innermost frame): where a flat profile's time
+    is spent, which the inclusive shares spread over every caller."""
+    own: Counter[str] = Counter()
+    stacks = _stacks(lines)
+    total = sum(count for _, count in stacks)
+    for frames, count in stacks:
+        own[frames[-1]] += count
+    rows = [f"{100 * n / total:5.1f}%  {frame}" for frame, n in own.most_common(top)]
+    return "own time (the innermost frame):\n" + "\n".join(rows) + "\n"
 
 
 if __name__ == "__main__":
