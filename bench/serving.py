@@ -391,7 +391,10 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
     if with_baselines:
         targets["kv_only"] = Target(KV_ONLY, product_kv_only(session), "/telegram/webhook")
         flooding = Target(FLOODING, server, GROUP_PATH, senders=FLOODING_SENDERS)
-        targets["flooding"] = flooding  # after the product's run: its windows are over by then
+        # Its senders are the product load's first 2,000; the peer's, the bare endpoint's and
+        # the Redis script's runs come before the product's next one, so their 10 s windows
+        # have ended by then.
+        targets["flooding"] = flooding
     section = Section(
         "webhook" if with_baselines else "peer",
         "Group messages through the webhook" if with_baselines else "The aiogram peer",
