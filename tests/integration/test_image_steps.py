@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.ports import free_port
+from tests.processes import kill_group
 
 ROOT = Path(__file__).resolve().parents[2]
 NEVER_IN_IMAGE = [".env", "var/db.sqlite3", ".venv/bin/python", ".git", "tests/conftest.py",
@@ -163,9 +164,7 @@ def test_the_image_steps_build_serve_pass_the_healthcheck_and_stop(
         web.send_signal(signal.SIGTERM)
         assert web.wait(timeout=10) == 0
     finally:
-        if web.poll() is None:
-            os.killpg(web.pid, signal.SIGKILL)
-            web.wait()
+        kill_group(web)
     stopped = subprocess.run(healthcheck, cwd=app, env=env, capture_output=True, timeout=30)
     assert stopped.returncode != 0
     output = (tmp_path / "web.log").read_text()

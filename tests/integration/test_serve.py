@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.ports import free_port
+from tests.processes import wait_until_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,13 +107,8 @@ def test_serve_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path: Path, server: s
         assert f"http://localhost:{port}/" in banner
         pids = [int(pid) for pid in re.findall(r"pid (\d+)", banner)]
         assert len(pids) == 2
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if get(f"http://127.0.0.1:{port}/healthz")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
+        deadline = time.monotonic() + 60  # the server's start, then the worker's task
+        wait_until_healthy(port)
         status, body = get(f"http://127.0.0.1:{port}/healthz")
         assert (status, json.loads(body)["status"]) == (200, "ok")
         status, body = get(f"http://127.0.0.1:{port}/admin/login/")

@@ -19,6 +19,7 @@ import pytest
 
 from telegram_bot.management.commands.serve import STOP_DEADLINE_SECONDS
 from tests.ports import free_port
+from tests.processes import kill_group
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(240)
@@ -136,8 +137,7 @@ def stop_and_measure(
     try:
         process.wait(timeout=budget + 60)
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+        kill_group(process)
     elapsed = time.monotonic() - started
     time.sleep(0.2)  # let the kernel finish reaping
     return elapsed, ps_running(tree)

@@ -22,6 +22,7 @@ from django.db.models import Sum
 from stats.models import DailyUserStat
 from tests.content.test_processes import database_url
 from tests.ports import free_port
+from tests.processes import kill_group, wait_until_healthy
 from tests.redis_server import private_redis
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,19 +100,11 @@ def test_a_stopped_web_server_writes_its_pending_adds_first(tmp_path: Path, serv
             start_new_session=True,
         )
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                        break
-                except OSError:
-                    time.sleep(0.2)
+            wait_until_healthy(port)
             outcomes = [post_message(port, n) for n in range(1, 7)]
             assert outcomes == ["processed"] * 6
             web.send_signal(signal.SIGTERM)
             assert web.wait(timeout=20) == 0
         finally:
-            if web.poll() is None:
-                os.killpg(web.pid, signal.SIGKILL)
-                web.wait()
+            kill_group(web)
     assert stored_messages() == 6, (tmp_path / "web.log").read_text()[-3000:]
