@@ -1,10 +1,11 @@
 """Where a served web worker's CPU goes: the product as ``bench/run.py`` serves it (gunicorn,
-2 processes x 4 threads), loaded at saturation with one kind of update, and py-spy sampling
+2 processes x 4 threads; or granian, with ``--server granian``), loaded at saturation with one kind of update, and py-spy sampling
 every web worker's threads while they hold the GIL (so waits on Redis, PostgreSQL or the fake
 Bot API are not counted). Prints each function's share of the samples, inclusive and its own
 (the innermost frame), and writes the same to ``--out``.
 
     python bench/served_profile.py [--kind group|start|callback] [--seconds 10]
+                                   [--server gunicorn|granian]
                                    [--out bench/profiles/served-group.txt]
 
 py-spy is not a dependency of the product: put it on PATH (``pip install py-spy`` in any
@@ -33,6 +34,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kind", choices=("group", "start", "callback"), default="group")
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--server", choices=("gunicorn", "granian"), default="gunicorn")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     spy = os.environ.get("PY_SPY") or shutil.which("py-spy")
@@ -45,12 +47,13 @@ def main() -> None:
         os.environ["DATABASE_URL"], os.environ["REDIS_URL"], quick=False, offline=True
     )
     try:
-        server = serving.product(session)
+        start = serving.product if args.server == "gunicorn" else serving.product_granian
+        server = start(session)
         ids = serving.Ids()
         url = server.url("/telegram/webhook")
         saturate(url, ids.load(args.kind), 3)  # imports, connections, caches
-        gunicorn = serving.web_pids(server)
-        workers = [pid for pid in gunicorn if _parent(pid) in gunicorn]  # not the master
+        web = serving.web_pids(server)
+        workers = [pid for pid in web if _parent(pid) in web]  # not the master
         with tempfile.TemporaryDirectory() as tmp:
             outputs = [Path(tmp) / f"{pid}.txt" for pid in workers]
             record = [spy, "record", "-d", str(args.seconds), "-r", "200", "-f", "raw"]
@@ -73,7 +76,7 @@ def main() -> None:
     finally:
         session.close()
     head = (
-        f"{args.kind} updates at saturation through the served webhook, revision "
+        f"{args.kind} updates at saturation through the webhook served by {args.server}, revision "
         f"{harness.git_revision() or 'unknown'}: {outcome.rate:.0f} req/s while sampled "
         f"({outcome.requests / max(used, 1e-3):.0f} per web worker CPU-s; py-spy slows them)"
     )
