@@ -12,7 +12,6 @@ families and the backfill's reads keep the client and its pool.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import threading
 import weakref
@@ -39,6 +38,7 @@ from telegram_bot.state.base import (
     KVStore,
     RawFinish,
     RawOp,
+    compact_json_encoder,
     prefix_successor,
 )
 from telegram_bot.state.keys import INDEXED_FAMILIES
@@ -579,12 +579,12 @@ def _ttl_text(ttl_ms: int | None) -> str:
     return "" if ttl_ms is None else str(ttl_ms)
 
 
-_PACKER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_pack_rows = compact_json_encoder(sort_keys=False, allow_nan=True)
 
 
 def _pack(rows: list[list[str]]) -> str:
     """Many small arguments as one JSON argument (cheaper to pack than one each)."""
-    return _PACKER.encode(rows)
+    return _pack_rows(rows)
 
 
 def _resume_at(keys: list[str], skip: int, last_key: str | None) -> int:
