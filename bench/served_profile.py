@@ -1,8 +1,8 @@
 """Where a served web worker's CPU goes: the product as ``bench/run.py`` serves it (gunicorn,
-2 processes x 4 threads; or granian, with ``--server granian``), loaded at saturation with one kind of update, and py-spy sampling
-every web worker's threads while they hold the GIL (so waits on Redis, PostgreSQL or the fake
-Bot API are not counted). Prints each function's share of the samples, inclusive and its own
-(the innermost frame), and writes the same to ``--out``.
+2 processes x 4 threads; or granian, with ``--server granian``), loaded at saturation with one
+kind of update, and py-spy sampling every web worker's threads while they hold the GIL (so
+waits on Redis, PostgreSQL or the fake Bot API are not counted). Prints each function's share
+of the samples, inclusive and its own (the innermost frame), and writes the same to ``--out``.
 
     python bench/served_profile.py [--kind group|start|callback] [--seconds 10]
                                    [--server gunicorn|granian]
