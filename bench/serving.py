@@ -488,19 +488,21 @@ def part_servers(session: Session) -> Section:
     rates = throughput(targets, ids, sizes)
     section.rows += rate_rows(targets, rates, "product")
     section.details.append(cpu_detail(targets, rates))
-    label = "granian: group messages / bare endpoint"
-    section.rows.append(ratio_row(label, rates, "granian", "granian_bare"))
-    # What any idempotent counter costs on each server: a claim and an add, one Redis round
-    # trip, against the same server's bare endpoint.
-    for name, redis_script, bare in (
-        ("gunicorn", "redis", "bare"),
-        ("granian", "granian_redis", "granian_bare"),
-    ):
+    # Each server's group messages against its own bare endpoint and against the peer (paired
+    # rounds, as in the webhook part); then what any idempotent counter costs on each server:
+    # a claim and an add, one Redis round trip, against the same server's bare endpoint.
+    servers = (("gunicorn", "product", "redis", "bare"),
+               ("granian", "granian", "granian_redis", "granian_bare"))  # fmt: skip
+    for name, group, _, bare in servers:
+        label = f"{name}: group messages / bare endpoint"
+        section.rows.append(ratio_row(label, rates, group, bare))
+    if "peer" in targets:
+        for name, group, _, _ in servers:
+            label = f"{name}: group messages / aiogram peer"
+            section.rows.append(ratio_row(label, rates, group, "peer"))
+    for name, _, redis_script, bare in servers:
         label = f"{name}: one Redis script / bare endpoint"
         section.rows.append(ratio_row(label, rates, redis_script, bare))
-    if "peer" in targets:
-        label = "granian: group messages / aiogram peer"
-        section.rows.append(ratio_row(label, rates, "granian", "peer"))
     label = "group messages: granian / gunicorn"
     section.rows.append(ratio_row(label, rates, "granian", "product"))
     for name, web in (("gunicorn", server), ("granian", other)):

@@ -46,6 +46,7 @@ ROWS = [
     "group messages: p99 at 300/s",
     "gunicorn: group message through the webhook: saturation",
     "granian: group message through the webhook: saturation",
+    "gunicorn: group messages / bare endpoint",
     "granian: group messages / bare endpoint",
     "granian: one Redis script / bare endpoint",
     "gunicorn: one Redis script / bare endpoint",
@@ -107,6 +108,10 @@ def test_quick_run_writes_every_row(tmp_path: Path) -> None:
         assert re.search(r"\d", figure), row
     peer_row = "| aiogram 3 peer (same counting): saturation" in text
     assert peer_row or "aiogram peer not measured" in text
+    if peer_row:  # each server's group messages against the peer, in the servers part
+        servers = text.split("\n## The web server: gunicorn or granian\n", 1)[1].split("\n## ")[0]
+        for server in ("gunicorn", "granian"):
+            assert f"| {server}: group messages / aiogram peer | " in servers, server
 
 
 @pytest.mark.parametrize("kind", ["group", "start", "callback"])
