@@ -108,7 +108,7 @@ def test_serve_runs_web_and_worker_and_stops_on_ctrl_c(tmp_path: Path, server: s
         pids = [int(pid) for pid in re.findall(r"pid (\d+)", banner)]
         assert len(pids) == 2
         deadline = time.monotonic() + 60  # the server's start, then the worker's task
-        wait_until_healthy(port)
+        wait_until_healthy(port, timeout=deadline - time.monotonic())
         status, body = get(f"http://127.0.0.1:{port}/healthz")
         assert (status, json.loads(body)["status"]) == (200, "ok")
         status, body = get(f"http://127.0.0.1:{port}/admin/login/")
