@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -234,6 +235,7 @@ end
 return page
 """
 )
+_DIGEST = re.compile(r"[0-9a-f]{16}")
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "*?[]\\^"})
 
 
@@ -455,36 +457,56 @@ class RedisStore(KVStore):
     def _scan(
         self, raw_prefix: str, cursor: str | None, limit: int
     ) -> tuple[list[str], str | None]:
-        """Page through SCAN, cut to ``limit`` keys.
+        """Page through SCAN: whole SCAN batches while they fit in the page.
 
-        Our cursor is ``<last key> <redis cursor> <skip>``: the last key returned (so that the
-        cursor starts with the prefix, as the contract asks), the SCAN call the page starts
-        from, and how many of its matches were returned. Redis answers the same SCAN call the
-        same way while nothing changes; if a key expired meanwhile the count is off, so a
-        resume inside a batch looks for the last key by name and, if that one is gone, starts
-        the batch again: a key may come twice, never not at all.
+        A batch is never cut where it can be helped, since a SCAN call read again does not
+        answer the same batch in the same order once Redis resized its table (a rehash moves
+        each bucket's keys in reverse order) or keys of the buckets it visits came or went:
+        a page stops before a batch that does not fit, and its cursor is that batch's SCAN
+        cursor. Only a page's first batch may be read again with a smaller COUNT; when even
+        one bucket's matching keys (COUNT 1) outnumber the limit, that batch is cut (``_cut``)
+        and its cursor says which keys of it were returned, by a digest of their names.
+
+        Our cursor is ``<last key> <redis cursor> <skip> [<digest>]``: the last key returned
+        (so that the cursor starts with the prefix, as the contract asks), the SCAN call to
+        make next, and, after a cut, how many keys of that call's batch were returned and the
+        digest of those keys. Resuming a cut reads the same call again and continues after
+        them if the batch's first ``skip`` keys are those keys; else it starts the batch
+        again: a key may come twice, never not at all.
         """
         if (indexes := self._indexes(raw_prefix)) is not None:
             return self._indexed_scan(raw_prefix, indexes, cursor, limit)
-        scan_cursor, skip, last_key = self._parse_cursor(cursor)
+        scan_cursor, skip, digest = self._parse_cursor(cursor)
         match = raw_prefix.translate(_GLOB_SPECIAL) + "*"
         page: list[str] = []
         with self._errors():
-            while True:
-                next_scan, batch = self.client.scan(scan_cursor, match=match, count=max(limit, 10))
-                keys = [_text(key) for key in batch]
-                start = _resume_at(keys, skip, last_key)
-                keys = keys[start:]
-                room = limit - len(page)
-                if len(keys) > room:
-                    page.extend(keys[:room])
-                    return page, self._cursor(page[-1], scan_cursor, start + room)
-                page.extend(keys)
-                scan_cursor, skip, last_key = int(next_scan), 0, None
+            if skip:
+                next_scan, batch = self._scan_call(scan_cursor, match, 1)
+                start = skip if _returned(batch, skip, digest) else 0
+                if len(batch) - start > limit:
+                    cut = self._cut(batch, start + limit, scan_cursor)
+                    return batch[start : start + limit], cut
+                page, scan_cursor = batch[start:], next_scan
                 if scan_cursor == 0:
                     return page, None
-                if len(page) == limit:
-                    return page, self._cursor(page[-1], scan_cursor, 0)
+            while len(page) < limit:
+                for count in _counts(limit) if not page else (max(limit, 10),):
+                    next_scan, batch = self._scan_call(scan_cursor, match, count)
+                    if len(page) + len(batch) <= limit:
+                        break
+                    if page:  # the next page starts with this batch
+                        return page, self._cursor(page[-1], scan_cursor)
+                else:  # one bucket's keys outnumber the limit
+                    return batch[:limit], self._cut(batch, limit, scan_cursor)
+                page.extend(batch)
+                scan_cursor = next_scan
+                if scan_cursor == 0:
+                    return page, None
+            return page, self._cursor(page[-1], scan_cursor)
+
+    def _scan_call(self, scan_cursor: int, match: str, count: int) -> tuple[int, list[str]]:
+        next_scan, batch = self.client.scan(scan_cursor, match=match, count=count)
+        return int(next_scan), [_text(key) for key in batch]
 
     def _indexed_scan(
         self, raw_prefix: str, indexes: list[str], cursor: str | None, limit: int
@@ -539,20 +561,28 @@ class RedisStore(KVStore):
             pipe.zadd(indexes[1], expiring)
         pipe.execute()
 
-    def _cursor(self, raw_last_key: str, scan_cursor: int, skip: int) -> str:
-        return f"{raw_last_key[len(self.prefix) :]} {scan_cursor} {skip}"
+    def _cursor(self, raw_last_key: str, scan_cursor: int) -> str:
+        return f"{raw_last_key[len(self.prefix) :]} {scan_cursor} 0"
+
+    def _cut(self, batch: list[str], returned: int, scan_cursor: int) -> str:
+        """The cursor after the first ``returned`` keys of ``batch``, the SCAN call's."""
+        last = batch[returned - 1][len(self.prefix) :]
+        return f"{last} {scan_cursor} {returned} {_digest(batch[:returned])}"
 
     def _parse_cursor(self, cursor: str | None) -> tuple[int, int, str | None]:
-        """(SCAN cursor, matches to skip, raw last key or None when nothing is skipped)."""
+        """(SCAN cursor, keys of its batch returned, their digest: None if no cut or a
+        cursor of an older version, which had none)."""
         if cursor is None:
             return 0, 0, None
-        # Keys hold no spaces, so the first two spaces end the key and the SCAN cursor.
-        last_key, _, rest = cursor.partition(" ")
-        head, _, count = rest.partition(" ")
-        scan, skip = ascii_int(head, digits=20), ascii_int(count, digits=4)
-        if scan is None or skip is None:
+        # Keys hold no spaces, so the spaces end the key, the SCAN cursor and the skip.
+        parts = cursor.split(" ")
+        if len(parts) not in (3, 4):
             raise InvalidValueError(f"malformed scan cursor {cursor[:80]!r}")
-        return scan, skip, (self.prefix + last_key) if skip else None
+        scan, skip = ascii_int(parts[1], digits=20), ascii_int(parts[2], digits=4)
+        digest = parts[3] if len(parts) == 4 else None
+        if scan is None or skip is None or (digest is not None and not _DIGEST.fullmatch(digest)):
+            raise InvalidValueError(f"malformed scan cursor {cursor[:80]!r}")
+        return scan, skip, digest
 
     def _apply_once(
         self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]
@@ -587,14 +617,19 @@ def _pack(rows: list[list[str]]) -> str:
     return _pack_rows(rows)
 
 
-def _resume_at(keys: list[str], skip: int, last_key: str | None) -> int:
-    """Where in a re-read SCAN batch the next page starts: after the last key returned when
-    that key is where the page left it (the batch is the one read before), else at the
-    batch's start (a key may come twice, never not at all). The last key found elsewhere
-    means the batch changed: keys expired, or Redis resized its table when they did and the
-    same SCAN call now also brings keys of other buckets, which may stand before it."""
-    if last_key is None:
-        return min(skip, len(keys))
-    if 0 < skip <= len(keys) and keys[skip - 1] == last_key:
-        return skip
-    return 0
+def _counts(limit: int) -> tuple[int, ...]:
+    """The COUNTs a page's first SCAN call tries, until its batch fits in ``limit``: the
+    page's own, then fewer buckets, then one (``RedisStore._scan``)."""
+    return tuple(dict.fromkeys((max(limit, 10), limit, 1)))
+
+
+def _digest(raw_keys: list[str]) -> str:
+    """A digest of a set of keys' names (their order does not count)."""
+    text = "\n".join(sorted(raw_keys)).encode("utf-8")
+    return hashlib.blake2b(text, digest_size=8).hexdigest()
+
+
+def _returned(batch: list[str], skip: int, digest: str | None) -> bool:
+    """Whether the first ``skip`` keys of a SCAN batch read again are the keys a cut returned
+    of it (``digest``): then every other key of the batch comes after them."""
+    return digest is not None and skip <= len(batch) and _digest(batch[:skip]) == digest

@@ -12,8 +12,6 @@ Runs its own redis-server on a free port (never the shared one), on the suite's 
 from __future__ import annotations
 
 import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
@@ -25,10 +23,10 @@ import pytest
 from stats.backfill import backfill_run
 from stats.models import CATEGORIES, DailyCoverage
 from stats.reconcile import reconcile_run
-from telegram_bot.errors import StateUnavailableError
 from telegram_bot.state import KVStore, open_store, override_store
 from tests.fakes.telegram import FakeTelegramServer
 from tests.ports import free_port
+from tests.processes import RedisServer, wait_redis_ready
 from tests.stats.conftest import wire_stats
 from tests.stats.conversation import Conversation, configure_rules
 from tests.stats.test_ordering import assert_verified_days_right
@@ -39,54 +37,6 @@ pytestmark = [
     pytest.mark.timeout(180),
     pytest.mark.skipif(not shutil.which("redis-server"), reason="redis-server not installed"),
 ]
-
-
-class RedisServer:
-    """A redis-server without persistence on 127.0.0.1:``port``; ``restart`` kills it (-9)
-    and starts an empty one on the same port."""
-
-    def __init__(self, port: int, workdir: Path) -> None:
-        self.port, self.workdir = port, workdir
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.workdir),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(10)
-
-    def restart(self) -> None:
-        self.kill()
-        self.start()
-
-
-def wait_ready(store: KVStore) -> None:
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            store.ping()
-            return
-        except StateUnavailableError:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
 
 
 @pytest.fixture
@@ -105,7 +55,7 @@ def own_store(
 ) -> Iterator[KVStore]:
     wire_stats(settings, fake_telegram)
     store = open_store(f"redis://127.0.0.1:{redis_server.port}/0")
-    wait_ready(store)
+    wait_redis_ready(store)
     with override_store(store):
         yield store
     store.close()
@@ -123,7 +73,7 @@ def test_a_redis_that_restarts_empty_never_lowers_the_database_nor_verifies_a_sh
     assert backfill_run(force=True).outcome == "done"
 
     redis_server.restart()  # every counter, total and done-marker is gone
-    wait_ready(own_store)
+    wait_redis_ready(own_store)
     assert own_store.get("stats:late") is None
 
     # After the restart: late messages for two closed days, and today's, some delivered twice.
