@@ -463,9 +463,11 @@ class RedisStore(KVStore):
         answer the same batch in the same order once Redis resized its table (a rehash moves
         each bucket's keys in reverse order) or keys of the buckets it visits came or went:
         a page stops before a batch that does not fit, and its cursor is that batch's SCAN
-        cursor. Only a page's first batch may be read again with a smaller COUNT; when even
-        one bucket's matching keys (COUNT 1) outnumber the limit, that batch is cut (``_cut``)
-        and its cursor says which keys of it were returned, by a digest of their names.
+        cursor. A page's later calls ask for the room left at the rate of matches found so
+        far (``_counts``), and a page with less than an eighth of it left ends without one.
+        Only a page's first batch may be read again with a smaller COUNT; when even one
+        bucket's matching keys (COUNT 1) outnumber the limit, that batch is cut (``_cut``) and
+        its cursor says which keys of it were returned, by a digest of their names.
 
         Our cursor is ``<last key> <redis cursor> <skip> [<digest>]``: the last key returned
         (so that the cursor starts with the prefix, as the contract asks), the SCAN call to
@@ -479,6 +481,7 @@ class RedisStore(KVStore):
         scan_cursor, skip, digest = self._parse_cursor(cursor)
         match = raw_prefix.translate(_GLOB_SPECIAL) + "*"
         page: list[str] = []
+        counted = 0  # the COUNTs of the calls whose batches the page took
         with self._errors():
             if skip:
                 next_scan, batch = self._scan_call(scan_cursor, match, 1)
@@ -486,11 +489,13 @@ class RedisStore(KVStore):
                 if len(batch) - start > limit:
                     cut = self._cut(batch, start + limit, scan_cursor)
                     return batch[start : start + limit], cut
-                page, scan_cursor = batch[start:], next_scan
+                page, scan_cursor, counted = batch[start:], next_scan, 1
                 if scan_cursor == 0:
                     return page, None
             while len(page) < limit:
-                for count in _counts(limit) if not page else (max(limit, 10),):
+                if page and (limit - len(page)) * 8 < limit:
+                    break  # nearly full: the next batch starts the next page
+                for count in _counts(limit, len(page), counted):
                     next_scan, batch = self._scan_call(scan_cursor, match, count)
                     if len(page) + len(batch) <= limit:
                         break
@@ -499,7 +504,7 @@ class RedisStore(KVStore):
                 else:  # one bucket's keys outnumber the limit
                     return batch[:limit], self._cut(batch, limit, scan_cursor)
                 page.extend(batch)
-                scan_cursor = next_scan
+                scan_cursor, counted = next_scan, counted + count
                 if scan_cursor == 0:
                     return page, None
             return page, self._cursor(page[-1], scan_cursor)
@@ -617,10 +622,18 @@ def _pack(rows: list[list[str]]) -> str:
     return _pack_rows(rows)
 
 
-def _counts(limit: int) -> tuple[int, ...]:
-    """The COUNTs a page's first SCAN call tries, until its batch fits in ``limit``: the
-    page's own, then fewer buckets, then one (``RedisStore._scan``)."""
-    return tuple(dict.fromkeys((max(limit, 10), limit, 1)))
+def _counts(limit: int, taken: int, counted: int) -> tuple[int, ...]:
+    """The COUNTs to try for a page's next SCAN call until its batch fits (``RedisStore._scan``).
+
+    The first call: the page's own COUNT, then fewer buckets, then one. A later call asks for
+    about nine tenths of the room left, at the rate of matches the page's calls found so far
+    (``taken`` keys in ``counted``), so that its batch rarely overflows (then the page ends
+    before it, and that call is made again by the next page); never more than the first."""
+    most = max(limit, 10)
+    if not taken:
+        return tuple(dict.fromkeys((most, limit, 1)))
+    room = limit - taken
+    return (max(10, min(most, room * 9 * counted // (10 * taken))),)
 
 
 def _digest(raw_keys: list[str]) -> str:

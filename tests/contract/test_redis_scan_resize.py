@@ -159,6 +159,19 @@ def test_a_page_stops_before_a_batch_that_does_not_fit(
     assert walk(store, 4, cursor) == [PREFIX + k for k in "decf"]
 
 
+def test_a_nearly_full_page_ends_without_another_call(
+    own_redis: tuple[KVStore, redis.Redis], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With less than an eighth of the page left, the next batch starts the next page: no
+    call is made whose batch would most likely not fit."""
+    store, _ = own_redis
+    first = [f"k{i:02d}" for i in range(90)]
+    scan = scripted(store, monkeypatch, [(7, first), (0, ["x", "y"])])
+    page, cursor = store.scan(PREFIX, None, 100)
+    assert page == [PREFIX + k for k in first] and cursor == f"{PREFIX}k89 7 0"
+    assert len(scan.calls) == 1
+
+
 def test_cursors_of_the_version_before_and_malformed_digests(
     own_redis: tuple[KVStore, redis.Redis], monkeypatch: pytest.MonkeyPatch
 ) -> None:

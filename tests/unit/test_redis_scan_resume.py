@@ -11,7 +11,7 @@ same SCAN call brought before it."""
 
 from __future__ import annotations
 
-from telegram_bot.state.redis import _digest, _returned
+from telegram_bot.state.redis import _counts, _digest, _returned
 
 AB = _digest(["a", "b"])
 
@@ -47,3 +47,16 @@ def test_a_cursor_without_a_digest_starts_again() -> None:
 def test_the_digest_is_of_the_names_not_their_order() -> None:
     assert _digest(["b", "a"]) == AB != _digest(["a", "b", "c"])
     assert len(AB) == 16 and int(AB, 16) >= 0
+
+
+def test_a_pages_first_call_tries_its_own_count_then_fewer_buckets_then_one() -> None:
+    assert _counts(1000, 0, 0) == (1000, 1)
+    assert _counts(5, 0, 0) == (10, 5, 1)
+
+
+def test_a_later_call_asks_for_nine_tenths_of_the_room_at_the_rate_found() -> None:
+    """Half the keys matched so far: 500 left of 1,000 asks COUNT 900 (about 450 matches),
+    so that the batch rarely overflows the page (which would cost the call again)."""
+    assert _counts(1000, 500, 1000) == (900,)
+    assert _counts(1000, 50, 1000) == (1000,)  # a sparse family: never more than the first
+    assert _counts(100, 99, 100) == (10,)
