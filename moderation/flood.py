@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 from moderation import services
 from moderation.conf import chat_settings
 from moderation.models import Action, ChatSettings
-from moderation.rights import chat_admins, is_member_message, is_protected
+from moderation.rights import chat_admins, is_group_id, is_member_message, is_protected
 from moderation.services import Origin, Target
 from telegram_bot.audit import BOT
 from telegram_bot.errors import TelegramApiError
@@ -51,7 +51,7 @@ def flood_counters(update: Update) -> list[ClaimCounter]:
 def _counted(update: Update) -> tuple[int, int, ChatSettings] | None:
     """The chat, the member and the chat's settings of a message anti-flood counts."""
     message = update.message
-    if message is None or update.chat_id is None:
+    if message is None or update.chat_id is None or not is_group_id(update.chat_id):
         return None
     user = message.from_user
     if user is None or not is_member_message(message):

@@ -66,13 +66,23 @@ def admins_key(chat_id: int) -> str:
     return f"mod:adm:{chat_id}"
 
 
+def is_group_id(chat_id: int) -> bool:
+    """Groups and supergroups have negative ids; a private chat has its user's. An update that
+    calls chat 1000 a supergroup is forged: moderation neither acts there nor asks Telegram
+    about it (Telegram would answer that a private chat has no administrators)."""
+    return chat_id < 0
+
+
 def chat_admins(store: KVStore, client: TelegramClient, chat_id: int) -> dict[int, ChatAdmin]:
-    """The chat's owner and administrators (the bot included when it is one).
+    """The chat's owner and administrators (the bot included when it is one); none for a
+    chat id no group has (``is_group_id``), without asking Telegram.
 
     Fetched from Telegram on a miss and cached only if nobody forgot the list meanwhile: the
     list is stored by compare-and-set against what the key held before the fetch, and
     ``forget_chat_admins`` writes a fresh marker. A demotion handled while the fetch was in
     flight (another worker) so never gets its old list cached back, trusted for 10 minutes."""
+    if not is_group_id(chat_id):
+        return {}
     key = admins_key(chat_id)
     admins: list[ChatAdmin] = []
     for _attempt in range(3):
@@ -96,8 +106,8 @@ def is_chat_admin(chat_id: int, user_id: int) -> bool:
     group's budget is spent): whether ``user_id`` is one of the chat's own administrators.
     The cached list answers; without one, Telegram is asked at most once a minute per chat (a
     flood of refused commands costs no call each), and False when it cannot say."""
-    if chat_id >= 0:
-        return False  # groups have negative ids: an update saying otherwise is not asked about
+    if not is_group_id(chat_id):
+        return False  # an update saying otherwise is not asked about
     store = get_store()
     cached = store.get(admins_key(chat_id))
     if isinstance(cached, list):

@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 from moderation import services
 from moderation.conf import chat_settings
 from moderation.models import Action
-from moderation.rights import chat_admins, is_member_message, is_protected
+from moderation.rights import chat_admins, is_group_id, is_member_message, is_protected
 from moderation.services import Origin, Target
 from telegram_bot import violations
 from telegram_bot.audit import BOT, Outcome
@@ -29,6 +29,8 @@ def _verdict(update: Update, store: KVStore) -> tuple[str, Action] | None:
     nothing is to be done (no violation, its action "none", not a member's message)."""
     message = update.message
     if message is None or update.chat_id is None or update.command() is not None:
+        return None
+    if not is_group_id(update.chat_id):
         return None
     if message.from_user is None or not is_member_message(message):
         return None

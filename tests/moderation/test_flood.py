@@ -191,3 +191,19 @@ def test_statistics_still_count_the_message(bot: FakeTelegramServer) -> None:
     store = get_store()
     counters = [store.get(key) for key in store.scan_all(ACTIVITY) if str(GROUP) in key]
     assert sum(counters) == 9  # every message, the flooding one included
+
+
+def test_a_forged_supergroup_with_a_positive_id_is_not_acted_on(
+    bot: FakeTelegramServer, memory_store: KVStore
+) -> None:
+    """A body calling chat 1000 a supergroup (a private chat's id: groups have negative ids).
+    Before, the message over the limit asked Telegram for that chat's admins, which answers
+    400 (found by the hostile-updates test on CI). Now: no counter, no call, no action."""
+    describe_group(bot)
+    for _ in range(12):
+        message = member_message()
+        message["chat"] = {"id": 1000, "type": "supergroup", "title": "forged"}
+        assert run({"update_id": next_update_id(), "message": message}) == Outcome.PROCESSED
+    assert [c for c in bot.calls if c.failed] == []
+    assert bot.calls_to("getChatAdministrators") == [] and answers(bot) == []
+    assert list(memory_store.scan_all("mod:fl:")) == []

@@ -137,3 +137,19 @@ def test_classify_sums_known_severities_of_every_classifier(memory_store: KVStor
     assert counts["low"] == 3 and counts["medium"] == 1 and "bogus" not in counts
     assert "high" not in counts
     assert violations.worst(counts) == "medium" and violations.worst({}) is None
+
+
+def test_a_forged_supergroup_with_a_positive_id_is_not_acted_on(bot: FakeTelegramServer) -> None:
+    """Violations in a body calling chat 1000 a supergroup (groups have negative ids): nobody
+    is asked about that chat's admins, nothing is deleted, nobody is banned."""
+    describe_group(bot)
+    rules()
+    ChatSettings.objects.create(chat_id=1000, violation_low="delete", violation_high="ban")
+    for text in ("oh darn", "a scam"):
+        message = member_message()
+        message["chat"] = {"id": 1000, "type": "supergroup", "title": "forged"}
+        message["text"] = text
+        run({"update_id": next_update_id(), "message": message})
+    assert [c for c in bot.calls if c.failed] == []
+    assert bot.calls_to("getChatAdministrators") == [] and bot.calls_to("deleteMessage") == []
+    assert bot.calls_to("banChatMember") == [] and AuditEntry.objects.count() == 0
