@@ -1,27 +1,46 @@
-"""A private redis-server for tests that must count its commands or stop it.
+"""A private redis-server for tests that must count its commands, stop it, or resize its table.
 
 The shared Redis serves other developers (and other test runs): its INFO commandstats counts
-everyone's commands. A test that counts commands starts its own server on a free loopback port.
+everyone's commands, and its table holds everyone's keys. A test that counts commands, kills
+the server or resizes its table starts its own server on a free loopback port.
 """
 
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import redis
+
+from telegram_bot.errors import StateUnavailableError
+
+if TYPE_CHECKING:
+    from telegram_bot.state import KVStore
 
 
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def start_server(binary: str, port: int, workdir: Path) -> subprocess.Popen[bytes]:
+    """redis-server on 127.0.0.1:``port``, without persistence."""
+    no_persistence = ["--save", "", "--appendonly", "no", "--dir", str(workdir)]
+    return subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", *no_persistence],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @contextmanager
@@ -32,23 +51,7 @@ def private_redis() -> Iterator[str]:
         pytest.skip("redis-server is not installed")
     port = _free_port()
     with tempfile.TemporaryDirectory() as workdir:
-        process = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                workdir,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        process = start_server(binary, port, Path(workdir))
         url = f"redis://127.0.0.1:{port}/0"
         try:
             client = redis.Redis.from_url(url)
@@ -76,3 +79,36 @@ def command_calls(client: redis.Redis) -> int:
         for name, entry in stats.items()
         if name not in ("cmdstat_info", "cmdstat_config|resetstat", "cmdstat_config")
     )
+
+
+class RedisServer:
+    """A redis-server of a test's own, without persistence, on 127.0.0.1:``port``;
+    ``restart`` kills it (-9) and starts an empty one on the same port."""
+
+    def __init__(self, port: int, workdir: Path) -> None:
+        self.port, self.workdir = port, workdir
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.process = start_server("redis-server", self.port, self.workdir)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(10)
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+
+def wait_redis_ready(store: KVStore) -> None:
+    """Return once ``store`` answers a ping (20 s at most)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            store.ping()
+            return
+        except StateUnavailableError:
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)

@@ -12,38 +12,27 @@ two pages; and they script SCAN's answers for the one case a batch is still cut.
 from __future__ import annotations
 
 import random
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import redis
 
 from telegram_bot.state import InvalidValueError, KVStore, open_store
-from tests.ports import free_port
-from tests.processes import RedisServer, wait_redis_ready
-
-pytestmark = pytest.mark.skipif(
-    not shutil.which("redis-server"), reason="redis-server not installed"
-)
+from tests.redis_server import private_redis
 
 PREFIX = "activity:h:"
 
 
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[tuple[KVStore, redis.Redis]]:
-    server = RedisServer(free_port(), tmp_path)
-    server.start()
-    url = f"redis://127.0.0.1:{server.port}/0"
-    store = open_store(url, prefix="t:")
-    client = redis.Redis.from_url(url)
-    try:
-        wait_redis_ready(store)
-        yield store, client
-    finally:
-        client.close()
-        store.close()
-        server.kill()
+def own_redis() -> Iterator[tuple[KVStore, redis.Redis]]:
+    with private_redis() as url:
+        store = open_store(url, prefix="t:")
+        client = redis.Redis.from_url(url)
+        try:
+            yield store, client
+        finally:
+            client.close()
+            store.close()
 
 
 def resize(client: redis.Redis, step: int, rng: random.Random) -> None:

@@ -26,7 +26,7 @@ from stats.reconcile import reconcile_run
 from telegram_bot.state import KVStore, open_store, override_store
 from tests.fakes.telegram import FakeTelegramServer
 from tests.ports import free_port
-from tests.processes import RedisServer, wait_redis_ready
+from tests.redis_server import RedisServer, wait_redis_ready
 from tests.stats.conftest import wire_stats
 from tests.stats.conversation import Conversation, configure_rules
 from tests.stats.test_ordering import assert_verified_days_right
