@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -22,15 +21,10 @@ import pytest
 import redis
 
 from telegram_bot.errors import StateUnavailableError
+from tests.ports import free_port
 
 if TYPE_CHECKING:
     from telegram_bot.state import KVStore
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start_server(binary: str, port: int, workdir: Path) -> subprocess.Popen[bytes]:
@@ -49,7 +43,7 @@ def private_redis() -> Iterator[str]:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip("redis-server is not installed")
-    port = _free_port()
+    port = free_port()
     with tempfile.TemporaryDirectory() as workdir:
         process = start_server(binary, port, Path(workdir))
         url = f"redis://127.0.0.1:{port}/0"
