@@ -25,6 +25,7 @@ from telegram_bot.state.keys import (
 
 MAX_SCAN_LIMIT = 1000
 MAX_CURSOR_LENGTH = MAX_KEY_LENGTH + 64  # the last key, plus a backend's own position
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # what an integer key can hold on Redis
 
 
 class InvalidValueError(ValueError):
@@ -310,6 +311,8 @@ class KVStore(ABC):
         if isinstance(op, Increment):
             if type(op.by) is not int:  # not a bool either
                 raise InvalidValueError(f"increment step must be an integer, got {op.by!r}")
+            if not _INT64_MIN <= op.by <= _INT64_MAX:  # Redis's range, checked before writing
+                raise InvalidValueError(f"increment step out of range: {op.by}")
             return RawOp("i", self.prefix + check_op_key(op.key), str(op.by), ttl)
         if isinstance(op, Put):
             return RawOp("s", self.prefix + check_op_key(op.key), encode(op.value), ttl)

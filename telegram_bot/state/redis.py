@@ -82,20 +82,36 @@ end
 return values
 """
 # The writes of apply_once and claim_or_finish: a SET with its TTL in ms ('' for none), and the
-# ops (a JSON list of [kind, arg, ttl]) whose keys start at KEYS[first].
+# ops (a JSON list of [kind, arg, ttl]) whose keys start at KEYS[first]. ``known`` says which
+# keys hold a value, from the GETs that checked the increments' targets first: an increment of
+# a key that holds none is a SET of the step with its TTL (INCRBY and PEXPIRE would write the
+# same), one of a key that holds one an INCRBY alone (its TTL stays). Each write marks its key.
 _WRITE_OPS = """
 local function set_px(key, value, ttl)
   if ttl == '' then redis.call('SET', key, value)
   else redis.call('SET', key, value, 'PX', ttl) end
 end
-local function apply_ops(ops, first)
+local function add(known, key, step, ttl)
+  if known[key] then return redis.call('INCRBY', key, step) end
+  set_px(key, step, ttl)
+  known[key] = true
+  return tonumber(step)
+end
+local function check_integer(known, key)
+  local current = redis.call('GET', key)
+  if current and not string.match(current, '^-?%d+$') then
+    return redis.error_reply('not an integer: ' .. key)
+  end
+  known[key] = current ~= false
+end
+local function apply_ops(known, ops, first)
   for i, op in ipairs(ops) do
     local key, kind, arg, ttl = KEYS[first + i - 1], op[1], op[2], op[3]
-    if kind == 'i' then
-      local existed = redis.call('EXISTS', key)
-      redis.call('INCRBY', key, arg)
-      if existed == 0 and ttl ~= '' then redis.call('PEXPIRE', key, ttl) end
-    else set_px(key, arg, ttl) end
+    if kind == 'i' then add(known, key, arg, ttl)
+    else
+      set_px(key, arg, ttl)
+      known[key] = true
+    end
   end
 end
 """
@@ -109,15 +125,14 @@ _APPLY_ONCE = (
     + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return 0 end
 local ops = cjson.decode(ARGV[3])
+local known = {}
 for i, op in ipairs(ops) do
   if op[1] == 'i' then
-    local current = redis.call('GET', KEYS[i + 1])
-    if current and not string.match(current, '^-?%d+$') then
-      return redis.error_reply('not an integer: ' .. KEYS[i + 1])
-    end
+    local refused = check_integer(known, KEYS[i + 1])
+    if refused then return refused end
   end
 end
-apply_ops(ops, 2)
+apply_ops(known, ops, 2)
 set_px(KEYS[1], ARGV[1], ARGV[2])
 return 1
 """
@@ -134,20 +149,16 @@ if ARGV[5] == '1' and redis.call('GET', KEYS[2]) == ARGV[3] then return false en
 local increments = cjson.decode(ARGV[6])
 local ops = cjson.decode(ARGV[7])
 local n = #increments
+local known = {}
 for i = 1, n + #ops do
   if i <= n or ops[i - n][1] == 'i' then
-    local current = redis.call('GET', KEYS[i + 2])
-    if current and not string.match(current, '^-?%d+$') then
-      return redis.error_reply('not an integer: ' .. KEYS[i + 2])
-    end
+    local refused = check_integer(known, KEYS[i + 2])
+    if refused then return refused end
   end
 end
 local answer = {1}
 for i, inc in ipairs(increments) do
-  local key = KEYS[i + 2]
-  local existed = redis.call('EXISTS', key)
-  local value = redis.call('INCRBY', key, inc[1])
-  if existed == 0 and inc[2] ~= '' then redis.call('PEXPIRE', key, inc[2]) end
+  local value = add(known, KEYS[i + 2], inc[1], inc[2])
   if inc[3] ~= '' and value == tonumber(inc[3]) then answer[1] = 0 end
   answer[i + 1] = value
 end
@@ -155,7 +166,7 @@ if answer[1] == 0 then
   set_px(KEYS[1], ARGV[1], ARGV[2])
   return answer
 end
-apply_ops(ops, n + 3)
+apply_ops(known, ops, n + 3)
 if ARGV[5] == '1' then set_px(KEYS[2], ARGV[3], ARGV[4]) end
 set_px(KEYS[1], ARGV[3], ARGV[4])
 return answer

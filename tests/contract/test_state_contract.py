@@ -599,3 +599,50 @@ def test_scan_never_skips_a_live_key_when_others_expire_between_pages(kv: KVStor
         page, cursor = kv.scan("stats:w:", cursor, 4)
         seen.extend(page)
     assert live <= set(seen)
+
+
+def test_a_key_written_twice_in_one_step_takes_both_writes(kv: KVStore) -> None:
+    """The Redis scripts create an absent counter with a SET of its step and add to a present
+    one: the second write of a key made by the first adds to it, whichever list each is in."""
+    finished = _finish(
+        kv,
+        increments=[Increment("counter:a", 2, ttl_ms=150)],
+        triggers=[None],
+        ops=[Increment("counter:a", 3, ttl_ms=60_000), Increment("stats:c:1"),
+             Increment("stats:c:1", 4)],
+    )  # fmt: skip
+    assert finished == Finished(True, [2])
+    assert kv.get("counter:a") == 5 and kv.get("stats:c:1") == 5
+    assert kv.apply_once("upd:10", DONE, [Increment("stats:c:2", -1), Increment("stats:c:2", 7)])
+    assert kv.get("stats:c:2") == 6
+    time.sleep(0.25)
+    assert kv.get("counter:a") is None  # the TTL of the write that created it
+
+
+def test_an_increment_keeps_the_ttl_of_the_counter_it_adds_to(kv: KVStore) -> None:
+    kv.increment("counter:a", 1, ttl_ms=150)
+    kv.increment("stats:c:1", 1, ttl_ms=150)
+    assert _finish(kv, increments=[Increment("counter:a", ttl_ms=60_000)], triggers=[None])
+    assert kv.apply_once("upd:10", DONE, [Increment("stats:c:1", ttl_ms=60_000)])
+    assert kv.get("counter:a") == 2 and kv.get("stats:c:1") == 2
+    time.sleep(0.25)
+    assert kv.get("counter:a") is None and kv.get("stats:c:1") is None
+
+
+@pytest.mark.parametrize("step", [2**63, -(2**63) - 1])
+def test_a_step_outside_64_bits_is_refused_before_anything_is_written(
+    kv: KVStore, step: int
+) -> None:
+    wide = Increment("counter:b", step)
+    for write in (
+        lambda: kv.apply_once("upd:9", DONE, [Increment("counter:a"), wide]),
+        lambda: _finish(kv, ops=[Increment("counter:a"), wide]),
+        lambda: _finish(kv, increments=[wide], triggers=[None]),
+        lambda: kv.set_if_absent_and_increment("upd:9", CLAIM, 60_000, [wide]),
+    ):
+        with pytest.raises(InvalidValueError, match="out of range"):
+            write()
+    assert kv.get("upd:9") is None and kv.get("counter:a") is None
+    assert kv.get("counter:b") is None
+    kv.apply_once("upd:9", DONE, [Increment("counter:b", 2**63 - 1)])
+    assert kv.get("counter:b") == 2**63 - 1
