@@ -11,14 +11,15 @@ request body is documented in this API's own OpenAPI schema (``/telegram/openapi
 the Update model, but parsed here, after the checks, rather than by ninja before them.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: ninja reads the view's annotations through the
+# metrics wrapper, whose module could not resolve them as names (``response: HttpResponse``).
 import hmac
 import json
 import logging
 from typing import Any
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 
@@ -26,6 +27,7 @@ from telegram_bot.metrics import count_webhook_reply, observe_webhook
 from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.pipeline.reply import webhook_reply
+from telegram_bot.transport.lifecycle import WebhookResponse
 from telegram_bot.updates import Update, UpdateShapeError, parse_update_json
 
 log = logging.getLogger(__name__)
@@ -41,7 +43,15 @@ _ANSWERS = {
 }
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
 
-webhook_api = NinjaAPI(
+
+class _WebhookAPI(NinjaAPI):
+    def create_temporal_response(self, request: HttpRequest) -> HttpResponse:
+        """The response ninja hands the view, which answers in it: one whose close ends the
+        request without the signals while only Django listens (``lifecycle``)."""
+        return WebhookResponse("", content_type=self.get_content_type())
+
+
+webhook_api = _WebhookAPI(
     title="Telegram webhook",
     version="1",
     description="Where Telegram delivers Updates (setWebhook with the secret token).",
@@ -83,7 +93,7 @@ def _openapi() -> dict[str, Any]:
             }
         ],
         "responses": {
-            "200": {
+            200: {
                 "description": "handled, a duplicate, ignored, refused or dead-lettered",
                 "headers": {
                     "X-Update-Outcome": {
@@ -93,18 +103,20 @@ def _openapi() -> dict[str, Any]:
                 },
                 "content": {"application/json": {"schema": {"oneOf": [_ANSWER, _REPLY]}}},
             },
-            "400": {"description": "not a Telegram Update", **refusal},
-            "401": {"description": "secret token missing or wrong", **refusal},
-            "413": {"description": "body larger than 1 MiB", **refusal},
-            "415": {"description": "not application/json", **refusal},
-            "503": {"description": "in progress elsewhere or state unavailable", **refusal},
+            400: {"description": "not a Telegram Update", **refusal},
+            401: {"description": "secret token missing or wrong", **refusal},
+            413: {"description": "body larger than 1 MiB", **refusal},
+            415: {"description": "not application/json", **refusal},
+            503: {"description": "in progress elsewhere or state unavailable", **refusal},
         },
     }
 
 
 @webhook_api.post("/webhook", operation_id="telegram_webhook", openapi_extra=_openapi())
 @observe_webhook
-def telegram_webhook(request: HttpRequest) -> HttpResponse:
+def telegram_webhook(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    # ``response``: the one ninja makes for every call (its "temporal response", JSON, empty);
+    # a final outcome's answer is written into it rather than into a second response.
     content_type = request.content_type or ""
     if content_type.lower() != "application/json":
         return _error(415, "content type must be application/json")
@@ -123,12 +135,11 @@ def telegram_webhook(request: HttpRequest) -> HttpResponse:
     with webhook_reply(update.update_id) as slot:
         outcome = process_update(update)
     if outcome.final:
-        response: HttpResponse
         if slot.call is not None:  # Telegram makes this call (reply.py)
             count_webhook_reply(slot.call["method"])
-            response = JsonResponse(slot.call)
+            response.content = json.dumps(slot.call, cls=DjangoJSONEncoder).encode()
         else:
-            response = HttpResponse(_ANSWERS[outcome], content_type="application/json")
+            response.content = _ANSWERS[outcome]
         response[OUTCOME_HEADER] = outcome.value
         return response
     refused = _error(503, outcome.value)

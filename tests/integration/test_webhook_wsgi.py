@@ -10,14 +10,17 @@ import json
 from typing import Any
 
 import pytest
+from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
 from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.http import HttpRequest, HttpResponse
 from django.test.client import FakePayload, RequestFactory
-from django.urls import URLResolver, path
+from django.urls import URLResolver, get_urlconf, path, set_urlconf
 
 from stats.models import DailyUserStat
 from telegram_bot.state import KVStore
+from telegram_bot.transport import lifecycle
 from telegram_bot.transport.wsgi import WEBHOOK_PATH, Application
 from tests.builders import make_message_update
 from tests.conftest import WEBHOOK_SECRET
@@ -213,3 +216,145 @@ def test_the_request_signals_are_sent_so_connections_follow_their_rules(
         request_started.disconnect(started)
         request_finished.disconnect(finished)
     assert seen == ["started", "finished"]
+
+
+class _Calls:
+    """What a request's start and end did: the signals sent, the connection checks made."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent: list[str] = []
+        self.checks = 0
+        for name, signal in (("started", request_started), ("finished", request_finished)):
+            original = signal.send
+
+            def send(*args: Any, _name: str = name, _send: Any = original, **kwargs: Any) -> Any:
+                self.sent.append(_name)
+                return _send(*args, **kwargs)
+
+            monkeypatch.setattr(signal, "send", send)  # the receivers stay as they are
+
+        def check() -> None:  # the test's transaction is not Django's to close
+            self.checks += 1
+
+        monkeypatch.setattr(connection, "close_if_unusable_or_obsolete", check)
+
+
+def serve(application: Application, path: str, body: bytes) -> tuple[int, bytes]:
+    """As gunicorn calls the application, with the request signals' receivers untouched."""
+    environ = RequestFactory()._base_environ(
+        PATH_INFO=path,
+        REQUEST_METHOD="POST",
+        CONTENT_TYPE="application/json",
+        CONTENT_LENGTH=str(len(body)),
+        HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN=WEBHOOK_SECRET,
+        **{"wsgi.input": FakePayload(body)},
+    )
+    answer: dict[str, int] = {}
+    chunks = application(environ, lambda status, headers: answer.update(status=int(status[:3])))
+    try:
+        return answer["status"], b"".join(chunks)
+    finally:
+        chunks.close()  # type: ignore[attr-defined]
+
+
+def test_the_webhook_starts_and_ends_its_request_as_djangos_receivers_without_the_signals(
+    application: Application,
+    bot: FakeTelegramServer,
+    memory_store: KVStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert lifecycle.only_django_listens()  # as in a web worker
+    calls = _Calls(monkeypatch)
+    connection.ensure_connection()
+    connection.queries_log.append({"sql": "SELECT 1", "time": "0.000"})
+    set_urlconf("tests.integration.test_webhook_wsgi")
+    status, content = serve(application, WEBHOOK_PATH, json.dumps(group("hi")).encode())
+    assert (status, json.loads(content)["outcome"]) == (200, "processed")
+    assert calls.sent == []  # no dispatch...
+    assert calls.checks == 2  # ...but the connection checked at the start and at the end
+    assert not connection.queries_log  # emptied at the start
+    assert get_urlconf() is None  # reset at the end
+    assert DailyUserStat.objects.get(chat_id=CHAT).message_count == 1
+
+    status, _ = serve(application, "/healthz", b"")  # every other path: the signals
+    assert calls.sent == ["started", "finished"]
+    assert calls.checks == 4  # by Django's close_old_connections, twice
+
+
+def test_a_refusal_of_the_webhook_ends_its_request_with_the_signal(
+    application: Application, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _Calls(monkeypatch)
+    status, _ = serve(application, WEBHOOK_PATH, b"{not json")
+    assert status == 400
+    assert calls.sent == ["finished"]  # its own answer, closed as Django closes one
+    assert calls.checks == 2
+
+
+def test_once_anything_else_listens_the_webhook_sends_the_signals(
+    application: Application,
+    bot: FakeTelegramServer,
+    memory_store: KVStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    heard: list[str] = []
+
+    def listener(**kwargs: Any) -> None:
+        heard.append("finished")
+
+    calls = _Calls(monkeypatch)
+    request_finished.connect(listener)
+    try:
+        assert not lifecycle.only_django_listens()
+        status, _ = serve(application, WEBHOOK_PATH, json.dumps(group("hi")).encode())
+    finally:
+        request_finished.disconnect(listener)
+    assert status == 200
+    assert calls.sent == ["started", "finished"] and heard == ["finished"]
+    assert lifecycle.only_django_listens()
+
+
+class ClosingCache(LocMemCache):
+    closed = 0
+
+    def close(self, **kwargs: Any) -> None:
+        ClosingCache.closed += 1
+
+
+@pytest.mark.parametrize(
+    ("config", "closes"),
+    [
+        ({"BACKEND": "django_redis.cache.RedisCache", "LOCATION": "redis://x"}, False),
+        ({"BACKEND": "django_redis.cache.RedisCache", "OPTIONS": {"CLOSE_CONNECTION": True}}, True),
+        ({"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}, False),
+        ({"BACKEND": "django.core.cache.backends.db.DatabaseCache"}, False),
+        ({"BACKEND": f"{__name__}.ClosingCache"}, True),
+        ({"BACKEND": "django.core.cache.backends.memcached.PyMemcacheCache"}, True),
+        ({"BACKEND": "no.such.Cache"}, True),  # not known: taken to close something
+    ],
+)
+def test_which_caches_close_something_at_the_end_of_a_request(
+    config: dict[str, Any], closes: bool
+) -> None:
+    assert lifecycle._closes(config) is closes
+
+
+def test_a_cache_that_closes_something_is_closed_at_the_end_of_the_webhooks_request(
+    application: Application,
+    bot: FakeTelegramServer,
+    memory_store: KVStore,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    assert lifecycle.caches_close_something() is False  # the test settings' local memory
+    settings.DJANGO_REDIS_CLOSE_CONNECTION = True  # a setting changed: worked out again
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+        "closing": {"BACKEND": f"{__name__}.ClosingCache"},
+    }
+    caches["closing"].get("warm")  # made in this thread, as a view would
+    before = ClosingCache.closed
+    _Calls(monkeypatch)
+    status, _ = serve(application, WEBHOOK_PATH, json.dumps(group("hi")).encode())
+    assert status == 200
+    assert ClosingCache.closed == before + 1
