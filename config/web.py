@@ -7,7 +7,11 @@ which reads the settings (a bad value stops it with one line and exit code 2) an
 itself with the server.
 
 - **gunicorn** (gthread workers): an access line for every request except the probes and
-  Telegram's accepted deliveries (``config/gunicorn_logging.py``).
+  Telegram's accepted deliveries (``config/gunicorn_logging.py``). Each worker listens on a
+  socket of its own (``--reuse-port``), so the kernel spreads new connections over the
+  workers. From the one socket they shared, the worker that woke first took each connection,
+  and a busy one wakes first: a few keep-alive connections (Telegram's, or a proxy's) could
+  all land on one worker and leave the other idle (``tests/integration/test_web_balance.py``).
 - **granian** (a web server written in Rust, ``--interface wsgi``): the same application and
   settings; it serves a group message at about 1.3x gunicorn's rate on the same cores and a
   bare request at twice it (``bench/run.py``, part ``servers``). It writes no access lines:
@@ -19,7 +23,9 @@ Both finish the requests in flight within ``graceful_seconds`` of SIGTERM.
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import sys
 
 GRACEFUL_SECONDS = 8  # the image: requests in flight get this long, under docker's 10 s
@@ -65,6 +71,7 @@ def web_argv(graceful_seconds: int = GRACEFUL_SECONDS) -> list[str]:
         threads,
         "--worker-class",
         "gthread",
+        "--reuse-port",  # a listening socket per worker: the kernel spreads the connections
         "--graceful-timeout",
         str(graceful_seconds),
         "--access-logfile",
@@ -76,12 +83,44 @@ def web_argv(graceful_seconds: int = GRACEFUL_SECONDS) -> list[str]:
     ]
 
 
+def port_in_use(host: str, port: int) -> bool:
+    """Whether a server already listens on ``host:port``. gunicorn's workers bind with
+    ``SO_REUSEPORT``, which would let a second server share the port with one still running
+    (of the same user) instead of failing: this plain bind finds it first."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        return False  # the server says what is wrong with the address
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return True
+    return False
+
+
+def check_port() -> None:
+    """Stop with one line when the web process's address is taken."""
+    from django.conf import settings
+
+    if port_in_use(settings.HOST, settings.PORT):
+        sys.stderr.write(
+            f"{settings.HOST}:{settings.PORT} is in use: is the server already running? "
+            "(PORT sets another port)\n"
+        )
+        raise SystemExit(1)
+
+
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     from config.startup import load_environment, run_or_exit
 
     load_environment()
     argv = run_or_exit(web_argv)
+    check_port()
     sys.stdout.flush()
     os.execv(argv[0], argv)  # noqa: S606 - our own interpreter, arguments from the settings
 

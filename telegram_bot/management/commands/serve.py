@@ -24,7 +24,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from config.web import web_argv
+from config.web import check_port, web_argv
 
 # Whole stop, signal to last process gone, stays under 10 s (docker's and systemd's default).
 STOP_DEADLINE_SECONDS = 9.0
@@ -41,6 +41,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         host, port = settings.HOST, settings.PORT
         commands = {"web": web_argv(WEB_GRACEFUL_SECONDS)}
+        check_port()
         if not options["no_worker"]:
             commands["worker"] = [sys.executable, "manage.py", "qcluster"]
         stopping = False

@@ -4,12 +4,16 @@ settings: server, processes, threads and address; a server that is not known is 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from config.web import web_argv
+import pytest
+
+from config.web import port_in_use, web_argv
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -26,6 +30,7 @@ def test_processes_threads_and_address_come_from_the_settings(settings: Any) -> 
     assert option(argv, "--threads") == "2"
     assert option(argv, "--bind") == "0.0.0.0:8123"
     assert option(argv, "--worker-class") == "gthread"
+    assert "--reuse-port" in argv  # a socket per worker (tests/integration/test_web_balance.py)
     assert option(argv, "--graceful-timeout") == "8"
     assert option(web_argv(5), "--graceful-timeout") == "5"
 
@@ -62,4 +67,44 @@ def test_the_image_command_refuses_an_unknown_server_with_one_line() -> None:
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "configuration error: WEB_SERVER: must be one of gunicorn, granian, got 'uwsgi'"
+    ]
+
+
+def _listening(reuse_port: bool) -> socket.socket:
+    listener = socket.socket()
+    if reuse_port:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    return listener
+
+
+@pytest.mark.parametrize("reuse_port", [False, True])
+def test_a_port_a_server_listens_on_is_in_use(reuse_port: bool) -> None:
+    with _listening(reuse_port) as listener:  # gunicorn's workers listen with SO_REUSEPORT
+        port = listener.getsockname()[1]
+        assert port_in_use("127.0.0.1", port)
+        assert port_in_use("0.0.0.0", port)  # noqa: S104 - every address includes it
+    assert not port_in_use("127.0.0.1", free_port())
+
+
+def test_the_image_command_refuses_a_port_in_use_with_one_line() -> None:
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "WEB_", "TELEGRAM_"))
+    }
+    with _listening(reuse_port=True) as listener:
+        port = listener.getsockname()[1]
+        env.update({"ENV_FILE": "/dev/null", "DJANGO_DEBUG": "true", "PORT": str(port)})
+        done = subprocess.run(
+            [sys.executable, "-m", "config.web"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"127.0.0.1:{port} is in use: is the server already running? (PORT sets another port)"
     ]
