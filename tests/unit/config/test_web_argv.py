@@ -50,12 +50,13 @@ def test_granian_gets_the_same_shape(settings: Any) -> None:
     assert argv[-1] == "config.wsgi:application"
 
 
-def test_the_image_command_refuses_an_unknown_server_with_one_line() -> None:
+def image_command(**variables: str) -> subprocess.CompletedProcess[str]:
+    """``python -m config.web`` (the image's command) with ``variables`` and no .env."""
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "WEB_", "TELEGRAM_"))
     }
-    env.update({"ENV_FILE": "/dev/null", "WEB_SERVER": "uwsgi", "DJANGO_DEBUG": "true"})
-    done = subprocess.run(
+    env.update({"ENV_FILE": "/dev/null", "DJANGO_DEBUG": "true", **variables})
+    return subprocess.run(
         [sys.executable, "-m", "config.web"],
         cwd=ROOT,
         env=env,
@@ -64,6 +65,10 @@ def test_the_image_command_refuses_an_unknown_server_with_one_line() -> None:
         timeout=60,
         check=False,
     )
+
+
+def test_the_image_command_refuses_an_unknown_server_with_one_line() -> None:
+    done = image_command(WEB_SERVER="uwsgi")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "configuration error: WEB_SERVER: must be one of gunicorn, granian, got 'uwsgi'"
@@ -89,21 +94,9 @@ def test_a_port_a_server_listens_on_is_in_use(reuse_port: bool) -> None:
 
 
 def test_the_image_command_refuses_a_port_in_use_with_one_line() -> None:
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "WEB_", "TELEGRAM_"))
-    }
     with _listening(reuse_port=True) as listener:
         port = listener.getsockname()[1]
-        env.update({"ENV_FILE": "/dev/null", "DJANGO_DEBUG": "true", "PORT": str(port)})
-        done = subprocess.run(
-            [sys.executable, "-m", "config.web"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = image_command(PORT=str(port))
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         f"127.0.0.1:{port} is in use: is the server already running? (PORT sets another port)"
