@@ -312,6 +312,18 @@ def test_once_anything_else_listens_the_webhook_sends_the_signals(
     assert status == 200
     assert calls.sent == ["started", "finished"] and heard == ["finished"]
     assert lifecycle.only_django_listens()
+    # A receiver connected with a dispatch_uid, in place of one of Django's: its lookup key
+    # starts with a string, beside the others' ids.
+    request_started.disconnect(close_old_connections)
+    request_started.connect(listener, dispatch_uid="a-listener")
+    try:
+        assert not lifecycle.only_django_listens()
+        status, _ = serve(application, WEBHOOK_PATH, json.dumps(group("ho")).encode())
+    finally:
+        request_started.disconnect(dispatch_uid="a-listener")
+        request_started.connect(close_old_connections)
+    assert status == 200 and heard == ["finished", "finished"]
+    assert lifecycle.only_django_listens()
 
 
 class ClosingCache(LocMemCache):
