@@ -293,3 +293,24 @@ def test_every_call_is_recorded_with_decoded_params(
     ]
     fake_telegram.reset()
     assert fake_telegram.calls == []
+
+
+def test_a_client_that_resets_its_connection_leaves_no_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A process a test kills mid-call resets its connection, as Telegram would see it too; the
+    fake answers the next client and prints nothing for it."""
+    import socket
+    import struct
+
+    with FakeTelegramServer() as server:
+        host, port = server.base_url.removeprefix("http://").split(":")
+        raw = socket.create_connection((host, int(port)))
+        raw.sendall(b"POST /bot")  # a request line cut off...
+        time.sleep(0.1)  # ...that the handler is reading when the reset comes
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        raw.close()  # SO_LINGER 0: a reset, not a FIN
+        time.sleep(0.2)
+        answer = httpx.post(f"{server.base_url}/bot{FAKE_TOKEN}/getMe", timeout=5)
+        assert answer.status_code == 200
+    assert "Traceback" not in capsys.readouterr().err
