@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from telegram_bot.processes import descendants
 from tests.ports import free_port
 from tests.processes import kill_group, wait_until_healthy
 
@@ -46,18 +47,6 @@ def held(pid: int, inodes: set[int]) -> set[int]:
             continue
         if target.startswith("socket:[") and int(target[8:-1]) in inodes:
             found.add(int(target[8:-1]))
-    return found
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
     return found
 
 
@@ -95,7 +84,7 @@ def test_each_gunicorn_worker_listens_on_its_own_socket_and_takes_connections(
     try:
         wait_until_healthy(port)
         deadline = time.monotonic() + 30
-        while len(workers := children(web.pid)) < 2 and time.monotonic() < deadline:
+        while len(workers := descendants(web.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert len(workers) == 2
         listening = sockets(port, LISTEN)
