@@ -55,6 +55,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
 from telegram_bot import libpq
+from telegram_bot.processes import this_pid
 
 if TYPE_CHECKING:
     from stats.live_writer import RowDelta
@@ -345,7 +346,7 @@ def get() -> WriteBehind | None:
         return None
     interval = settings.STATS_WRITE_BEHIND_MS / 1000
     instance = _instance
-    if instance is not None and _instance_pid == os.getpid() and instance.interval == interval:
+    if instance is not None and _instance_pid == this_pid() and instance.interval == interval:
         return instance
     with _instance_lock:
         if _instance is not None and _instance_pid == os.getpid():

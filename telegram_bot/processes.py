@@ -22,6 +22,24 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def this_pid() -> int:
+    """This process's id, kept by a fork hook: what the update path's "made in this process?"
+    checks ask (the liveness, the Redis store's connection, the write-behind), once or more a
+    message, without a ``getpid`` system call each."""
+    return _pid
+
+
 def descendants(pid: int) -> list[int]:
     """Every process below ``pid`` (children, grandchildren, ...), parents first."""
     children: dict[int, list[int]] = {}

@@ -37,6 +37,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connections
 
+from telegram_bot.processes import this_pid
 from telegram_bot.redaction import redact
 from telegram_bot.state import KVStore
 
@@ -211,22 +212,13 @@ class Liveness:
 
 _current: Liveness | None = None
 _current_lock = threading.Lock()
-_pid = os.getpid()  # this process's id, kept by a fork hook: asked once a message, no syscall
-
-
-def _forked() -> None:
-    global _pid
-    _pid = os.getpid()
-
-
-os.register_at_fork(after_in_child=_forked)
 
 
 def current() -> Liveness:
     """This process's liveness; a forked child gets its own identity and thread."""
     global _current
     live = _current
-    if live is not None and live.pid == _pid:
+    if live is not None and live.pid == this_pid():
         return live  # the common case, without the lock
     with _current_lock:
         if _current is None or _current.pid != os.getpid():

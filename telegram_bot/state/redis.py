@@ -12,7 +12,6 @@ families and the backfill's reads keep the client and its pool.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import threading
 import weakref
@@ -34,6 +33,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from telegram_bot.errors import StateError, StateUnavailableError
 from telegram_bot.numbers import ascii_int
+from telegram_bot.processes import this_pid
 from telegram_bot.state.base import (
     InvalidValueError,
     KVStore,
@@ -315,10 +315,10 @@ class RedisStore(KVStore):
         """
         pinned = self._pinned
         connection = pinned.connection
-        if connection is None or pinned.pid != os.getpid():
+        if connection is None or pinned.pid != this_pid():
             pool = self.client.connection_pool
             connection = pool.connection_class(**pool.connection_kwargs)
-            pinned.connection, pinned.pid = connection, os.getpid()
+            pinned.connection, pinned.pid = connection, this_pid()
             with self._connections_lock:
                 self._connections.add(connection)
         packed = connection.pack_command(*args)
