@@ -2,9 +2,10 @@
 the Redis-script baselines and the aiogram peer), commands through the fake Bot API, memory,
 and the scale-out sketch.
 
-The product is served as the README recommends: ``manage.py serve`` (gunicorn, gthread,
-``WEB_CONCURRENCY`` processes x 4 threads, and the django-q2 worker cluster beside it), with
-``bench.settings`` (the product's settings plus the baseline endpoints' URLs).
+The product is served as the README recommends: ``manage.py serve`` (gunicorn with the
+threaded workers of ``config/gunicorn_worker.py``, ``WEB_CONCURRENCY`` processes x 4 threads,
+and the django-q2 worker cluster beside it), with ``bench.settings`` (the product's settings
+plus the baseline endpoints' URLs).
 """
 
 from __future__ import annotations
@@ -437,7 +438,7 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
     )
     section.rows.append(failure_row(server, failures))
     section.notes += [
-        f"Served by `manage.py serve` (gunicorn gthread, 2 processes x 4 threads, and the "
+        f"Served by `manage.py serve` (gunicorn, 2 processes x 4 threads, and the "
         f"worker cluster), PostgreSQL and Redis; saturation: {sizes.rounds} rounds of "
         f"{sizes.seconds:.0f} s per target, alternating; figures are medians, ratios the "
         "median of each round's ratio (the two measured seconds apart); wrk -t2 -c16.",
@@ -516,7 +517,7 @@ def part_servers(session: Session) -> Section:
         )
     section.notes += [
         "Both served by `manage.py serve` with 2 processes x 4 threads and a worker cluster: "
-        "gunicorn (gthread) as in the webhook part, granian with `WEB_SERVER=granian` "
+        "gunicorn as in the webhook part, granian with `WEB_SERVER=granian` "
         "(`config/web.py`) on a database of its own. "
         f"Saturation only: {sizes.rounds} rounds of {sizes.seconds:.0f} s per target, "
         "alternating; ratios the median of each round's ratio; wrk -t2 -c16.",

@@ -6,7 +6,9 @@ default, or granian), ``WEB_CONCURRENCY`` processes, ``WEB_THREADS`` threads in 
 which reads the settings (a bad value stops it with one line and exit code 2) and replaces
 itself with the server.
 
-- **gunicorn** (gthread workers): an access line for every request except the probes and
+- **gunicorn** (threaded workers whose threads take requests off one epoll set themselves,
+  ``config/gunicorn_worker.py``: gthread's hand-offs between its threads cost a group message
+  an eighth of a worker's CPU): an access line for every request except the probes and
   Telegram's accepted deliveries (``config/gunicorn_logging.py``). Each worker listens on a
   socket of its own (``--reuse-port``), so the kernel spreads new connections over the
   workers. From the one socket they shared, the worker that woke first took each connection,
@@ -70,7 +72,7 @@ def web_argv(graceful_seconds: int = GRACEFUL_SECONDS) -> list[str]:
         "--threads",
         threads,
         "--worker-class",
-        "gthread",
+        "config.gunicorn_worker.EpollThreadWorker",  # gthread's, without its hand-offs
         "--reuse-port",  # a listening socket per worker: the kernel spreads the connections
         "--graceful-timeout",
         str(graceful_seconds),

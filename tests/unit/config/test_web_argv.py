@@ -29,7 +29,7 @@ def test_processes_threads_and_address_come_from_the_settings(settings: Any) -> 
     assert option(argv, "--workers") == "3"
     assert option(argv, "--threads") == "2"
     assert option(argv, "--bind") == "0.0.0.0:8123"
-    assert option(argv, "--worker-class") == "gthread"
+    assert option(argv, "--worker-class") == "config.gunicorn_worker.EpollThreadWorker"
     assert "--reuse-port" in argv  # a socket per worker (tests/integration/test_web_balance.py)
     assert option(argv, "--graceful-timeout") == "8"
     assert option(web_argv(5), "--graceful-timeout") == "5"
