@@ -54,6 +54,7 @@ def web(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Web]:
         if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "GUNICORN_CMD_ARGS")
     }
     env.update(
+        DJANGO_SETTINGS_MODULE="tests.web.settings",  # the product's, and /test/exit
         DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3",
         PORT=str(port),
         HOST="127.0.0.1",
@@ -225,6 +226,38 @@ def test_a_worker_out_of_file_descriptors_accepts_again_when_some_close(web: Web
         sock.close()
 
 
+@pytest.mark.web_options(threads=1, gunicorn="--keep-alive 1")
+def test_a_request_that_came_in_time_is_answered_when_a_thread_frees(web: Web) -> None:
+    with web.connect() as waiting, web.connect() as slow:
+        waiting.sendall(HEALTHZ)
+        assert read_response(waiting, bytearray())[0] == 200
+        slow.sendall(HEALTHZ[:20])  # the one thread reads it, and waits for the rest
+        time.sleep(0.3)
+        waiting.sendall(HEALTHZ)  # in time: its keep-alive (1 s) has not passed
+        time.sleep(2.5)  # it has now, with the request waiting for the thread
+        slow.sendall(HEALTHZ[20:])
+        assert read_response(slow, bytearray())[0] == 200
+        assert read_response(waiting, bytearray())[0] == 200
+
+
+@pytest.mark.web_options(threads=1, gunicorn="--keep-alive 30")
+def test_a_view_raising_system_exit_stops_the_worker_which_is_replaced(web: Web) -> None:
+    (worker,) = descendants(web.process.pid)
+    with web.connect() as sock:
+        sock.sendall(b"GET /test/exit HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert closed_by_server(sock)  # no answer: the worker is going
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the arbiter starts another worker
+        if (workers := descendants(web.process.pid)) and workers != [worker]:
+            break
+        time.sleep(0.1)
+    assert workers and workers != [worker]
+    wait_until_healthy(web.port)
+    with web.connect() as sock:  # served again (by a worker with its one thread)
+        sock.sendall(HEALTHZ)
+        assert read_response(sock, bytearray())[0] == 200
+
+
 @pytest.mark.web_options(threads=2, gunicorn="--keep-alive 30")
 def test_a_malformed_request_is_refused_and_the_worker_goes_on(web: Web) -> None:
     with web.connect() as bad:
@@ -240,9 +273,11 @@ def test_a_malformed_request_is_refused_and_the_worker_goes_on(web: Web) -> None
 
 @pytest.mark.web_options(threads=2, gunicorn="--keep-alive 30")
 def test_a_stop_answers_kept_alive_connections_then_ends_them(web: Web) -> None:
-    kept = web.connect()
-    kept.sendall(HEALTHZ)
-    assert read_response(kept, bytearray())[0] == 200
+    kept, idle = web.connect(), web.connect()
+    for sock in (kept, idle):
+        sock.sendall(HEALTHZ)
+        assert read_response(sock, bytearray())[0] == 200
+    stopped = time.monotonic()
     web.process.send_signal(signal.SIGTERM)
     # Until the worker has the signal its answers keep the connection; from then on, for the
     # two seconds it lingers, it answers once more and says it closes.
@@ -256,7 +291,13 @@ def test_a_stop_answers_kept_alive_connections_then_ends_them(web: Web) -> None:
         time.sleep(0.05)
     assert headers.get("connection") == "close"
     assert closed_by_server(kept)
+    # The idle one is ended after those two seconds, not its 30 s keep-alive, and the server
+    # exits well within its graceful timeout (8 s), which it would otherwise wait out.
+    assert closed_by_server(idle)
     assert web.process.wait(timeout=20) == 0
+    assert time.monotonic() - stopped < 6
+    kept.close()
+    idle.close()
 
 
 def test_tls_and_http2_are_refused_at_start() -> None:
