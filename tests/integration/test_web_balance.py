@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import http.client
 import os
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,9 +19,8 @@ import pytest
 
 from telegram_bot.processes import descendants
 from tests.ports import free_port
-from tests.processes import kill_group, wait_until_healthy
+from tests.processes import kill_group, start_web, wait_until_healthy, web_env
 
-ROOT = Path(__file__).resolve().parents[2]
 LISTEN, ESTABLISHED = "0A", "01"
 
 
@@ -55,31 +52,7 @@ def test_each_gunicorn_worker_listens_on_its_own_socket_and_takes_connections(
     tmp_path: Path,
 ) -> None:
     port = free_port()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "GUNICORN_CMD_ARGS")
-    }
-    env.update(
-        DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3",
-        PORT=str(port),
-        HOST="127.0.0.1",
-        DJANGO_SECRET_KEY="s" * 50,
-        DJANGO_DEBUG="false",
-        WEB_SERVER="gunicorn",
-        WEB_CONCURRENCY="2",
-        WEB_THREADS="2",
-        ENV_FILE=os.devnull,
-        STATIC_ROOT=str(tmp_path / "static"),
-    )
-    web = subprocess.Popen(
-        [sys.executable, "-m", "config.web"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    web = start_web(web_env(tmp_path, port, WEB_CONCURRENCY="2", WEB_THREADS="2"))
     connections: list[http.client.HTTPConnection] = []
     try:
         wait_until_healthy(port)

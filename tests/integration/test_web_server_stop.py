@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -22,10 +20,9 @@ from django.db.models import Sum
 from stats.models import DailyUserStat
 from tests.content.test_processes import database_url
 from tests.ports import free_port
-from tests.processes import kill_group, wait_until_healthy
+from tests.processes import kill_group, start_web, wait_until_healthy
 from tests.redis_server import private_redis
 
-ROOT = Path(__file__).resolve().parents[2]
 CHAT = -100_777_001
 SECRET = "stop-test-webhook-secret"
 
@@ -91,14 +88,7 @@ def test_a_stopped_web_server_writes_its_pending_adds_first(tmp_path: Path, serv
             }
         )
         log = (tmp_path / "web.log").open("w")
-        web = subprocess.Popen(
-            [sys.executable, "-m", "config.web"],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        web = start_web(env, log)
         try:
             wait_until_healthy(port)
             outcomes = [post_message(port, n) for n in range(1, 7)]

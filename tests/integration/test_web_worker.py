@@ -12,7 +12,6 @@ import resource
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,9 +23,8 @@ import pytest
 from config.gunicorn_worker import EpollThreadWorker
 from telegram_bot.processes import descendants
 from tests.ports import free_port
-from tests.processes import kill_group, wait_until_healthy
+from tests.processes import kill_group, start_web, wait_until_healthy, web_env
 
-ROOT = Path(__file__).resolve().parents[2]
 HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 WEBHOOK_GET = b"GET /telegram/webhook HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"  # 405: POST only
 
@@ -48,34 +46,16 @@ def web(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Web]:
     mark = request.node.get_closest_marker("web_options")
     options = {"threads": 2, "gunicorn": "", **(mark.kwargs if mark else {})}
     port = free_port()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "GUNICORN_CMD_ARGS")
-    }
-    env.update(
+    env = web_env(
+        tmp_path,
+        port,
         DJANGO_SETTINGS_MODULE="tests.web.settings",  # the product's, and /test/exit
-        DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3",
-        PORT=str(port),
-        HOST="127.0.0.1",
-        DJANGO_SECRET_KEY="s" * 50,
-        DJANGO_DEBUG="false",
-        WEB_SERVER="gunicorn",
         WEB_CONCURRENCY="1",
         WEB_THREADS=str(options["threads"]),
-        ENV_FILE=os.devnull,
-        STATIC_ROOT=str(tmp_path / "static"),
         GUNICORN_CMD_ARGS=str(options["gunicorn"]),
     )
     log = (tmp_path / "web.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "config.web"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    process = start_web(env, log)
     try:
         wait_until_healthy(port)
         yield Web(process, port)
