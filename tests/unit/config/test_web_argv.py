@@ -101,3 +101,14 @@ def test_the_image_command_refuses_a_port_in_use_with_one_line() -> None:
     assert done.stderr.strip().splitlines() == [
         f"127.0.0.1:{port} is in use: is the server already running? (PORT sets another port)"
     ]
+
+
+def test_every_deployment_starts_the_web_process_with_the_same_command() -> None:
+    """The image and the systemd unit both run ``python -m config.web``, so the server's
+    options live in one place (``web_argv``); the unit once carried a copy that missed
+    ``--reuse-port`` and kept gthread when the image had moved on."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert 'CMD ["python", "-m", "config.web"]' in dockerfile
+    unit = (ROOT / "deploy" / "systemd" / "tgcp-web.service").read_text()
+    starts = [line for line in unit.splitlines() if line.startswith("ExecStart=")]
+    assert starts == ["ExecStart=/srv/tgcp/.venv/bin/python -m config.web"]
