@@ -10,6 +10,7 @@ plus the baseline endpoints' URLs).
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import statistics
@@ -50,6 +51,7 @@ class Sizes:
 
 KV_ONLY = "group message, KV store only (no database add)"
 REDIS_SCRIPT = "endpoint running one Redis script"
+GTHREAD = "gunicorn gthread (before)"
 GROUP_PATH = "/telegram/webhook"
 # Group senders of a load, spread so that none goes over the anti-flood limit (by default more
 # than 8 messages in 10 s mutes): a sender's messages come every GROUP_SENDERS / rate seconds,
@@ -125,6 +127,38 @@ def product_granian(session: Session) -> Server:
     return session.once("granian", start)
 
 
+def product_gthread(session: Session) -> Server:
+    """The product's web process under gunicorn's own gthread worker, the one
+    ``config/gunicorn_worker.py`` replaced: ``config/web.py``'s command line with that worker
+    class, on its own database (the web process alone: group messages need no worker cluster).
+    The ``servers`` part's third server: what the product's worker saves, in the same run."""
+
+    def start() -> Server:
+        fake = fake_api(session)
+        port = harness.free_port()
+        env = session.env(
+            session.database("gthread"),
+            DJANGO_SETTINGS_MODULE="bench.settings",
+            HOST="127.0.0.1",
+            PORT=str(port),
+            WEB_SERVER="gunicorn",
+            WEB_CONCURRENCY="2",
+            WEB_THREADS="4",
+            TELEGRAM_API_BASE_URL=fake.url(""),
+        )
+        argv = json.loads(harness.run([sys.executable, "-c", PRINT_WEB_ARGV], env, "web_argv"))
+        argv[argv.index("--worker-class") + 1] = "gthread"
+        return session.start("product-gthread", argv, env, port)
+
+    return session.once("gthread", start)
+
+
+PRINT_WEB_ARGV = (
+    "import json, django; django.setup(); from config.web import web_argv; "
+    "print(json.dumps(web_argv()))"
+)
+
+
 def peer(session: Session) -> Server | str:
     """The aiogram peer, or why it is not running."""
     return session.once("peer", lambda: _start_peer(session))
@@ -190,7 +224,9 @@ def failure_row(server: Server, before: int) -> Row:
 
 def web_pids(server: Server) -> list[int]:
     """The web server's processes of a ``serve``: gunicorn's master and workers, or granian's
-    (the peer: its process)."""
+    (the peer: its process; a server started as gunicorn itself: its processes)."""
+    if "gunicorn" in harness.command_line(server.pid):
+        return server.pids()
     return _child_tree(server, "gunicorn") or _child_tree(server, "granian") or server.pids()
 
 
@@ -471,7 +507,7 @@ def part_servers(session: Session) -> Section:
     (``WEB_SERVER=granian``), with the aiogram peer, alternating in one run: what the web
     server costs each request."""
     sizes, ids, server = Sizes.of(session), Ids(), product(session)
-    other = product_granian(session)
+    other, gthread = product_granian(session), product_gthread(session)
     section = Section("servers", "The web server: gunicorn or granian")
     targets = {
         "bare": Target("gunicorn: bare django-ninja endpoint", server, "/bench/bare"),
@@ -480,6 +516,8 @@ def part_servers(session: Session) -> Section:
         "granian_bare": Target("granian: bare django-ninja endpoint", other, "/bench/bare"),
         "granian_redis": Target(f"granian: {REDIS_SCRIPT}", other, "/bench/redis"),
         "granian": Target("granian: group message through the webhook", other, GROUP_PATH),
+        "gthread_bare": Target(f"{GTHREAD}: bare django-ninja endpoint", gthread, "/bench/bare"),
+        "gthread": Target(f"{GTHREAD}: group message through the webhook", gthread, GROUP_PATH),
     }
     aiogram = peer(session)
     if isinstance(aiogram, Server):
@@ -506,6 +544,15 @@ def part_servers(session: Session) -> Section:
         section.rows.append(ratio_row(label, rates, redis_script, bare))
     label = "group messages: granian / gunicorn"
     section.rows.append(ratio_row(label, rates, "granian", "product"))
+    # The product's gunicorn worker against gthread, the worker it replaced: the same code,
+    # the same command line but the worker class.
+    for kind, group, before in (("group messages", "product", "gthread"),
+                                ("bare endpoint", "bare", "gthread_bare")):  # fmt: skip
+        label = f"{kind}: gunicorn / {GTHREAD}"
+        section.rows.append(ratio_row(label, rates, group, before))
+    if "peer" in targets:
+        section.rows.append(ratio_row(f"{GTHREAD}: group messages / aiogram peer", rates,
+                                      "gthread", "peer"))  # fmt: skip
     for name, web in (("gunicorn", server), ("granian", other)):
         resident = [harness.rss_mb(pid) for pid in web_pids(web)[1:]]  # not the main process
         section.rows.append(
@@ -519,11 +566,15 @@ def part_servers(session: Session) -> Section:
         "Both served by `manage.py serve` with 2 processes x 4 threads and a worker cluster: "
         "gunicorn as in the webhook part, granian with `WEB_SERVER=granian` "
         "(`config/web.py`) on a database of its own. "
+        f"'{GTHREAD}': the web process alone with gunicorn's own gthread worker, the one "
+        "`config/gunicorn_worker.py` replaced (the same command line but the worker class), "
+        "on a database of its own. "
         f"Saturation only: {sizes.rounds} rounds of {sizes.seconds:.0f} s per target, "
         "alternating; ratios the median of each round's ratio; wrk -t2 -c16.",
     ]
-    session.stop(other)  # the parts after this one run as before it
-    del session.shared["granian"]
+    for key, started in (("granian", other), ("gthread", gthread)):
+        session.stop(started)  # the parts after this one run as before it
+        del session.shared[key]
     return section
 
 
