@@ -94,6 +94,18 @@ def closed_by_server(sock: socket.socket, timeout: float = 10) -> bool:
         return True
 
 
+def settled_descriptors(pid: int) -> int:
+    """How many descriptors ``pid`` holds, once the count stays the same for half a second."""
+    count, deadline = -1, time.monotonic() + 10
+    while time.monotonic() < deadline:
+        now = len(os.listdir(f"/proc/{pid}/fd"))
+        if now == count:
+            return count
+        count = now
+        time.sleep(0.5)
+    return count
+
+
 @pytest.mark.web_options(threads=2)
 def test_requests_on_more_connections_than_threads_are_each_answered_once(web: Web) -> None:
     clients, rounds = 24, 60
@@ -185,9 +197,11 @@ def test_a_request_being_read_is_not_ended_by_the_keep_alive(web: Web) -> None:
 @pytest.mark.web_options(threads=2, gunicorn="--keep-alive 30")
 def test_a_worker_out_of_file_descriptors_accepts_again_when_some_close(web: Web) -> None:
     (worker,) = descendants(web.process.pid)
-    held = len(os.listdir(f"/proc/{worker}/fd"))
+    held = settled_descriptors(worker)  # the health check's connection closed, say
     resource.prlimit(worker, resource.RLIMIT_NOFILE, (held + 3, held + 3))
-    clients = [web.connect() for _ in range(6)]  # the kernel takes them all; the worker 3
+    # The kernel takes all eight; the worker about three (a descriptor its own code opens or
+    # closes meanwhile moves that by one), and the others wait in the accept queue.
+    clients = [web.connect() for _ in range(8)]
     for sock in clients:
         sock.sendall(HEALTHZ)
     answered, waiting = [], []
@@ -197,7 +211,8 @@ def test_a_worker_out_of_file_descriptors_accepts_again_when_some_close(web: Web
             answered.append((read_response(sock, bytearray())[0], sock))
         except TimeoutError:
             waiting.append(sock)
-    assert [status for status, _ in answered] == [200] * 3 and len(waiting) == 3
+    assert [status for status, _ in answered] == [200] * len(answered)
+    assert 1 <= len(answered) <= 5 and len(waiting) >= 3, (len(answered), len(waiting))
     for _, sock in answered:
         sock.close()  # which gives the worker its descriptors back
     for sock in waiting:  # accepted once there is room: the listener was not given up
