@@ -408,13 +408,21 @@ LOGGING = {
         "redact_tokens": {
             "()": "telegram_bot.redaction.TokenRedactingFilter",
             # Besides anything shaped like a token: the configured secrets themselves.
-            "secrets": [TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET, METRICS_TOKEN],
+            "secrets": [TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET, METRICS_TOKEN, SECRET_KEY],
         },
         "context": {"()": "telegram_bot.log_context.ContextFilter"},
     },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
-        "json": {"()": "telegram_bot.log_context.JsonFormatter"},
+        # One object per line: time, level, logger, message, request_id, update_id, process,
+        # the traceback as exc, and any extra= fields (python-json-logger).
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": ["levelname", "name", "message", "request_id", "update_id", "process"],
+            "rename_fields": {"levelname": "level", "name": "logger", "exc_info": "exc"},
+            "timestamp": "time",
+            "json_ensure_ascii": False,
+        },
     },
     "handlers": {
         "console": {
