@@ -158,7 +158,7 @@ def _bot_configured() -> str | None:
     if len(settings.TELEGRAM_WEBHOOK_SECRET) < WEBHOOK_SECRET_MIN_PRODUCTION:
         return (
             f"TELEGRAM_WEBHOOK_SECRET is shorter than {WEBHOOK_SECRET_MIN_PRODUCTION} characters "
-            "(make one: python3 -c \"import secrets; print(secrets.token_urlsafe(48))\", then "
+            '(make one: python3 -c "import secrets; print(secrets.token_urlsafe(48))", then '
             "set_webhook again)"
         )
     return None
