@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
+from django.conf import settings
 from django.db.models import Count, F
 from django.db.models.functions import TruncDate
 from django.utils import timezone
@@ -43,6 +44,9 @@ def movement_record(*, chat_id: int, user_id: int, stay: str, kind: str, date_un
 def member_counts_fetch() -> int:
     """Ask Telegram for the member count of every chat the bot is in; one row per chat and
     UTC day (a second run the same day updates it). Returns how many chats were counted."""
+    if not settings.TELEGRAM_BOT_TOKEN:  # a daily schedule: one line, not a traceback a day
+        log.info("member counts not fetched: TELEGRAM_BOT_TOKEN is not set")
+        return 0
     today = timezone.now().astimezone(UTC).date()
     client = get_client()
     counted = 0

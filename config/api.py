@@ -4,7 +4,8 @@ Each feature app that has endpoints names its API module in its AppConfig (``api
 ``telegram_bot.features``); the module exposes ``router`` and ``PERMISSION`` (``app.codename``).
 The router is mounted under the app's label, behind the admin session of a staff user who holds
 that permission (401 without a staff session, 403 without the permission). An API module
-without ``PERMISSION`` stops the start.
+without ``PERMISSION`` stops the start. A feature switched off (``FEATURES_DISABLED``) is not
+mounted: its routes answer 404 and the OpenAPI schema leaves them out.
 """
 
 from __future__ import annotations

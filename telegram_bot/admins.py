@@ -9,10 +9,12 @@ would leave no admin is refused.
 from __future__ import annotations
 
 import enum
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from cachetools import TTLCache
 from django.conf import settings
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
@@ -89,25 +91,34 @@ def _owner_first(ids: set[int]) -> list[int]:
 # seconds, dropped when this process saves or deletes a BotAdmin (another process's change is
 # seen within the TTL). Only ever shown: who may do what is decided on fresh reads.
 LISTED_ADMINS_SECONDS = 10.0
-_listed: list[tuple[float, frozenset[int]]] = []  # (until, BotAdmin ids)
+_LISTED = "rows"
+
+
+def _clock() -> float:
+    return time.monotonic()
+
+
+_listed: TTLCache[str, frozenset[int]] = TTLCache(1, LISTED_ADMINS_SECONDS, timer=_clock)
+_listed_lock = threading.Lock()
 
 
 def listed_admin_ids() -> list[int]:
     """``admin_ids()`` for display: the BotAdmin rows cached per process
     ``LISTED_ADMINS_SECONDS``."""
-    now = time.monotonic()
-    cached = _listed[0] if _listed else None
-    if cached is None or cached[0] <= now:
+    with _listed_lock:
+        rows = _listed.get(_LISTED)
+    if rows is None:
         rows = frozenset(BotAdmin.objects.values_list("telegram_id", flat=True))
-        cached = (now + LISTED_ADMINS_SECONDS, rows)
-        _listed[:] = [cached]
-    return _owner_first(configured_admin_ids() | cached[1])
+        with _listed_lock:
+            _listed[_LISTED] = rows
+    return _owner_first(configured_admin_ids() | rows)
 
 
 def forget_listed_admins(**_signal: object) -> None:
     """Drop the cached list (a BotAdmin row was saved or deleted; a ``post_save`` and
     ``post_delete`` receiver)."""
-    _listed.clear()
+    with _listed_lock:
+        _listed.clear()
 
 
 def connect_signals() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
+from cachetools import TTLCache
 from django.conf import settings
 
 from telegram_bot.client import TelegramClient
@@ -37,8 +38,16 @@ def bot_id() -> int | None:
 
 
 _username: dict[str, str] = {}
-_username_unknown_until: dict[str, float] = {}
 USERNAME_RETRY_SECONDS = 60.0
+
+
+def _clock() -> float:
+    return time.monotonic()
+
+
+# Tokens whose getMe failed within the last USERNAME_RETRY_SECONDS.
+_username_unknown: TTLCache[str, bool] = TTLCache(8, USERNAME_RETRY_SECONDS, timer=_clock)
+_username_lock = threading.Lock()
 
 
 def bot_username() -> str | None:
@@ -50,12 +59,14 @@ def bot_username() -> str | None:
     token = settings.TELEGRAM_BOT_TOKEN
     if token in _username:
         return _username[token]
-    if time.monotonic() < _username_unknown_until.get(token, 0.0):
-        return None
+    with _username_lock:
+        if token in _username_unknown:
+            return None
     try:
         username = str(get_client().get_me().get("username") or "")
     except TelegramApiError:
-        _username_unknown_until[token] = time.monotonic() + USERNAME_RETRY_SECONDS
+        with _username_lock:
+            _username_unknown[token] = True
         return None
     _username[token] = username
     return username

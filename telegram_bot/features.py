@@ -20,6 +20,16 @@ when the app is ready), ``chat_settings_models`` (its models of one row per chat
 it; ``/help`` lists the commands with help text from the routes themselves). Adding a
 feature is adding its app to ``INSTALLED_APPS``; the core names no feature. The order of
 ``INSTALLED_APPS`` is the routing order.
+
+``FEATURES_DISABLED`` (app labels) switches features off without a code change: every
+collector here leaves them out, so their handlers, observers and panel entries are not routed
+(their commands fall to the unknown-command answer; ``/start`` and ``/help`` no longer name
+them), ``sync_schedules`` removes their schedules, their admin pages are not listed and answer
+404 (``telegram_bot.ops.admin_site``), their API routes are not mounted (``config/api.py``) and
+their overview cards are not shown. What stays true of data they hold stays on: their key
+families, privacy hooks (export, erasure, retention) and chat migration see every installed app
+(``feature_configs``), and jobs already queued still run (``job_handler_maps``); nothing new
+is queued for them.
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from django.apps import AppConfig, apps
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.functional import Promise
 from django.utils.module_loading import import_string
 
@@ -54,34 +66,76 @@ class FeatureConfig(AppConfig):
 
 
 def feature_configs() -> list[FeatureConfig]:
-    """The contributing apps, in ``INSTALLED_APPS`` order."""
+    """Every contributing app, in ``INSTALLED_APPS`` order, disabled ones included: for what
+    holds of their data (privacy, chat migration, metrics). Contributions are collected from
+    ``enabled_feature_configs``."""
     return [config for config in apps.get_app_configs() if isinstance(config, FeatureConfig)]
+
+
+def enabled_feature_configs() -> list[FeatureConfig]:
+    """The contributing apps that ``FEATURES_DISABLED`` leaves on, in ``INSTALLED_APPS`` order."""
+    disabled = disabled_labels()
+    return [config for config in feature_configs() if config.label not in disabled]
+
+
+def disabled_labels() -> frozenset[str]:
+    """``FEATURES_DISABLED``, each an installed feature app other than the core."""
+    labels = frozenset(settings.FEATURES_DISABLED)
+    if labels and not labels <= _switchable_labels():
+        unknown = ", ".join(sorted(labels - _switchable_labels()))
+        known = ", ".join(sorted(_switchable_labels()))
+        raise ImproperlyConfigured(
+            f"FEATURES_DISABLED: no feature {unknown}; the features are {known}"
+        )
+    return labels
+
+
+def is_enabled(label: str) -> bool:
+    """Whether the app ``label`` is on (any app that is not a disabled feature is)."""
+    return label not in disabled_labels()
+
+
+def owner_label(module_name: str) -> str | None:
+    """The label of the installed app whose package holds ``module_name``, or None."""
+    config = apps.get_containing_app_config(module_name)
+    return config.label if config is not None else None
+
+
+def _switchable_labels() -> set[str]:
+    core = owner_label(__name__)
+    return {config.label for config in feature_configs() if config.label != core}
 
 
 def handler_modules() -> list[ModuleType]:
     return [
-        import_module(config.bot_handlers) for config in feature_configs() if config.bot_handlers
+        import_module(config.bot_handlers)
+        for config in enabled_feature_configs()
+        if config.bot_handlers
     ]
 
 
 def job_handler_maps() -> list[Mapping[str, Any]]:
+    """Every installed app's job kinds, disabled ones included: a job queued before its feature
+    was switched off still runs (or fails) as declared, instead of failing as unknown."""
     return [
         import_string(config.job_handlers) for config in feature_configs() if config.job_handlers
     ]
 
 
 def schedule_lists() -> list[list[Any]]:
-    return [import_string(config.schedules) for config in feature_configs() if config.schedules]
+    return [
+        import_string(config.schedules) for config in enabled_feature_configs() if config.schedules
+    ]
 
 
 def api_modules() -> list[tuple[str, ModuleType]]:
-    """``(app label, API module)`` of every app with an API."""
+    """``(app label, API module)`` of every enabled app with an API."""
     return [
         (config.label, import_module(config.api_module))
-        for config in feature_configs()
+        for config in enabled_feature_configs()
         if config.api_module
     ]
 
 
 def start_lines() -> list[str]:
-    return [str(config.start_line) for config in feature_configs() if config.start_line]
+    return [str(config.start_line) for config in enabled_feature_configs() if config.start_line]

@@ -12,7 +12,7 @@ from telegram_bot import admins
 from telegram_bot.admins import Role
 from telegram_bot.audit import update_step
 from telegram_bot.errors import BotError
-from telegram_bot.features import feature_configs, start_lines
+from telegram_bot.features import enabled_feature_configs, start_lines
 from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import ANY_COMMAND, PanelEntry, Route
@@ -22,9 +22,9 @@ from telegram_bot.privacy_handlers import forget_me, forget_me_cancel, forget_me
 
 
 def start_text() -> str:
-    """What the bot does, from the features the installed apps declare (composed once per
+    """What the bot does, from the features the enabled apps declare (composed once per
     language and set of apps: every /start sends it)."""
-    key = (translation.get_language(), tuple(config.label for config in feature_configs()))
+    key = (translation.get_language(), tuple(c.label for c in enabled_feature_configs()))
     text = _start_texts.get(key)
     if text is None:
         text = _start_texts[key] = _compose_start_text()

@@ -14,9 +14,11 @@ else the chat's, else the default.
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from typing import Any
 
+from cachetools import TTLCache
 from django.conf import settings
 from django.utils import translation
 from django.utils.functional import Promise
@@ -27,12 +29,21 @@ from telegram_bot.updates import Update
 CHAT_CACHE_SECONDS = 60.0
 CACHE_LIMIT = 10_000
 REMEMBER_DAYS = 180
-_chat_cache: dict[int, tuple[float, str]] = {}
-# What this process last stored under lang:<user id>, and when: it writes on a change, and
-# again when its note is older than REWRITE_SECONDS. Another process may have stored another
-# language since (the user wrote from a second device): the note is trusted that long only.
-_remembered: dict[int, tuple[float, str]] = {}
 REWRITE_SECONDS = 60.0
+
+
+def _clock() -> float:
+    return time.monotonic()
+
+
+# A chat's preferred language ("" for none), kept CHAT_CACHE_SECONDS.
+_chat_cache: TTLCache[int, str] = TTLCache(CACHE_LIMIT, CHAT_CACHE_SECONDS, timer=_clock)
+# What this process last stored under lang:<user id>: it writes on a change, and again once
+# its note is older than REWRITE_SECONDS. Another process may have stored another language
+# since (the user wrote from a second device): the note is trusted that long only.
+_remembered: TTLCache[int, str] = TTLCache(CACHE_LIMIT, REWRITE_SECONDS, timer=_clock)
+# The caches are shared by a web worker's threads; a read reorders them too.
+_lock = threading.Lock()
 
 
 def supported(code: str | None) -> str | None:
@@ -63,11 +74,9 @@ def operators_language() -> translation.override:
 
 def chat_language(chat_id: int) -> str:
     """The chat's language (its ChatPreference, else ``LANGUAGE_CODE``), cached a minute."""
-    now = time.monotonic()
-    cached = _chat_cache.get(chat_id)
-    if cached is not None and cached[0] > now:
-        language = cached[1]
-    else:
+    with _lock:
+        language = _chat_cache.get(chat_id)
+    if language is None:
         from telegram_bot.models import ChatPreference
 
         language = (
@@ -75,15 +84,15 @@ def chat_language(chat_id: int) -> str:
             .values_list("language", flat=True)
             .first()
         ) or ""
-        if len(_chat_cache) >= CACHE_LIMIT:
-            _chat_cache.clear()
-        _chat_cache[chat_id] = (now + CHAT_CACHE_SECONDS, language)
+        with _lock:
+            _chat_cache[chat_id] = language
     return supported(language) or default_language()
 
 
 def forget_chat(chat_id: int) -> None:
     """Drop the cached preference (the chat's preference was saved or deleted)."""
-    _chat_cache.pop(chat_id, None)
+    with _lock:
+        _chat_cache.pop(chat_id, None)
 
 
 def for_update(store: KVStore, update: Update) -> str:
@@ -101,14 +110,12 @@ def for_update(store: KVStore, update: Update) -> str:
 
 
 def remember(store: KVStore, user_id: int, language: str) -> None:
-    now = time.monotonic()
-    written = _remembered.get(user_id)
-    if written is not None and written[1] == language and now - written[0] < REWRITE_SECONDS:
-        return
+    with _lock:
+        if _remembered.get(user_id) == language:
+            return
     store.set(_key(user_id), language, REMEMBER_DAYS * 24 * 3600 * 1000)
-    if len(_remembered) >= CACHE_LIMIT:
-        _remembered.clear()
-    _remembered[user_id] = (now, language)
+    with _lock:
+        _remembered[user_id] = language
 
 
 def recipient_language(
@@ -140,8 +147,9 @@ def plain(value: Any) -> Any:
 
 def forget_all() -> None:
     """Empty the process caches (tests: rows and keys vanish with each test)."""
-    _chat_cache.clear()
-    _remembered.clear()
+    with _lock:
+        _chat_cache.clear()
+        _remembered.clear()
 
 
 def remembered(store: KVStore, user_id: int) -> str | None:

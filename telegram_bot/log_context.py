@@ -1,24 +1,23 @@
-"""What a log line is about: the request id and the update id, and JSON lines on request.
+"""What a log line is about: the request id and the update id.
 
 ``RequestIdMiddleware`` gives every request an id (the caller's ``X-Request-ID`` when it is a
 short token, else a new one) and sends it back in the response header. The update pipeline sets
 the update id (telegram_bot.metrics.observe_updates). ``ContextFilter`` copies both onto every
-log record; ``JsonFormatter`` (``LOG_FORMAT=json``) writes one JSON object per line with them.
-Records reach the formatter after the redaction filter, so no token is in them.
+log record; with ``LOG_FORMAT=json`` python-json-logger writes them in each line's object
+(``LOGGING`` in ``config/settings.py``). Records reach the formatter after the redaction
+filter, so no token is in them.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import re
 import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # no Django at import: the Telegram client's metrics import this module
     from django.http import HttpRequest, HttpResponse
@@ -98,24 +97,3 @@ class ContextFilter(logging.Filter):
         record.request_id = request_id.get()
         record.update_id = current_update_id()
         return True
-
-
-class JsonFormatter(logging.Formatter):
-    """One JSON object per line: time, level, logger, message, request_id, update_id, and the
-    traceback (``exc``) when there is one."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname,
-            "logger": record.name,
-            "message": record.getMessage(),
-            "request_id": getattr(record, "request_id", None),
-            "update_id": getattr(record, "update_id", None),
-            "process": record.process,
-        }
-        if record.exc_info and not record.exc_text:
-            record.exc_text = self.formatException(record.exc_info)
-        if record.exc_text:
-            entry["exc"] = record.exc_text
-        return json.dumps(entry, ensure_ascii=False, default=str)

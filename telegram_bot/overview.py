@@ -19,7 +19,7 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 from django.utils.translation import gettext as _
 
-from telegram_bot.features import feature_configs
+from telegram_bot.features import enabled_feature_configs
 
 log = logging.getLogger(__name__)
 
@@ -43,10 +43,10 @@ Provider = Callable[[Any], list[Card]]
 
 
 def overview_cards(user: Any) -> list[Card]:
-    """Every installed app's cards for ``user``, in ``INSTALLED_APPS`` order. A provider that
+    """Every enabled app's cards for ``user``, in ``INSTALLED_APPS`` order. A provider that
     fails costs its own cards only (one card says it is unavailable)."""
     cards: list[Card] = []
-    for config in feature_configs():
+    for config in enabled_feature_configs():
         path = getattr(config, "overview_cards", None)
         if not path:
             continue

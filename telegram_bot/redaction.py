@@ -1,9 +1,11 @@
 """Keep bot tokens (and other configured secrets) out of logs and error texts.
 
 `redact()` replaces anything shaped like a bot token, also inside URLs such as
-`/bot123456:AA.../sendMessage`. `TokenRedactingFilter` applies it to every part of a log record
-that a handler may render. Attach the filter to *handlers* (a logger's filters do not see records
-propagated from child loggers such as `httpx`, which logs full request URLs at INFO).
+`/bot123456:AA.../sendMessage`, and every configured secret (the bot token, the webhook secret,
+the metrics token, the secret key) whatever its length: a short secret is a weak one, not one
+that may be shown. `TokenRedactingFilter` applies it to every part of a log record that a handler
+may render. Attach the filter to *handlers* (a logger's filters do not see records propagated
+from child loggers such as `httpx`, which logs full request URLs at INFO).
 """
 
 from __future__ import annotations
@@ -20,19 +22,29 @@ TOKEN_PATTERN = re.compile(r"(?<![0-9])\d{1,20}(?::|%3[Aa])[A-Za-z0-9_-]{20,}")
 
 # Attributes every LogRecord has; anything else came from `extra=` and is scrubbed too.
 _STANDARD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
-_MIN_SECRET_LENGTH = 8
+# Values a JSON log line writes as they are; any other `extra=` value is written as its text.
+_PLAIN_TYPES = (int, float, bool, type(None))
 
 
-def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """Return `text` with bot tokens and the given secret values replaced by `[REDACTED]`.
-
-    Secrets shorter than 8 characters are ignored: replacing them would mangle ordinary text.
-    """
+def redact(text: str, secrets: Iterable[str] | None = None) -> str:
+    """Return `text` with bot tokens and secret values replaced by `[REDACTED]`: `secrets`, or
+    by default the configured ones (`configured_secrets()`), of any length."""
     text = TOKEN_PATTERN.sub(REDACTED, text)
-    for secret in secrets:
-        if len(secret) >= _MIN_SECRET_LENGTH:
-            text = text.replace(secret, REDACTED)
+    values = configured_secrets() if secrets is None else secrets
+    # The longest first: a secret that holds another is replaced whole.
+    for secret in sorted({value for value in values if value}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
     return text
+
+
+def configured_secrets() -> tuple[str, ...]:
+    """The secrets in the settings (none before the settings are configured)."""
+    from django.conf import settings
+
+    if not settings.configured:
+        return ()
+    names = ("TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET", "METRICS_TOKEN", "SECRET_KEY")
+    return tuple(str(getattr(settings, name, "") or "") for name in names)
 
 
 class TokenRedactingFilter(logging.Filter):
@@ -44,9 +56,9 @@ class TokenRedactingFilter(logging.Filter):
     too. The filter never rejects a record.
     """
 
-    def __init__(self, name: str = "", secrets: Iterable[str] = ()) -> None:
+    def __init__(self, name: str = "", secrets: Iterable[str] | None = None) -> None:
         super().__init__(name)
-        self.secrets = tuple(secrets)
+        self.secrets = None if secrets is None else tuple(secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Redact `record` in place and let it through."""
@@ -61,8 +73,10 @@ class TokenRedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = self._redact(record.stack_info)
         for key, value in list(record.__dict__.items()):
-            if key not in _STANDARD_ATTRS and isinstance(value, str):
-                setattr(record, key, self._redact(value))
+            if key in _STANDARD_ATTRS or isinstance(value, _PLAIN_TYPES):
+                continue
+            # An object (Django's `request`) is rendered as its text, redacted like a string.
+            setattr(record, key, self._redact(value if isinstance(value, str) else str(value)))
         return True
 
     def _redact(self, text: str) -> str:

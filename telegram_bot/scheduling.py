@@ -3,7 +3,8 @@
 Never at import time or in ``AppConfig.ready``: ``manage.py sync_schedules`` (run by the run
 command and by deployments) creates, updates and removes the rows this product owns. Rows are
 owned when their name starts with ``OWNED_PREFIX``; schedules an operator added by hand in the
-admin site are left alone.
+admin site are left alone. A feature switched off (``FEATURES_DISABLED``) declares none, so its
+rows are removed, and created again by the first sync after it is switched back on.
 """
 
 from __future__ import annotations

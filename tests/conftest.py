@@ -233,14 +233,45 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """How many tests were skipped and what to install or set to run them; pytest prints the
+    SKIPPED lines, each with its reason, after this."""
     skipped = terminalreporter.stats.get("skipped", [])
-    if skipped:
-        terminalreporter.write_line(
-            f"backend tests skipped: {len(skipped)} (see SKIPPED lines above; set DATABASE_URL "
-            "and REDIS_URL to run them)"
+    if not skipped:
+        terminalreporter.write_line("tests skipped: none")
+        return
+    terminalreporter.write_line(
+        f"tests skipped: {len(skipped)} (the SKIPPED lines below give each reason)"
+    )
+    for line in skip_advice([skip_reason(report) for report in skipped]):
+        terminalreporter.write_line(f"  {line}")
+
+
+def skip_reason(report: Any) -> str:
+    longrepr = getattr(report, "longrepr", None)
+    return str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+
+
+def skip_advice(reasons: list[str]) -> list[str]:
+    """One line of advice per kind of skip: a browser test needs Chromium, a backend test
+    PostgreSQL or Redis, others a tool their reason names."""
+    browser = sum("chromium" in reason.lower() for reason in reasons)
+    backend = sum(
+        "chromium" not in reason.lower()
+        and any(word in reason for word in ("DATABASE_URL", "REDIS_URL", "PostgreSQL", "SQLite"))
+        for reason in reasons
+    )
+    other = len(reasons) - browser - backend
+    advice = []
+    if backend:
+        advice.append(
+            f"{backend} need PostgreSQL or Redis: set DATABASE_URL=postgres://... and "
+            "REDIS_URL=redis://... (README, 'The two commands')"
         )
-    else:
-        terminalreporter.write_line("backend tests skipped: none")
+    if browser:
+        advice.append(f"{browser} need Chromium: apt-get install chromium")
+    if other:
+        advice.append(f"{other} need a tool their reason names (make, redis-server, pg_dump...)")
+    return advice
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -5,6 +5,10 @@ Apps add pages with ``register_view`` from their ``admin.py``. Each page is staf
 them before the view runs, so a page cannot be registered without a permission check, and
 the index lists under "Operations" only the pages the user may open. The index opens on the
 overview cards the apps contribute (``telegram_bot.overview``).
+
+A feature switched off (``FEATURES_DISABLED``, ``telegram_bot.features``) is left out of the
+index, the navigation and "Operations", and every page of it (its models' pages, its app
+page, the operation pages its package registered) answers 404.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from telegram_bot import features
 from telegram_bot.overview import overview_cards
 
 log = logging.getLogger(__name__)
@@ -110,10 +115,25 @@ class OperatorsAdminSite(admin.AdminSite):
         checked = super().admin_view(view, cacheable)
         name = getattr(view, "__name__", "")
         if name == "changelist_view":
-            return _lookups_checked(checked)
-        if name in ("change_view", "history_view", "delete_view"):
-            return _object_id_checked(checked)
-        return checked
+            checked = _lookups_checked(checked)
+        elif name in ("change_view", "history_view", "delete_view"):
+            checked = _object_id_checked(checked)
+        label = _owner_label(view)
+        return _feature_enabled(checked, label) if label is not None else checked
+
+    def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
+        return [
+            app
+            for app in super().get_app_list(request, app_label)
+            if features.is_enabled(app["app_label"])
+        ]
+
+    def app_index(
+        self, request: HttpRequest, app_label: str, extra_context: dict[str, Any] | None = None
+    ) -> Any:
+        if not features.is_enabled(app_label):
+            raise Http404("no such app")
+        return super().app_index(request, app_label, extra_context)
 
     def password_change(self, request: HttpRequest, extra_context: Any = None) -> Any:
         """The site's own "Change password" page, audited as the Users page's is (a session
@@ -142,10 +162,37 @@ class OperatorsAdminSite(admin.AdminSite):
         links = [
             (view.title, reverse(f"admin:{view.name}"))
             for view in _views
-            if view.title and view.allows(request)
+            if view.title and view.allows(request) and _enabled(view.view)
         ]
         context = {"operations_links": links, "overview_cards": overview_cards(request.user)}
         return super().index(request, {**(extra_context or {}), **context})
+
+
+def _owner_label(view: Callable[..., Any]) -> str | None:
+    """The app a page belongs to: its model's for a model admin's page, else the app whose
+    package defines the view."""
+    model = getattr(getattr(view, "__self__", None), "model", None)
+    if model is not None:
+        return str(model._meta.app_label)
+    return features.owner_label(getattr(view, "__module__", None) or "")
+
+
+def _enabled(view: Callable[..., Any]) -> bool:
+    label = _owner_label(view)
+    return label is None or features.is_enabled(label)
+
+
+def _feature_enabled(view: Callable[..., Any], label: str) -> Callable[..., Any]:
+    """A page of a feature switched off answers 404 (checked per request, so the switch needs
+    no new URL patterns)."""
+
+    @wraps(view)
+    def checked(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        if not features.is_enabled(label):
+            raise Http404("this feature is switched off")
+        return view(request, *args, **kwargs)
+
+    return checked
 
 
 def _lookups_checked(view: Callable[..., Any]) -> Callable[..., Any]:

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
+from config.env import WEBHOOK_SECRET_MIN_PRODUCTION
 from telegram_bot.admins import check_admin_configuration
 from telegram_bot.bot import get_client
 from telegram_bot.errors import BotError
@@ -151,7 +152,16 @@ def _bot_configured() -> str | None:
         for name in ("TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET")
         if not getattr(settings, name)
     ]
-    return f"not set: {', '.join(missing)}" if missing else None
+    if missing:
+        return f"not set: {', '.join(missing)}"
+    # The secret is all that stands between the webhook and anyone who posts updates to it.
+    if len(settings.TELEGRAM_WEBHOOK_SECRET) < WEBHOOK_SECRET_MIN_PRODUCTION:
+        return (
+            f"TELEGRAM_WEBHOOK_SECRET is shorter than {WEBHOOK_SECRET_MIN_PRODUCTION} characters "
+            '(make one: python3 -c "import secrets; print(secrets.token_urlsafe(48))", then '
+            "set_webhook again)"
+        )
+    return None
 
 
 def _admin_recovery() -> str | None:

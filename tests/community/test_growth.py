@@ -5,6 +5,7 @@ API that exposes them."""
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections import Counter
@@ -114,6 +115,23 @@ def test_the_member_count_is_fetched_once_a_day_per_chat(
         "/api/v1/community/growth", {"chat_id": GROUP, "start": today, "end": today}
     ).json()
     assert body["days"] == [{"day": str(today), "joins": 0, "leaves": 0, "member_count": 42}]
+
+
+def test_without_a_token_the_daily_count_is_one_log_line(
+    settings: Any, caplog: pytest.LogCaptureFixture, db: None
+) -> None:
+    """The worker logged a 14-line traceback for member_counts_tick when no token was set."""
+    from community.tasks import member_counts_tick
+
+    settings.TELEGRAM_BOT_TOKEN = ""
+    BotChat.objects.create(chat_id=GROUP, chat_type="supergroup", status="member", is_member=True)
+    with caplog.at_level(logging.INFO, logger="community.growth"):
+        assert member_counts_tick() == 0
+    assert [record.getMessage() for record in caplog.records] == [
+        "member counts not fetched: TELEGRAM_BOT_TOKEN is not set"
+    ]
+    assert not any(record.exc_info for record in caplog.records)
+    assert not MemberCount.objects.exists()
 
 
 def test_a_weeks_retention(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from cachetools import TTLCache
 from django.contrib.auth.models import Permission
 from django.test import Client
 
@@ -98,7 +99,7 @@ def test_a_failed_get_me_is_not_asked_again_for_every_mention(
     from telegram_bot import bot as bot_module
 
     monkeypatch.setattr(bot_module, "_username", {})
-    monkeypatch.setattr(bot_module, "_username_unknown_until", {})
+    monkeypatch.setattr(bot_module, "_username_unknown", TTLCache(8, 60.0))
     bot.fail_next("getMe", times=5, status=502, description="Bad Gateway")
     for _ in range(3):
         post_update(make_message_update("/start@some_bot", chat_id=-100, user_id=5))

@@ -18,13 +18,14 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from config.metrics import registry
 from telegram_bot import log_context, metrics
 from telegram_bot.jobs.models import Job, JobStatus
-from telegram_bot.log_context import ContextFilter, JsonFormatter
+from telegram_bot.log_context import ContextFilter
 from telegram_bot.redaction import TokenRedactingFilter
 from telegram_bot.state import KVStore, open_store, override_store
 from tests.builders import make_message_update
@@ -183,13 +184,53 @@ def test_readyz_down_is_not_an_error_line(client: Client, caplog: pytest.LogCapt
 
 
 # --- structured logs ------------------------------------------------------------------------------
+def json_formatter(settings: Any) -> logging.Formatter:
+    """The formatter LOG_FORMAT=json configures (python-json-logger)."""
+    spec = dict(settings.LOGGING["formatters"]["json"])
+    formatter: logging.Formatter = import_string(spec.pop("()"))(**spec)
+    return formatter
+
+
+def test_a_json_line_has_the_fields_and_a_redacted_traceback(settings: Any) -> None:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(TokenRedactingFilter(secrets=[settings.TELEGRAM_BOT_TOKEN]))
+    handler.addFilter(ContextFilter())
+    handler.setFormatter(json_formatter(settings))
+    logger = logging.getLogger("tests.json")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning("plain: %s", "Заявка")
+        try:
+            raise RuntimeError(f"call to /bot{settings.TELEGRAM_BOT_TOKEN}/getMe failed")
+        except RuntimeError:
+            logger.exception("failed")
+    finally:
+        logger.removeHandler(handler)
+    plain, failed = (json.loads(line) for line in stream.getvalue().splitlines())
+    fields = {"time", "level", "logger", "message", "request_id", "update_id", "process"}
+    assert set(plain) == fields
+    assert (plain["level"], plain["logger"], plain["message"]) == (
+        "WARNING",
+        "tests.json",
+        "plain: Заявка",
+    )
+    assert "Заявка" in stream.getvalue()  # written as it is, not \u-escaped
+    assert plain["time"].startswith(str(timezone.now().year))
+    assert plain["request_id"] is None and plain["update_id"] is None
+    assert set(failed) == fields | {"exc"}
+    assert "RuntimeError: call to /bot[REDACTED]/getMe failed" in failed["exc"]
+    assert settings.TELEGRAM_BOT_TOKEN not in stream.getvalue()
+
+
 @pytest.fixture
 def json_log(settings: Any) -> Iterator[io.StringIO]:
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     handler.addFilter(TokenRedactingFilter(secrets=[settings.TELEGRAM_BOT_TOKEN]))
     handler.addFilter(ContextFilter())
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(json_formatter(settings))
     root = logging.getLogger()
     root.addHandler(handler)
     try:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from config.env import ConfigError, Env, generated_secret_key, load_env_file
+from config.env import ConfigError, generated_secret_key, load_env_file
+from tests.unit.config.test_settings import read
 
 ROOT = Path(__file__).resolve().parents[3]
 PRINT_SETTINGS = (
@@ -87,12 +88,25 @@ def test_no_default_file_is_fine(tmp_path: Path) -> None:
 # --- empty means unset in Env ----------------------------------------------------------------
 def test_empty_values_are_unset_for_every_reader(tmp_path: Path) -> None:
     key = write(tmp_path / "key", "k" * 50)
-    env = Env({"DJANGO_SECRET_KEY": "", "DJANGO_SECRET_KEY_FILE": str(key), "N": " ", "F": ""})
-    assert env.text("DJANGO_SECRET_KEY") == "k" * 50  # no "set both" clash with the empty one
-    assert env.number("N", 7) == 7
-    assert env.flag("F", default=True) is True
-    assert Env({"X": "v", "X_FILE": ""}).text("X") == "v"
-    assert Env({"X_FILE": str(write(tmp_path / "blank", "\n"))}).raw("X") is None
+    env = read(
+        {
+            "DJANGO_SECRET_KEY": "",
+            "DJANGO_SECRET_KEY_FILE": str(key),
+            "PORT": " ",
+            "LOGIN_THROTTLING": "",
+            "OWNER_TELEGRAM_ID": "  ",
+            "DJANGO_ALLOWED_HOSTS": " ",
+            "JOB_RETRY_JITTER": "\t",
+        }
+    )
+    assert env.DJANGO_SECRET_KEY == "k" * 50  # no "set both" clash with the empty one
+    assert env.PORT == 8000
+    assert env.LOGIN_THROTTLING is True
+    assert env.OWNER_TELEGRAM_ID is None
+    assert env.DJANGO_ALLOWED_HOSTS == ("localhost", "127.0.0.1", "[::1]")
+    assert env.JOB_RETRY_JITTER == 1.0
+    assert read({"HOST": "h", "HOST_FILE": ""}).HOST == "h"
+    assert read({"HOST_FILE": str(write(tmp_path / "blank", "\n"))}).HOST == "127.0.0.1"
 
 
 # --- the generated secret key ----------------------------------------------------------------
@@ -276,11 +290,11 @@ def test_make_superuser_without_a_terminal(tmp_path: Path) -> None:
 
 
 def test_time_zone_is_an_iana_name_and_defaults_to_utc() -> None:
-    assert Env({}).time_zone("TIME_ZONE", "UTC") == "UTC"
-    assert Env({"TIME_ZONE": "Europe/Moscow"}).time_zone("TIME_ZONE", "UTC") == "Europe/Moscow"
+    assert read({}).TIME_ZONE == "UTC"
+    assert read({"TIME_ZONE": "Europe/Moscow"}).TIME_ZONE == "Europe/Moscow"
     for bad in ("Mars/Olympus", "+03:00", "europe/moscow"):
         with pytest.raises(ConfigError, match="TIME_ZONE: not a time zone name"):
-            Env({"TIME_ZONE": bad}).time_zone("TIME_ZONE", "UTC")
+            read({"TIME_ZONE": bad})
 
 
 def test_static_files_are_collected_where_static_root_says(tmp_path: Path) -> None:

@@ -6,10 +6,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
-from config.env import ConfigError, Env
+from config.env import ConfigError, Environment, read_environment
 
 ROOT = Path(__file__).resolve().parents[3]
 GOOD_TOKEN = "123456:ABCdefGHIjklMNOpqrSTUvwx-yz_0123"
@@ -90,6 +91,15 @@ BAD_SETTINGS = [
     # A lease shorter than a send's window would let a second worker send while it is out.
     ({"JOB_LEASE_SECONDS": "30"}, "JOB_LEASE_SECONDS", "at least 90"),
     ({"ADMIN_TELEGRAM_IDS": "1,-99999999999999999999"}, "ADMIN_TELEGRAM_IDS", "64-bit"),
+    (
+        {"FEATURES_DISABLED": "support,tickets"},
+        "FEATURES_DISABLED",
+        "no feature 'tickets'; the features are support, community, content, moderation, stats",
+    ),
+    ({"FEATURES_DISABLED": "telegram_bot"}, "FEATURES_DISABLED", "no feature 'telegram_bot'"),
+    ({"LOG_FORMAT": "xml"}, "LOG_FORMAT", "one of plain, json"),
+    ({"DJANGO_HSTS_PRELOAD": "true"}, "DJANGO_HSTS_PRELOAD", "at least 31536000"),
+    ({"JOB_RETRY_BASE_DELAY": "10", "JOB_RETRY_MAX_DELAY": "5"}, "JOB_RETRY_MAX_DELAY", "at least"),
 ]
 
 
@@ -146,14 +156,20 @@ def test_good_settings_pass_the_check(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def read(environ: dict[str, str]) -> Environment:
+    """The settings of ``environ`` alone, as a process started with it reads them."""
+    with mock.patch.dict(os.environ, environ, clear=True):
+        return read_environment()
+
+
 def test_secret_file_variant(tmp_path: Path) -> None:
     secret = tmp_path / "key"
     secret.write_text("k" * 40 + "\n")
-    assert Env({"DJANGO_SECRET_KEY_FILE": str(secret)}).text("DJANGO_SECRET_KEY") == "k" * 40
+    assert read({"DJANGO_SECRET_KEY_FILE": str(secret)}).DJANGO_SECRET_KEY == "k" * 40
     with pytest.raises(ConfigError, match="DJANGO_SECRET_KEY_FILE: cannot read"):
-        Env({"DJANGO_SECRET_KEY_FILE": str(tmp_path / "missing")}).text("DJANGO_SECRET_KEY")
+        read({"DJANGO_SECRET_KEY_FILE": str(tmp_path / "missing")})
     with pytest.raises(ConfigError, match="set only one"):
-        Env({"X": "1", "X_FILE": str(secret)}).text("X")
+        read({"HOST": "1", "HOST_FILE": str(secret)})
 
 
 @pytest.mark.parametrize(
@@ -161,13 +177,14 @@ def test_secret_file_variant(tmp_path: Path) -> None:
     [("1", True), ("TRUE", True), ("on", True), ("0", False), ("no", False)],
 )
 def test_booleans(value: str, expected: bool) -> None:
-    assert Env({"B": value}).flag("B", default=not expected) is expected
-    assert Env({"B": ""}).flag("B", default=expected) is expected  # empty: the default
+    assert read({"LEAVE_UNLISTED_CHATS": value}).LEAVE_UNLISTED_CHATS is expected
+    assert read({"LOGIN_THROTTLING": value}).LOGIN_THROTTLING is expected
+    assert read({"LOGIN_THROTTLING": ""}).LOGIN_THROTTLING is True  # empty: the default
 
 
 def test_lists_of_ids() -> None:
-    assert Env({"L": " -100, 5 ,,7"}).int_list("L") == [-100, 5, 7]
-    assert Env({}).int_list("L") == []
+    assert read({"ALLOWED_CHAT_IDS": " -100, 5 ,,7"}).ALLOWED_CHAT_IDS == (-100, 5, 7)
+    assert read({}).ALLOWED_CHAT_IDS == ()
 
 
 def test_database_urls() -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -44,9 +45,32 @@ def test_it_leaves_ordinary_text_alone(text: str) -> None:
     assert redact(text) == text
 
 
-def test_it_redacts_given_secrets_but_not_short_ones() -> None:
-    text = "secret=webhook-secret-value and id=abc"
-    assert redact(text, ["webhook-secret-value", "abc"]) == "secret=[REDACTED] and id=abc"
+def test_it_redacts_given_secrets_of_any_length() -> None:
+    text = "secret=webhook-secret-value and id=s3cret"
+    assert redact(text, ["webhook-secret-value", "s3cret"]) == "secret=[REDACTED] and id=[REDACTED]"
+    assert redact("key=ab-abc", ["ab", "ab-abc", ""]) == "key=[REDACTED]"  # the longest first
+
+
+def test_by_default_it_redacts_the_configured_secrets(settings: Any) -> None:
+    """A dead letter kept "secret s3cret": the callers pass no secrets, and a 6-character
+    webhook secret was below the old minimum length."""
+    settings.TELEGRAM_WEBHOOK_SECRET = "s3cret"
+    settings.METRICS_TOKEN = "metrics-token-0123456789"
+    text = "secret s3cret, bearer metrics-token-0123456789"
+    assert redact(text) == "secret [REDACTED], bearer [REDACTED]"
+    assert redact(text, []) == text  # explicitly none
+
+
+def test_the_filter_writes_object_extras_as_redacted_text(captured: Captured) -> None:
+    logger, stream = captured
+
+    class Request:
+        def __str__(self) -> str:
+            return f"<Request GET /bot{TOKEN}/x>"
+
+    logger.handlers[0].setFormatter(logging.Formatter("%(message)s %(request)s %(status)s"))
+    logger.info("answered", extra={"request": Request(), "status": 200})
+    assert stream.getvalue().strip() == "answered <Request GET /bot[REDACTED]/x> 200"
 
 
 @given(
