@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from community import services as community_services
 from community.models import ChatPolicy
+from community.services import join_requests
 from support import delivery, flows
 from support import services as support_services
 from support.models import Ticket, TicketBotMessage, TicketMessage
@@ -204,13 +204,13 @@ def test_an_erasure_that_runs_between_two_writes_of_a_join_request_leaves_nothin
     index and the question's workflow are written: before, both stayed (7 days and the
     question's timeout) and the question went out."""
     join = question_join(store)
-    real = community_services._become_newest
+    real = join_requests._become_newest
 
     def erase_then_index(record: Any) -> bool:
         erase_user(USER, actor=OPERATOR, source="admin")
         return real(record)
 
-    monkeypatch.setattr(community_services, "_become_newest", erase_then_index)
+    monkeypatch.setattr(join_requests, "_become_newest", erase_then_index)
     assert process_update(join) == Outcome.PROCESSED
     assert left_behind(store) == []
     assert questions(fake_telegram) == []
