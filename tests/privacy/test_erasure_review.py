@@ -13,7 +13,7 @@ import pytest
 
 from community.models import ChatPolicy
 from community.services import join_requests
-from support import delivery, flows
+from support import delivery
 from support import services as support_services
 from support.models import Ticket, TicketBotMessage, TicketMessage
 from support.privacy import purge as support_purge
@@ -165,7 +165,7 @@ def test_an_answer_delivered_during_the_erasure_does_not_link_the_chat_to_the_ti
         return real(*args, **kwargs)
 
     monkeypatch.setattr(delivery, "_send_user_message", erase_then_send)
-    flows.admin_reply(
+    support_services.admin_reply(
         ticket_id=ticket.pk,
         author=Author("site:ann"),
         origin=Origin(form_token=uuid.uuid4()),
