@@ -216,7 +216,7 @@ ROUTES: list[Route] = [
     Route.on_update("chat_join_request", on_join_request),
     Route.on_callback(texts.LIST_CALLBACK, on_panel_list, role=Role.ADMIN),
     Route.on_callback(texts.CALLBACK_PREFIX, on_decision_button),
-    Route.on_workflow(join_requests.WORKFLOW, on_answer),
+    Route.on_workflow(join_requests.QUESTION.name, on_answer),
     Route.on_command(
         "rules", on_rules, chat_types=GROUPS, help=gettext_lazy("the rules of this group")
     ),

@@ -47,13 +47,13 @@ from support.validation import (
 from telegram_bot.bot import bot_id
 from telegram_bot.errors import BotError, StateUnavailableError, ValidationError
 from telegram_bot.state.base import KVStore
-from telegram_bot.state.workflows import Workflow, WorkflowStore
+from telegram_bot.state.workflows import Workflow, WorkflowKind, WorkflowStore
 
 log = logging.getLogger(__name__)
 
-# The two conversations of the desk.
-OPEN = "support_open"  # /support, then the request as one message; no data
-REPLY = "support_reply"  # Reply, then the answer; data: ticket_id, number
+# The two conversations of the desk (their shapes: version 1, see telegram_bot.state.workflows).
+OPEN = WorkflowKind("support_open")  # /support, then the request as one message; no data
+REPLY = WorkflowKind("support_reply")  # Reply, then the answer; data: ticket_id, number
 SUBJECT_LENGTH = 120
 Event = TicketMessage.Event
 EVENT = Content(kind=TicketMessage.Kind.EVENT)  # what a status change records: no content
@@ -61,6 +61,10 @@ CLOSE_CHOICES = 10
 NO_SUCH_TICKET = gettext_lazy("You have no such ticket.")
 EXPIRED_REQUEST = gettext_lazy(
     "Your /support request expired. Send /support again to open a ticket."
+)
+UNREADABLE_REQUEST = gettext_lazy(
+    "Your /support request cannot be continued after an update of the bot. Send /support "
+    "again to open a ticket."
 )
 
 
@@ -142,13 +146,13 @@ def support_command(incoming: Incoming, store: KVStore) -> list[Say]:
     resumed = _resumed(incoming)
     if resumed is not None:
         return resumed
-    workflows = WorkflowStore(store)
+    workflows = WorkflowStore(store, OPEN, REPLY)
     if not incoming.args:
         ttl_ms = conf.open_workflow_ttl_ms()
         workflows.start(
             chat_id=incoming.chat_id,
             user_id=incoming.user_id,
-            name=OPEN,
+            name=OPEN.name,
             step="message",
             ttl_ms=ttl_ms,
         )
@@ -235,6 +239,7 @@ def open_step(incoming: Incoming, store: KVStore) -> list[Say]:
     not addressed to a ticket, and even then does not drop a follow-up: with an open ticket the
     message goes to it, as any plain message would. A reply to a ticket that can no longer
     take it (closed beyond the reopen window) is the requested new ticket's first message.
+    A workflow of a version this build cannot read is ended, and the user asked to start again.
     """
     waiting = _waiting(incoming, store, OPEN)
     if isinstance(waiting, list):
@@ -247,6 +252,9 @@ def open_step(incoming: Incoming, store: KVStore) -> list[Say]:
             "#%(number)s, so it went there. Send /support again to open a new ticket."
         ) % {"number": target.number}
         return _went_elsewhere(incoming, workflows, workflow, cancelled)
+    if workflow.unreadable:
+        _finish(workflows, workflow)
+        return [Say(UNREADABLE_REQUEST)]
     if workflow.expired:
         _finish(workflows, workflow)
         return _after_expired_request(incoming)
@@ -279,6 +287,16 @@ def reply_step(incoming: Incoming, store: KVStore) -> list[Say]:
         ) % {"number": number, "other": target.number}
         other = target.pk != ticket_id
         return _went_elsewhere(incoming, workflows, workflow, cancelled if other else None)
+    if workflow.unreadable:
+        _finish(workflows, workflow)
+        return [
+            Say(
+                _(
+                    "Your answer cannot be taken after an update of the bot. Press Reply on "
+                    "the ticket again."
+                )
+            )
+        ]
     if workflow.expired:
         _finish(workflows, workflow)
         return [
@@ -311,10 +329,10 @@ def reply_pressed(incoming: Incoming, data: str, store: KVStore) -> Pressed:
             _("Ticket #%(number)s is closed; reopen it to answer.") % {"number": ticket.number},
             alert=True,
         )
-    WorkflowStore(store).start(
+    WorkflowStore(store, OPEN, REPLY).start(
         chat_id=incoming.chat_id,
         user_id=incoming.user_id,
-        name=REPLY,
+        name=REPLY.name,
         step="answer",
         ttl_ms=conf.reply_workflow_ttl_ms(),
         data={"ticket_id": ticket.pk, "number": ticket.number},
@@ -622,13 +640,13 @@ def _pressed_ticket(data: str) -> tuple[Callback, Ticket] | Pressed:
 
 
 def _waiting(
-    incoming: Incoming, store: KVStore, name: str
+    incoming: Incoming, store: KVStore, kind: WorkflowKind
 ) -> tuple[WorkflowStore, Workflow] | list[Say]:
-    """The workflow ``name`` that this message may continue; else what to say: a
+    """The workflow of ``kind`` that this message may continue; else what to say: a
     re-delivery ends it (only its pending sends ran), and without one the message is a plain
     one."""
-    workflows = WorkflowStore(store)
-    workflow = _workflow(workflows, incoming, name)
+    workflows = WorkflowStore(store, OPEN, REPLY)
+    workflow = _workflow(workflows, incoming, kind)
     resumed = _resumed(incoming)
     if resumed is not None:
         _finish(workflows, workflow)
@@ -645,14 +663,14 @@ def _went_elsewhere(
     live one is told it was ``cancelled``."""
     _finish(workflows, workflow)
     says = _private_message(incoming)
-    if cancelled is not None and not workflow.expired:
+    if cancelled is not None and not workflow.expired and not workflow.unreadable:
         says.append(Say(cancelled))
     return says
 
 
-def _workflow(workflows: WorkflowStore, incoming: Incoming, name: str) -> Workflow | None:
+def _workflow(workflows: WorkflowStore, incoming: Incoming, kind: WorkflowKind) -> Workflow | None:
     workflow = workflows.get(chat_id=incoming.chat_id, user_id=incoming.user_id)
-    return workflow if workflow is not None and workflow.name == name else None
+    return workflow if workflow is not None and workflow.name == kind.name else None
 
 
 def _finish(workflows: WorkflowStore, workflow: Workflow | None) -> None:

@@ -14,6 +14,7 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import Any
 
 from django.utils import timezone
 from django.utils.translation import gettext, gettext_noop
@@ -35,11 +36,11 @@ from community.selectors import policy_for_chat
 from community.services import join_decisions
 from telegram_bot.bot import get_client
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.jobs.services import job_cancel, job_enqueue
+from telegram_bot.jobs.services import job_cancel, job_cancel_key, job_enqueue
 from telegram_bot.languages import operators_language
 from telegram_bot.privacy import erasure_running
 from telegram_bot.state import get_store
-from telegram_bot.state.workflows import Workflow, WorkflowStore
+from telegram_bot.state.workflows import Workflow, WorkflowKind, WorkflowStore
 from telegram_bot.updates import ChatJoinRequest
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,13 @@ WRONG_ANSWER = Decider(None, gettext_noop("the question policy (wrong answer)"))
 NO_ANSWER = Decider(None, gettext_noop("the question policy (no answer in time)"))
 
 
-WORKFLOW = "community.join_question"
+def _question_v2(step: str, data: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Version 1 also kept the timeout job's id; version 2 cancels the job by its key."""
+    return step, {"token": str(data["token"])}
+
+
+# The question's workflow in the requester's private chat: step "answer", data: the token.
+QUESTION = WorkflowKind("community.join_question", version=2, migrations={1: _question_v2})
 
 
 @dataclass(frozen=True)
@@ -164,23 +171,28 @@ def join_request_receive(*, request: JoinRequest, update_id: int) -> JoinRequest
 
 def join_request_answer(*, chat_id: int, user_id: int, text: str) -> str | None:
     """The requester's private answer to the question; returns the reply to send, if any."""
-    workflows = WorkflowStore(get_store())
+    workflows = WorkflowStore(get_store(), QUESTION)
     workflow = workflows.get(chat_id=chat_id, user_id=user_id)
-    if workflow is None or workflow.name != WORKFLOW:
+    if workflow is None or workflow.name != QUESTION.name:
         return None
     if workflow.expired:
         workflows.cancel(chat_id=chat_id, user_id=user_id)
         return gettext("Sorry, the time to answer is over.")
+    if workflow.unreadable:  # the timeout job still decides the request at its deadline
+        workflows.finish(workflow)
+        return gettext(
+            "Sorry, your answer cannot be taken after an update of the bot. Please send your "
+            "join request again."
+        )
     if not text.strip():
         return gettext("Please answer with a text message.")
     if not workflows.finish(workflow):
         return None  # another message of this user is being handled right now
-    reply = _answer(str(workflow.data.get("token") or ""), text)
+    token = str(workflow.data.get("token") or "")
+    reply = _answer(token, text)
     # Last: an answer whose run stops before here (the database or the KV store failed) is
     # not delivered again to this workflow, finished above; the timeout job then decides.
-    job_id = workflow.data.get("timeout_job")
-    if isinstance(job_id, int):
-        job_cancel(job_id=job_id)
+    job_cancel_key(_timeout_key(token))
     return reply
 
 
@@ -268,7 +280,7 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy, *, in_job: bool
     private chat's workflow, which a second chat's question (or another conversation with the
     bot) would replace. While that chat is busy, ``ASK_JOB`` asks later."""
     timeout = policy.timeout_seconds
-    workflows = WorkflowStore(get_store())
+    workflows = WorkflowStore(get_store(), QUESTION)
     busy = workflows.get(chat_id=record.user_chat_id, user_id=record.user_id)
     if (
         busy is not None
@@ -288,16 +300,16 @@ def _ask_question(record: JoinRequestRecord, policy: ChatPolicy, *, in_job: bool
         TIMEOUT_JOB,
         {"token": record.token},
         run_at=timezone.now() + timedelta(seconds=timeout),
-        dedupe_key=f"{TIMEOUT_JOB}:{record.token}",
+        dedupe_key=_timeout_key(record.token),
     )
     # Started before the question is sent: a quick answer must find it.
     started = workflows.start_if_free(
         chat_id=record.user_chat_id,
         user_id=record.user_id,
-        name=WORKFLOW,
+        name=QUESTION.name,
         step="answer",
         ttl_ms=timeout * 1000,
-        data={"token": record.token, "timeout_job": job.pk},
+        data={"token": record.token},
         ours=lambda workflow: (
             workflow.data.get("token") == record.token or _question_over(workflow)
         ),
@@ -336,7 +348,7 @@ def _question_over(workflow: Workflow) -> bool:
     """True for the workflow of a join-request question whose request was decided meanwhile
     (an admin, from the list): the chat is free for the next chat's question, which takes its
     place (a late answer to the old question keeps its replies while nothing else waits)."""
-    if workflow.name != WORKFLOW:
+    if workflow.name != QUESTION.name:
         return False
     other = _records().get(str(workflow.data.get("token") or ""))
     return other is None or not other.pending or other.stage != STAGE_QUESTION
@@ -387,7 +399,7 @@ def _requester_erased(record: JoinRequestRecord) -> bool:
     if not erasure_running(store, record.user_id) and records.get(record.token) is not None:
         return False
     log.info("join request %s: its requester is being erased: dropped", record.token)
-    workflows = WorkflowStore(store)
+    workflows = WorkflowStore(store, QUESTION)
     workflow = workflows.get(chat_id=record.user_chat_id, user_id=record.user_id)
     if workflow is not None and workflow.data.get("token") == record.token:
         workflows.cancel(chat_id=record.user_chat_id, user_id=record.user_id)
@@ -395,6 +407,10 @@ def _requester_erased(record: JoinRequestRecord) -> bool:
         store.delete(records.index_key(record.chat_id, record.user_id))
     store.delete(records.key(record.token))
     return True
+
+
+def _timeout_key(token: str) -> str:
+    return f"{TIMEOUT_JOB}:{token}"
 
 
 def _records() -> JoinRequestStore:

@@ -12,6 +12,7 @@ import pytest
 
 from community.selectors import join_request_get
 from community.services import join_requests
+from support import services as support_services
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.runner import new_owner, run_due
 from telegram_bot.state import get_store
@@ -26,9 +27,13 @@ CHAT_A, CHAT_B, REQUESTER = -100601, -100602, 2002
 def support_request(ttl_ms: int = 60_000) -> WorkflowStore:
     """The requester is in a support conversation with the bot (``/support``, then waiting for
     the request) in their private chat; the store that ends it."""
-    workflows = WorkflowStore(get_store())
+    workflows = WorkflowStore(get_store(), support_services.OPEN)
     workflows.start(
-        chat_id=REQUESTER, user_id=REQUESTER, name="support.open", step="text", ttl_ms=ttl_ms
+        chat_id=REQUESTER,
+        user_id=REQUESTER,
+        name=support_services.OPEN.name,
+        step="message",
+        ttl_ms=ttl_ms,
     )
     return workflows
 
@@ -65,7 +70,7 @@ def test_a_question_waits_for_a_support_conversation_and_does_not_wipe_it(
     assert post_update(update)["X-Update-Outcome"] == "processed"
     assert asked_of(bot) == []
     kept = workflows.get(chat_id=REQUESTER, user_id=REQUESTER)
-    assert kept is not None and kept.name == "support.open"
+    assert kept is not None and kept.name == support_services.OPEN.name
     workflows.cancel(chat_id=REQUESTER, user_id=REQUESTER)  # the conversation ends
     make_jobs_due()
     run_due(new_owner())
@@ -128,7 +133,9 @@ def test_two_join_requests_at_the_same_moment_ask_one_question_and_defer_the_oth
         thread.join()
     assert outcomes == [Outcome.PROCESSED, Outcome.PROCESSED]
     [asked] = asked_of(bot)
-    workflow = WorkflowStore(get_store()).get(chat_id=REQUESTER, user_id=REQUESTER)
+    workflow = WorkflowStore(get_store(), join_requests.QUESTION).get(
+        chat_id=REQUESTER, user_id=REQUESTER
+    )
     assert workflow is not None and str(workflow.data["token"])
     waiting = Job.objects.filter(kind="community.question_ask", status=JobStatus.QUEUED)
     assert waiting.count() == 1
