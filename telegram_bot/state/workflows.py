@@ -208,13 +208,19 @@ class WorkflowStore:
         ``raw`` unless it was migrated); None for what is no workflow (a tombstone)."""
         if not isinstance(raw, dict) or "name" not in raw:
             return None
-        fields = dict(raw)
-        version = fields.pop("v", 1)
+        version = raw.get("v", 1)
+        fields = {name: raw[name] for name in _STORED_FIELDS if name in raw}
         try:
             workflow = Workflow(**fields, stored=raw)
-        except TypeError:
+        except TypeError:  # a field is missing
             return None
-        if type(version) is not int or version < 1 or not isinstance(workflow.data, dict):
+        unknown = set(raw) - _STORED_FIELDS - {"v"}  # a newer build's fields
+        if (
+            type(version) is not int
+            or version < 1
+            or unknown
+            or not isinstance(workflow.data, dict)
+        ):
             return self._unreadable(workflow, version)
         workflow = replace(workflow, version=version)
         kind = self.kinds.get(workflow.name)
@@ -234,6 +240,9 @@ class WorkflowStore:
     def _unreadable(self, workflow: Workflow, version: Any) -> Workflow:
         log.warning("workflow %s of version %r is not readable here", workflow.name, version)
         return replace(workflow, data={}, unreadable=True)
+
+
+_STORED_FIELDS = {"chat_id", "user_id", "name", "step", "expires_at_ms", "revision", "data"}
 
 
 def _stored(workflow: Workflow) -> Workflow:

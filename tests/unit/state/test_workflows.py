@@ -157,6 +157,7 @@ def test_a_workflow_of_a_newer_version_is_unreadable_and_can_be_ended(kv: KVStor
         v1_value(v="2"),  # not a version
         v1_value(v=0),
         v1_value(v=3, data=["not", "a", "dict"]),
+        v1_value(v=3, lang="ru"),  # a field of a newer build
     ],
 )
 def test_a_workflow_that_cannot_be_read_is_unreadable(kv: KVStore, value: Any) -> None:
