@@ -131,7 +131,8 @@ def _incoming(ctx: Context) -> Incoming | None:
         content=content,
         content_error=error,
         args=command.args if command is not None else "",
-        # Only a plain message asks (a BotAdmin row may be read): commands never use it.
+        # Asked for plain messages and buttons only (a BotAdmin row may be read): commands
+        # never use it.
         is_admin=ctx.sender.is_admin if command is None else False,
     )
 
