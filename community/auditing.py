@@ -3,14 +3,14 @@ requester, and Telegram's outcome."""
 
 from __future__ import annotations
 
-from community import services
+from community.services import join_decisions
 from telegram_bot.audit import Step
 
-_FAILED = (services.RESULT_FAILED, services.RESULT_CLOSED)
-_REFUSED = (services.RESULT_ALREADY, services.RESULT_STALE)
+_FAILED = (join_decisions.RESULT_FAILED, join_decisions.RESULT_CLOSED)
+_REFUSED = (join_decisions.RESULT_ALREADY, join_decisions.RESULT_STALE)
 
 
-def note_decision(step: Step, result: services.DecideResult) -> None:
+def note_decision(step: Step, result: join_decisions.DecideResult) -> None:
     """Fill in the step from the decision: where, on whom, and whether it was carried out."""
     record = result.record
     if record is not None:
@@ -21,5 +21,5 @@ def note_decision(step: Step, result: services.DecideResult) -> None:
         step.failed(result.message)
     elif result.kind in _REFUSED:
         step.refused(result.message)
-    elif result.kind == services.RESULT_RETRYING:
+    elif result.kind == join_decisions.RESULT_RETRYING:
         step.detail = "Telegram asked to wait: retried by a job"

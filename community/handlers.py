@@ -13,8 +13,9 @@ import logging
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from community import auditing, bot_chats, members, selectors, services, texts
+from community import auditing, selectors, texts
 from community.records import Decider
+from community.services import bot_chats, join_decisions, join_requests, members
 from telegram_bot.admins import Role
 from telegram_bot.audit import update_step
 from telegram_bot.chat_migration import migrate_chat
@@ -31,8 +32,8 @@ def on_join_request(ctx: Context) -> None:
     request = ctx.update.chat_join_request
     if request is None:
         return
-    services.join_request_receive(
-        request=services.JoinRequest.from_update(request), update_id=ctx.update.update_id
+    join_requests.join_request_receive(
+        request=join_requests.JoinRequest.from_update(request), update_id=ctx.update.update_id
     )
 
 
@@ -50,7 +51,7 @@ def on_decision_button(ctx: Context) -> None:
     action, token = parsed
     decider = Decider(ctx.sender.user_id, texts.display_name(ctx.update.user))
     with update_step(ctx.update, f"join_request.{action}", source="button") as step:
-        result = services.join_request_decide(token=token, action=action, decider=decider)
+        result = join_decisions.join_request_decide(token=token, action=action, decider=decider)
         auditing.note_decision(step, result)
     ctx.answer_callback_quietly(result.message, alert=not result.ok)
     if result.record is not None and _pressed_on_panel(ctx):
@@ -65,7 +66,7 @@ def on_panel_list(ctx: Context) -> None:
 def on_answer(ctx: Context) -> None:
     if ctx.sender.user_id is None or ctx.chat_id is None:
         return
-    reply = services.join_request_answer(
+    reply = join_requests.join_request_answer(
         chat_id=ctx.chat_id, user_id=ctx.sender.user_id, text=ctx.update.text
     )
     if reply:
@@ -215,7 +216,7 @@ ROUTES: list[Route] = [
     Route.on_update("chat_join_request", on_join_request),
     Route.on_callback(texts.LIST_CALLBACK, on_panel_list, role=Role.ADMIN),
     Route.on_callback(texts.CALLBACK_PREFIX, on_decision_button),
-    Route.on_workflow(services.WORKFLOW, on_answer),
+    Route.on_workflow(join_requests.QUESTION.name, on_answer),
     Route.on_command(
         "rules", on_rules, chat_types=GROUPS, help=gettext_lazy("the rules of this group")
     ),

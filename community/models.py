@@ -174,7 +174,7 @@ def render_welcome_unbounded(template: str) -> str:
     return template.replace("{name}", LONGEST_NAME)
 
 
-# --- members: welcome, rules, captcha, anti-raid (community/members.py) ----------------------
+# --- members: welcome, rules, captcha, anti-raid (community/services/members.py) -------------
 MEMBER_PLACEHOLDERS = ("{first_name}", "{mention}", "{chat_title}", "{rules}")
 GOODBYE_PLACEHOLDERS = ("{first_name}", "{mention}", "{chat_title}")
 # The longest value each placeholder can take, as the member reads it (Telegram: a first name

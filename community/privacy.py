@@ -12,7 +12,6 @@ from django.utils.translation import gettext as _
 
 from community.member_state import challenge_key, stay_key
 from community.models import MemberMovement
-from community.raid import RAID_REMOVE_JOB
 from community.records import (
     DECIDING,
     RECORD_PREFIX,
@@ -20,6 +19,7 @@ from community.records import (
     JoinRequestRecord,
     JoinRequestStore,
 )
+from community.services.raid import RAID_REMOVE_JOB
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.privacy import Subject, delete_keys, mentions, values_mentioning
 from telegram_bot.state import KVStore, get_store

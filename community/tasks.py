@@ -4,31 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from community import growth, members, raid, services
+from community import growth
+from community.services import join_decisions, join_requests, members, raid
 from telegram_bot.jobs.runner import JobRun
 
 
 def decide_job(payload: dict[str, Any], run: JobRun) -> None:
     """Ask Telegram again for a decision that met a 429, a 5xx or a network error, or that the
     webhook left "deciding" (the watchdog): nothing to do once the decision is recorded."""
-    services.join_request_retry(
+    join_decisions.join_request_retry(
         token=str(payload["token"]), attempt=run.attempt, last_attempt=run.last_attempt
     )
 
 
 def question_timeout_job(payload: dict[str, Any], run: JobRun) -> None:
     """The requester's time to answer is over."""
-    services.join_request_question_timeout(token=str(payload["token"]))
+    join_requests.join_request_question_timeout(token=str(payload["token"]))
 
 
 def question_ask_job(payload: dict[str, Any], run: JobRun) -> None:
     """A question that waited for the requester's private chat to be free."""
-    services.join_request_ask(token=str(payload["token"]))
+    join_requests.join_request_ask(token=str(payload["token"]))
 
 
 def copy_sent_job(payload: dict[str, Any], run: JobRun) -> None:
     """An admin's copy of a request arrived late (the core retried it): keep it."""
-    services.join_request_copy_sent(
+    join_decisions.join_request_copy_sent(
         token=str(payload["token"]),
         chat_id=int(payload["chat_id"]),
         message_id=int(payload["message_id"]),
@@ -59,8 +60,8 @@ JOB_HANDLERS = {
     members.CAPTCHA_JOB: captcha_job,
     raid.RAID_END_JOB: raid_end_job,
     raid.RAID_REMOVE_JOB: raid_remove_job,
-    services.DECIDE_JOB: decide_job,
-    services.TIMEOUT_JOB: question_timeout_job,
-    services.ASK_JOB: question_ask_job,
-    services.COPY_SENT_JOB: copy_sent_job,
+    join_decisions.DECIDE_JOB: decide_job,
+    join_requests.TIMEOUT_JOB: question_timeout_job,
+    join_requests.ASK_JOB: question_ask_job,
+    join_decisions.COPY_SENT_JOB: copy_sent_job,
 }

@@ -25,9 +25,12 @@ from telegram_bot.errors import TelegramApiError, WorkflowError
 from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import PanelEntry, Route
-from telegram_bot.state.workflows import Workflow, WorkflowStore
+from telegram_bot.state.workflows import Workflow, WorkflowKind, WorkflowStore
 
-CREATE, SCHEDULE, EDIT = "content.create", "content.schedule", "content.edit"
+# The panel's conversations (their shapes: version 1, see telegram_bot.state.workflows).
+CREATE = WorkflowKind("content.create")  # steps channel, content, buttons; data: the draft
+SCHEDULE = WorkflowKind("content.schedule")  # step time; data: post_id
+EDIT = WorkflowKind("content.edit")  # step text or buttons; data: post_id
 
 
 def callback(ctx: Context) -> None:
@@ -174,7 +177,7 @@ def _new(ctx: Context, argument: str) -> None:
     _flows(ctx).start(
         chat_id=_chat(ctx),
         user_id=_user(ctx),
-        name=CREATE,
+        name=CREATE.name,
         step="channel",
         ttl_ms=conf.workflow_ttl_ms(),
     )
@@ -314,7 +317,7 @@ def _ask_buttons(ctx: Context, argument: str) -> None:
     _ask(ctx, argument, EDIT, "buttons", prompt)
 
 
-def _ask(ctx: Context, argument: str, name: str, step: str, prompt: str) -> None:
+def _ask(ctx: Context, argument: str, kind: WorkflowKind, step: str, prompt: str) -> None:
     post = _post(ctx, argument)
     if post is None:
         return
@@ -322,7 +325,7 @@ def _ask(ctx: Context, argument: str, name: str, step: str, prompt: str) -> None
     _flows(ctx).start(
         chat_id=_chat(ctx),
         user_id=_user(ctx),
-        name=name,
+        name=kind.name,
         step=step,
         ttl_ms=conf.workflow_ttl_ms(),
         data={"post_id": post.pk},
@@ -391,7 +394,7 @@ def _audited(ctx: Context, action: str, post_id: int | None) -> AbstractContextM
 
 
 def _flows(ctx: Context) -> WorkflowStore:
-    return WorkflowStore(ctx.store)
+    return WorkflowStore(ctx.store, CREATE, SCHEDULE, EDIT)
 
 
 def _chat(ctx: Context) -> int:
@@ -402,21 +405,22 @@ def _user(ctx: Context) -> int:
     return int(ctx.sender.user_id or 0)
 
 
-def _current(ctx: Context, name: str) -> Workflow | None:
+def _current(ctx: Context, kind: WorkflowKind) -> Workflow | None:
     workflow = _flows(ctx).get(chat_id=_chat(ctx), user_id=_user(ctx))
-    if workflow is None or workflow.name != name or workflow.expired:
+    if workflow is None or workflow.name != kind.name or workflow.expired or workflow.unreadable:
         return None
     return workflow
 
 
 def _active(ctx: Context) -> Workflow | None:
-    """The sender's workflow for this message; an expired one is ended with a notice."""
+    """The sender's workflow for this message; an expired one, or one of a version this build
+    cannot read, is ended with a notice."""
     workflow = _flows(ctx).get(chat_id=_chat(ctx), user_id=_user(ctx))
     if workflow is None:
         return None
-    if workflow.expired:
+    if workflow.expired or workflow.unreadable:
         _flows(ctx).cancel(chat_id=_chat(ctx), user_id=_user(ctx))
-        ctx.reply(panel.EXPIRED)
+        ctx.reply(panel.EXPIRED if workflow.expired else panel.UNREADABLE)
         return None
     return workflow
 
@@ -491,9 +495,9 @@ _CALLBACKS: dict[str, Callable[[Context, str], None]] = {
 
 ROUTES: list[Route] = [
     Route.on_callback("content:", callback, role=Role.ADMIN),
-    Route.on_workflow(CREATE, create_step, role=Role.ADMIN),
-    Route.on_workflow(SCHEDULE, schedule_step, role=Role.ADMIN),
-    Route.on_workflow(EDIT, edit_step, role=Role.ADMIN),
+    Route.on_workflow(CREATE.name, create_step, role=Role.ADMIN),
+    Route.on_workflow(SCHEDULE.name, schedule_step, role=Role.ADMIN),
+    Route.on_workflow(EDIT.name, edit_step, role=Role.ADMIN),
 ]
 PANEL_ENTRIES: list[PanelEntry] = [
     PanelEntry(gettext_lazy("Channel posts"), "content:list:0", order=300)

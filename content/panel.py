@@ -50,6 +50,9 @@ ASK_BUTTONS = gettext_lazy(
 ASK_TIME = gettext_lazy("When? Send a UTC time like 2026-12-01 18:00, or +2h, +30m, +1d.")
 ASK_TEXT = gettext_lazy("Send the new text (a photo's caption: up to 1024 characters).")
 EXPIRED = gettext_lazy("This has expired. Start again from /panel.")
+UNREADABLE = gettext_lazy(
+    "This cannot be continued after an update of the bot. Start again from /panel."
+)
 
 
 def button(text: str, data: str) -> dict[str, str]:

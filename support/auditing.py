@@ -4,13 +4,15 @@ is "on whom") and, for an answer, whether it reached the user."""
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from support.delivery import Delivery
-from support.flows import Incoming
 from support.models import Ticket
 from telegram_bot.audit import Actor, Step, audit_step, update_step
 from telegram_bot.audit_admin import admin_actor
+
+if TYPE_CHECKING:
+    from support.services import Incoming
 
 
 def _target(ticket: Ticket | None) -> dict[str, Any]:

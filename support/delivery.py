@@ -1,15 +1,16 @@
-"""Outgoing Telegram messages of the support desk, and their bookkeeping.
+"""The support desk's delivery: every message the bot sends for a ticket, and its bookkeeping.
 
 ``deliver(entry)`` does whatever is still pending for a conversation entry (confirm to the
-user, notify the admins, send an answer to the user) and records it, so running it again for
-the same entry (a re-delivered update) sends nothing twice. Admin notifications go through the
-core's isolated ``notify_admins``: a transient failure is retried by the core's job, and a
+user, notify the admins, send an answer to the user) and records it on the entry's row, so
+running it again for the same entry (a re-delivered update) sends nothing twice. The tickets
+service (``services``) calls it after each write has committed. Admin notifications go through
+the core's isolated ``notify_admins``: a transient failure is retried by the core's job, and a
 notice that arrives late is linked to the ticket (and followed by the user's file) by the
 ``support.admin_notice_sent`` job.
 
 The message to the user is sent at most once automatically:
 
-1. Claim: a conditional UPDATE (``services.entry_delivery_claim``) gives the send to exactly
+1. Claim: a conditional UPDATE (``entry_delivery_claim``) gives the send to exactly
    one of the senders of an entry (the update's handler, a re-delivery of it, the
    support.deliver job, the admin site's Retry button), with a deadline after which an
    attempt that never came back is presumed dead.
@@ -28,15 +29,18 @@ The message to the user is sent at most once automatically:
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from support import selectors, services
+from support import selectors
 from support.conf import reopen_window
 from support.errors import DeliveryInProgressError
 from support.models import Ticket, TicketBotMessage, TicketMessage
@@ -63,7 +67,8 @@ NO_CAPTION = {"sendVideoNote"}
 RETRY_JOB = "support.deliver"
 # Queued by the core when an admin's notice of an entry arrived late (its retry job).
 ADMIN_NOTICE_SENT_JOB = "support.admin_notice_sent"
-RETRYING = services.RETRYING
+# Ends the delivery error of a transient failure that the support.deliver job retries.
+RETRYING = "; retrying automatically"
 UNCERTAIN = "delivery uncertain"
 Event = TicketMessage.Event
 
@@ -91,6 +96,40 @@ def deliver(entry: TicketMessage, *, client: TelegramClient | None = None) -> De
     return result
 
 
+def retry(entry: TicketMessage) -> Delivery:
+    """An admin's "Retry delivery": send the user an entry whose delivery failed, or whose
+    outcome is uncertain (the admin decided it did not arrive). Never while another attempt
+    is sending it: the claim lets only one of them send."""
+    entry_delivery_retry(entry=entry)
+    entry.refresh_from_db()
+    return deliver(entry)
+
+
+def report(ticket: Ticket, result: Delivery) -> str:
+    """What the admin who answered in Telegram is told."""
+    if result.in_progress:
+        return _("The message to the user of ticket #%(number)s is being sent right now.") % {
+            "number": ticket.number
+        }
+    if result.uncertain:
+        return _(
+            "Delivery to the user of ticket #%(number)s is uncertain: %(error)s. "
+            "It may have arrived, so it is not sent again automatically: check with the "
+            "user, and use Retry delivery on the ticket in the admin site if it did not "
+            "arrive."
+        ) % {"number": ticket.number, "error": result.error}
+    if result.delivered is False and result.retrying:
+        return _(
+            "Not delivered to the user of ticket #%(number)s yet: %(error)s. "
+            "It is retried automatically."
+        ) % {"number": ticket.number, "error": result.error}
+    if result.delivered is False:
+        return _(
+            "Not delivered to the user of ticket #%(number)s: %(error)s. It is saved in the ticket."
+        ) % {"number": ticket.number, "error": result.error}
+    return _("Sent to the user of ticket #%(number)s.") % {"number": ticket.number}
+
+
 def buttons(ticket: Ticket) -> dict[str, Any]:
     """Reply and Resolve, under every admin notification of an open ticket."""
     return {
@@ -106,7 +145,7 @@ def buttons(ticket: Ticket) -> dict[str, Any]:
 def link_admin_message(ticket: Ticket, sent: dict[str, Any]) -> None:
     """Make a bot message in an admin's chat (a prompt, an acknowledgement) point at the
     ticket, so that replying to it answers the ticket."""
-    services.bot_message_link(
+    bot_message_link(
         ticket_id=ticket.pk,
         entry=None,
         chat_id=sent["chat"]["id"],
@@ -203,7 +242,7 @@ def _attempt(
         )
         language = default_language()
     now = timezone.now()
-    token = services.entry_delivery_claim(
+    token = entry_delivery_claim(
         entry_id=entry.pk,
         deadline=now + timedelta(seconds=SEND_WINDOW_SECONDS),
         after_failure=after_failure,
@@ -213,7 +252,7 @@ def _attempt(
     purpose = f"support #{ticket.number}"
 
     def sent(message_id: int) -> _Attempt:
-        services.entry_user_notified(entry=entry, chat_id=ticket.chat_id, message_id=message_id)
+        entry_user_notified(entry=entry, chat_id=ticket.chat_id, message_id=message_id)
         return _Attempt(_SENT)
 
     def refused(exc: TelegramApiError) -> _Attempt:
@@ -224,13 +263,13 @@ def _attempt(
         # The suffix survives the column's 500 characters: the retry job claims only an entry
         # whose error ends with RETRYING (a long 5xx text cut it off, and nothing retried).
         error = why[: 500 - len(suffix)] + suffix
-        recorded = services.entry_delivery_failed(entry=entry, error=error, token=token)
+        recorded = entry_delivery_failed(entry=entry, error=error, token=token)
         return _Attempt(_FAILED, why, exc, recorded=recorded)
 
     def unknown(why: str, exc: BaseException) -> _Attempt:
         if isinstance(exc, TelegramApiError):
             why = _why(exc, delivery_failed(ticket.chat_id, purpose, exc))
-        services.entry_delivery_uncertain(entry=entry, error=_uncertain(why), token=token)
+        entry_delivery_uncertain(entry=entry, error=_uncertain(why), token=token)
         log.warning("support #%s entry %s: %s (%s)", ticket.number, entry.pk, UNCERTAIN, why)
         return _Attempt(_UNCERTAIN, why, exc if isinstance(exc, TelegramApiError) else None)
 
@@ -255,7 +294,7 @@ def _not_claimed(entry: TicketMessage, now: datetime) -> _Attempt:
     # That attempt never came back (its process died, or it is stuck past every timeout):
     # whether its message arrived is unknown.
     why = "the attempt to send it did not finish"
-    if services.entry_delivery_uncertain(entry=row, error=_uncertain(why), token=token):
+    if entry_delivery_uncertain(entry=row, error=_uncertain(why), token=token):
         return _Attempt(_UNCERTAIN, why)
     return _Attempt(_NOTHING)
 
@@ -345,8 +384,8 @@ def _send_file(client: TelegramClient, entry: TicketMessage, **params: Any) -> d
 
 def _user_notice(ticket: Ticket, entry: TicketMessage) -> str:
     number = ticket.number
-    days = reopen_window().days
     if entry.event == Event.CLOSED_BY_USER:
+        days = reopen_window().days
         return ngettext(
             "Ticket #%(number)s is closed. To reopen it within %(count)d day, reply to this "
             "message.",
@@ -355,6 +394,7 @@ def _user_notice(ticket: Ticket, entry: TicketMessage) -> str:
             days,
         ) % {"number": number, "count": days}
     if entry.event == Event.RESOLVED:
+        days = reopen_window().days
         return ngettext(
             "Ticket #%(number)s was resolved by support. Not solved? Reply to this message "
             "within %(count)d day to reopen it.",
@@ -398,7 +438,7 @@ def _notify_admins(client: TelegramClient, ticket: Ticket, entry: TicketMessage)
         on_sent=FollowUp(ADMIN_NOTICE_SENT_JOB, {"entry_id": entry.pk}),
         # Claimed on the row right before the first send (a failure reading the admins
         # claims nothing): a run that finds it claimed and not recorded does not send again.
-        claim=lambda: services.entry_admins_notice_claim(entry=entry),
+        claim=lambda: entry_admins_notice_claim(entry=entry),
     )
     if report.claimed_elsewhere:
         # Another run is sending it, or one stopped between sending and recording (the
@@ -408,12 +448,12 @@ def _notify_admins(client: TelegramClient, ticket: Ticket, entry: TicketMessage)
             ticket.number,
             entry.pk,
         )
-        services.entry_admins_notified(entry=entry, messages=[])
+        entry_admins_notified(entry=entry, messages=[])
         return
     messages = [(admin, int(sent["message_id"])) for admin, sent in report.sent.items()]
     if entry.file_id:
         messages += _send_file_to_admins(client, ticket, entry, report.sent, markup)
-    services.entry_admins_notified(entry=entry, messages=messages)
+    entry_admins_notified(entry=entry, messages=messages)
 
 
 def admin_notice_arrived(
@@ -432,14 +472,7 @@ def admin_notice_arrived(
         _, markup = _admin_notice(ticket, entry)
         notice = {chat_id: {"message_id": message_id}}
         messages += _send_file_to_admins(client, ticket, entry, notice, markup)
-    for admin_chat, sent_id in messages:
-        services.bot_message_link(
-            ticket_id=ticket.pk,
-            entry=entry,
-            chat_id=admin_chat,
-            message_id=sent_id,
-            audience=TicketBotMessage.Audience.ADMIN,
-        )
+    _link_admin_copies(entry, messages)
 
 
 def _admin_notice(ticket: Ticket, entry: TicketMessage) -> tuple[str, dict[str, Any] | None]:
@@ -500,3 +533,155 @@ def _entry_summary(entry: TicketMessage) -> str:
         return entry.text
     label = f"[{entry.kind}{': ' + entry.file_name if entry.file_name else ''}]"
     return f"{label} {entry.text}".strip()
+
+
+# --- delivery bookkeeping --------------------------------------------------------------------
+def entry_delivery_claim(
+    *, entry_id: int, deadline: datetime, after_failure: bool
+) -> uuid.UUID | None:
+    """Claim the send of ``entry_id``'s message to the user; return the attempt token, or None
+    if another sender has it (delivered, in flight, or uncertain).
+
+    One conditional UPDATE: whoever changes the row owns the send, so two concurrent senders
+    (the support.deliver job and the admin site's Retry button, say) never both send.
+    ``after_failure`` (the support.deliver job) also allows an entry whose last attempt failed
+    transiently (its error ends with ``RETRYING``); without it only an entry with no recorded
+    failure is claimed. A permanent failure is sent again only after an admin's Retry.
+    """
+    token = uuid.uuid4()
+    unclaimed = TicketMessage.objects.filter(
+        pk=entry_id,
+        user_notified_at__isnull=True,
+        delivery_attempt_token__isnull=True,
+        delivery_uncertain=False,
+    )
+    if after_failure:
+        unclaimed = unclaimed.filter(Q(delivery_error="") | Q(delivery_error__endswith=RETRYING))
+    else:
+        unclaimed = unclaimed.filter(delivery_error="")
+    claimed = unclaimed.update(delivery_attempt_token=token, delivery_attempt_deadline=deadline)
+    return token if claimed else None
+
+
+@transaction.atomic
+def entry_user_notified(*, entry: TicketMessage, chat_id: int, message_id: int) -> None:
+    """The user's chat got the bot message for ``entry``; replying to it addresses the ticket.
+
+    Not fenced on the attempt token: a message that arrived is a fact, even when its attempt
+    was presumed dead (or marked uncertain) meanwhile.
+    """
+    TicketMessage.objects.filter(pk=entry.pk).update(
+        user_notified_at=timezone.now(),
+        delivery_error="",
+        delivery_uncertain=False,
+        delivery_attempt_token=None,
+        delivery_attempt_deadline=None,
+    )
+    bot_message_link(
+        ticket_id=entry.ticket_id,
+        entry=entry,
+        chat_id=chat_id,
+        message_id=message_id,
+        audience=TicketBotMessage.Audience.USER,
+    )
+
+
+def entry_delivery_failed(*, entry: TicketMessage, error: str, token: uuid.UUID) -> bool:
+    """The attempt ``token`` got an answer saying the message was not sent: release the claim
+    (the job, or an admin, may try again). False if the attempt no longer owned the entry."""
+    return bool(
+        TicketMessage.objects.filter(
+            pk=entry.pk, delivery_attempt_token=token, user_notified_at__isnull=True
+        ).update(
+            delivery_error=error[:500] or "failed",
+            delivery_attempt_token=None,
+            delivery_attempt_deadline=None,
+        )
+    )
+
+
+def entry_delivery_uncertain(*, entry: TicketMessage, error: str, token: uuid.UUID) -> bool:
+    """The attempt ``token`` ended without knowing whether the message arrived: mark it so
+    that nothing sends it again automatically. False if the attempt no longer owned it."""
+    return bool(
+        TicketMessage.objects.filter(
+            pk=entry.pk,
+            delivery_attempt_token=token,
+            user_notified_at__isnull=True,
+            delivery_uncertain=False,
+        ).update(delivery_error=error[:500] or "outcome unknown", delivery_uncertain=True)
+    )
+
+
+def entry_delivery_retry(*, entry: TicketMessage) -> None:
+    """An admin asks to send it again: forget a failed or uncertain attempt (never one that is
+    still in flight).
+
+    The UPDATE filters on the entry's own columns only: a filter across the ticket made it
+    ``WHERE id IN (SELECT ...)``, which PostgreSQL judges on the row as the statement first
+    saw it, so a reset that waited for a concurrent claim dropped that claim once committed,
+    and the answer went out twice."""
+    if not Ticket.objects.filter(pk=entry.ticket_id, chat_id__lt=ANONYMOUS_BASE).exists():
+        return  # its user was erased: there is nobody to send it to
+    TicketMessage.objects.filter(pk=entry.pk, user_notified_at__isnull=True).filter(
+        Q(delivery_attempt_token__isnull=True) | Q(delivery_uncertain=True)
+    ).update(
+        delivery_error="",
+        delivery_uncertain=False,
+        delivery_attempt_token=None,
+        delivery_attempt_deadline=None,
+    )
+
+
+def entry_admins_notice_claim(*, entry: TicketMessage) -> bool:
+    """Claim the admins' notice of ``entry`` (one conditional UPDATE): True for the one run
+    that may send it."""
+    return bool(
+        TicketMessage.objects.filter(
+            pk=entry.pk, admins_notified_at__isnull=True, admins_notice_claimed_at__isnull=True
+        ).update(admins_notice_claimed_at=timezone.now())
+    )
+
+
+@transaction.atomic
+def entry_admins_notified(*, entry: TicketMessage, messages: list[tuple[int, int]]) -> None:
+    """The admins were notified of ``entry`` with ``messages`` (admin chat, message id)."""
+    TicketMessage.objects.filter(pk=entry.pk).update(admins_notified_at=timezone.now())
+    _link_admin_copies(entry, messages)
+
+
+def _link_admin_copies(entry: TicketMessage, messages: list[tuple[int, int]]) -> None:
+    """Replying to any of ``messages`` (admin chat, message id) answers ``entry``'s ticket."""
+    for chat_id, message_id in messages:
+        bot_message_link(
+            ticket_id=entry.ticket_id,
+            entry=entry,
+            chat_id=chat_id,
+            message_id=message_id,
+            audience=TicketBotMessage.Audience.ADMIN,
+        )
+
+
+def bot_message_link(
+    *,
+    ticket_id: int,
+    entry: TicketMessage | None,
+    chat_id: int,
+    message_id: int,
+    audience: str,
+) -> None:
+    """Remember that the bot's message ``message_id`` in ``chat_id`` belongs to the ticket.
+
+    A message to the user is linked only while the ticket is still theirs: under the ticket's
+    lock, an erasure that finished during the send (it gave the ticket an anonymous chat) is
+    seen, and no row ties the person's chat to the erased ticket again."""
+    with transaction.atomic():
+        if audience == TicketBotMessage.Audience.USER and not (
+            Ticket.objects.select_for_update().filter(pk=ticket_id, chat_id=chat_id).exists()
+        ):
+            return
+        TicketBotMessage.objects.get_or_create(
+            chat_id=chat_id,
+            message_id=message_id,
+            defaults={"ticket_id": ticket_id, "entry": entry, "audience": audience},
+        )

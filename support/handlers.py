@@ -1,5 +1,5 @@
-"""Telegram handlers of the support desk (thin: read the update, make one call to
-``conversation``, render what it returns).
+"""Telegram handlers of the support desk (thin: read the update, make one call to the tickets
+service, render what it returns).
 
 Commands: ``/support [text]`` (private; without text it waits for one message, a workflow with
 a TTL) and ``/close [N]``. Plain private messages: follow-ups, replies that reopen, and admins'
@@ -16,90 +16,89 @@ from functools import wraps
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from support import conversation, delivery
-from support.conversation import OPEN_WORKFLOW, REPLY_WORKFLOW, Pressed, Say
-from support.flows import Incoming
+from support import delivery, services
+from support.services import Incoming, Pressed, Say
 from support.validation import Content, check_message_content
 from telegram_bot.admins import Role
 from telegram_bot.errors import TelegramApiError, ValidationError
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import PanelEntry, Route
-from telegram_bot.state.workflows import WorkflowStore
 from telegram_bot.updates import User
 
 log = logging.getLogger(__name__)
 
 
-def _needs_sender(handler: Callable[[Context], None]) -> Callable[[Context], None]:
-    """Tickets, workflows and answers belong to a Telegram user: an update that names none
-    (a message without ``from``) is ignored here, never filed under user 0."""
+def _from_sender(handler: Callable[[Context, Incoming], None]) -> Callable[[Context], None]:
+    """Read the update into ``Incoming`` once, for the handler. Tickets, workflows and answers
+    belong to a Telegram user: an update that names none (a message without ``from``) is
+    ignored here, never filed under user 0."""
 
     @wraps(handler)
     def checked(ctx: Context) -> None:
-        if not ctx.sender.user_id or ctx.chat_id is None:
+        incoming = _incoming(ctx)
+        if incoming is None:
             log.info("update %s: no sender, ignored by support", ctx.update.update_id)
             return
-        handler(ctx)
+        handler(ctx, incoming)
 
     return checked
 
 
 # --- commands --------------------------------------------------------------------------------
-@_needs_sender
-def support_command(ctx: Context) -> None:
+@_from_sender
+def support_command(ctx: Context, incoming: Incoming) -> None:
     if not ctx.in_private:
         ctx.reply(_("To contact support, send /support to me in a private chat."))
         return
-    _say(ctx, conversation.support_command(_incoming(ctx), _args(ctx), WorkflowStore(ctx.store)))
+    _say(ctx, services.support_command(incoming, ctx.store))
 
 
-@_needs_sender
-def close_command(ctx: Context) -> None:
-    _say(ctx, conversation.close_command(_incoming(ctx), _args(ctx)))
+@_from_sender
+def close_command(ctx: Context, incoming: Incoming) -> None:
+    _say(ctx, services.close_command(incoming))
 
 
 # --- plain private messages and workflows ----------------------------------------------------
-@_needs_sender
-def private_message(ctx: Context) -> None:
+@_from_sender
+def private_message(ctx: Context, incoming: Incoming) -> None:
     """The handler of plain private messages: follow-ups, reopening, admins' replies."""
-    _say(ctx, conversation.private_message(_incoming(ctx)))
+    _say(ctx, services.private_message(incoming))
 
 
-@_needs_sender
-def open_step(ctx: Context) -> None:
+@_from_sender
+def open_step(ctx: Context, incoming: Incoming) -> None:
     """The one message after ``/support``."""
-    _say(ctx, conversation.open_step(_incoming(ctx), WorkflowStore(ctx.store)))
+    _say(ctx, services.open_step(incoming, ctx.store))
 
 
-@_needs_sender
-def reply_step(ctx: Context) -> None:
+@_from_sender
+def reply_step(ctx: Context, incoming: Incoming) -> None:
     """The one message after an admin pressed Reply."""
-    _say(ctx, conversation.reply_step(_incoming(ctx), WorkflowStore(ctx.store)))
+    _say(ctx, services.reply_step(incoming, ctx.store))
 
 
 # --- buttons ---------------------------------------------------------------------------------
-@_needs_sender
-def reply_button(ctx: Context) -> None:
-    data = ctx.update.callback_data
-    _press(ctx, conversation.reply_pressed(_incoming(ctx), data, WorkflowStore(ctx.store)))
+@_from_sender
+def reply_button(ctx: Context, incoming: Incoming) -> None:
+    _press(ctx, services.reply_pressed(incoming, ctx.update.callback_data, ctx.store))
 
 
-@_needs_sender
-def resolve_button(ctx: Context) -> None:
-    _press(ctx, conversation.resolve_pressed(_incoming(ctx), ctx.update.callback_data))
+@_from_sender
+def resolve_button(ctx: Context, incoming: Incoming) -> None:
+    _press(ctx, services.resolve_pressed(incoming, ctx.update.callback_data))
 
 
-@_needs_sender
-def close_button(ctx: Context) -> None:
-    _press(ctx, conversation.close_pressed(_incoming(ctx), ctx.update.callback_data))
+@_from_sender
+def close_button(ctx: Context, incoming: Incoming) -> None:
+    _press(ctx, services.close_pressed(incoming, ctx.update.callback_data))
 
 
 def list_button(ctx: Context) -> None:
-    _press(ctx, conversation.list_pressed(ctx.update.callback_data))
+    _press(ctx, services.list_pressed(ctx.update.callback_data))
 
 
 def view_button(ctx: Context) -> None:
-    _press(ctx, conversation.view_pressed(ctx.update.callback_data))
+    _press(ctx, services.view_pressed(ctx.update.callback_data))
 
 
 def invalid_button(ctx: Context) -> None:
@@ -107,36 +106,38 @@ def invalid_button(ctx: Context) -> None:
 
 
 # --- reading the update, rendering the answer --------------------------------------------------
-def _incoming(ctx: Context) -> Incoming:
-    message = ctx.update.effective_message
-    reply_to = message.reply_to_message if message is not None else None
+def _incoming(ctx: Context) -> Incoming | None:
+    """The update as the desk sees it, each part read once; None when it names no sender."""
+    update = ctx.update
+    user, chat, message = update.user, update.chat, update.effective_message
+    if user is None or chat is None or not ctx.sender.user_id:
+        return None
+    command = ctx.command
     content: Content | None = None
     error = ""
-    if ctx.update.message is not None and ctx.command is None:
+    if update.message is not None and command is None:
         try:
-            content = check_message_content(ctx.update.message)
+            content = check_message_content(update.message)
         except ValidationError as exc:
             error = exc.user_message
+    reply_to = message.reply_to_message if message is not None else None
     return Incoming(
-        update_id=ctx.update.update_id,
-        chat_id=int(ctx.chat_id or 0),
-        user_id=int(ctx.sender.user_id or 0),
-        user_name=_display_name(ctx.update.user),
+        update_id=update.update_id,
+        chat_id=chat.id,
+        user_id=int(ctx.sender.user_id),
+        user_name=_display_name(user),
         message_id=message.message_id if message is not None else 0,
         reply_to_message_id=reply_to.message_id if reply_to is not None else None,
         content=content,
         content_error=error,
-        is_admin=ctx.sender.is_admin,
+        args=command.args if command is not None else "",
+        # Asked for plain messages and buttons only (a BotAdmin row may be read): commands
+        # never use it.
+        is_admin=ctx.sender.is_admin if command is None else False,
     )
 
 
-def _args(ctx: Context) -> str:
-    return ctx.command.args if ctx.command else ""
-
-
-def _display_name(user: User | None) -> str:
-    if user is None:
-        return ""
+def _display_name(user: User) -> str:
     name = user.full_name.strip()
     if user.username:
         name = f"{name} (@{user.username})".strip()
@@ -187,8 +188,8 @@ ROUTES: list[Route] = [
         help=gettext_lazy("close your support ticket"),
         chat_types=("private",),
     ),
-    Route.on_workflow(OPEN_WORKFLOW, open_step),
-    Route.on_workflow(REPLY_WORKFLOW, reply_step, role=Role.ADMIN),
+    Route.on_workflow(services.OPEN.name, open_step),
+    Route.on_workflow(services.REPLY.name, reply_step, role=Role.ADMIN),
     Route.on_callback("sup:reply:", reply_button, role=Role.ADMIN),
     Route.on_callback("sup:resolve:", resolve_button, role=Role.ADMIN),
     Route.on_callback("sup:list:", list_button, role=Role.ADMIN),

@@ -20,11 +20,6 @@ def ticket_by_number(*, bot_id: int, number: int) -> Ticket | None:
     return Ticket.objects.filter(bot_id=bot_id, number=number).first()
 
 
-def entry_for_update(update_id: int) -> TicketMessage | None:
-    """The conversation entry an update already created (a re-delivered update), if any."""
-    return TicketMessage.objects.select_related("ticket").filter(update_id=update_id).first()
-
-
 def open_tickets_of(user_id: int) -> QuerySet[Ticket]:
     """The user's open tickets, newest first."""
     return Ticket.objects.filter(user_id=user_id, status=Ticket.Status.OPEN).order_by(

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.utils.translation import gettext
 
-from support import delivery, services
+from support import delivery
 from support.models import TicketMessage
 from telegram_bot.jobs.runner import JobRun
 from telegram_bot.privacy import ANONYMOUS_BASE
@@ -34,7 +34,7 @@ def _deliver_rerun_refusal(payload: dict[str, Any]) -> str | None:
         return gettext("the message was delivered, or its ticket is gone")
     if entry.ticket.chat_id >= ANONYMOUS_BASE:
         return gettext("the ticket's user was erased")
-    if entry.delivery_uncertain or not entry.delivery_error.endswith(services.RETRYING):
+    if entry.delivery_uncertain or not entry.delivery_error.endswith(delivery.RETRYING):
         return gettext('use the ticket\'s "Retry delivery" instead')
     return None
 

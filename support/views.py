@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
-from support import assignees, flows, selectors
+from support import assignees, delivery, selectors, services
 from support.auditing import admin_site_step, note_delivery
 from support.conf import MAX_TEXT_LENGTH, reopen_window
 from support.delivery import Delivery
@@ -33,7 +33,7 @@ from telegram_bot.privacy import ANONYMOUS_BASE
 def ticket_detail(
     request: HttpRequest, ticket: Ticket, admin_context: dict[str, Any]
 ) -> HttpResponse:
-    flows.settle_stale_deliveries(ticket)
+    delivery.settle_stale(ticket)
     entries = selectors.conversation(ticket)
     context = {
         **admin_context,
@@ -55,7 +55,7 @@ def ticket_detail(
 def ticket_reply_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
     def reply(origin: Origin) -> Any:
         content = check_text(request.POST.get("text", ""))
-        return flows.admin_reply(
+        return services.admin_reply(
             ticket_id=ticket.pk, author=_author(request), origin=origin, content=content
         )
 
@@ -71,7 +71,7 @@ def ticket_reply_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
 @require_POST
 def ticket_resolve_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
     def resolve(origin: Origin) -> Any:
-        return flows.resolve(ticket_id=ticket.pk, author=_author(request), origin=origin)
+        return services.resolve(ticket_id=ticket.pk, author=_author(request), origin=origin)
 
     return _act(
         request,
@@ -85,7 +85,7 @@ def ticket_resolve_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
 @require_POST
 def ticket_reopen_view(request: HttpRequest, ticket: Ticket) -> HttpResponse:
     def reopen(origin: Origin) -> Any:
-        return flows.reopen(ticket_id=ticket.pk, author=_author(request), origin=origin)
+        return services.reopen(ticket_id=ticket.pk, author=_author(request), origin=origin)
 
     return _act(
         request,
@@ -130,7 +130,7 @@ def entry_retry_view(request: HttpRequest, ticket: Ticket, entry_id: int) -> Htt
         messages.error(request, gettext("Its user's data was erased: nothing can be sent."))
         return _back(ticket)
     with admin_site_step(request, ticket, "ticket.retry_delivery") as step:
-        result = flows.retry_delivery(entry)
+        result = delivery.retry(entry)
         note_delivery(step, result)
     if result.delivered is None and not result.in_progress:
         # Nothing sent by this attempt: delivered by another one, or given up by it.

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from django.db import connections
 
-from community import members
 from community.member_state import FAILED, LEFT, PASSED, TIMEOUT, MemberStore
+from community.services import members
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.runner import new_owner, run_due
 from telegram_bot.pipeline.process import Outcome, process_update

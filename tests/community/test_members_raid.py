@@ -12,8 +12,8 @@ import pytest
 from django.db import connections
 from django.utils import timezone
 
-from community import raid
 from community.member_state import MemberStore
+from community.services import raid
 from telegram_bot.jobs.models import Job
 from telegram_bot.jobs.runner import new_owner, run_due
 from telegram_bot.state import KVStore

@@ -211,7 +211,19 @@ def test_ordinary_group_messages_cost_the_joins_observer_nothing(
     def no_store() -> Any:
         raise AssertionError("the KV store was used for an ordinary message")
 
-    monkeypatch.setattr("community.members.get_store", no_store)
+    monkeypatch.setattr("community.services.members.get_store", no_store)
     update = parse_update(make_message_update("hello", chat_id=GROUP, user_id=ANN))
     with django_assert_num_queries(0):
         handlers.on_service_message(SimpleNamespace(update=update))  # type: ignore[arg-type]
+
+
+def test_a_placeholder_in_a_members_name_is_not_expanded(
+    bot: FakeTelegramServer, post_update: Any
+) -> None:
+    """render() replaces the placeholders one after the other, so a value put in by an earlier
+    one (the member's name) is itself searched for the later ones. A name of nine "{rules}"
+    multiplies the rules into the welcome (past Telegram's 4,096: no welcome at all)."""
+    make_policy(welcome_enabled=True, welcome_text="Hi {first_name}!", rules_text="Be kind. " * 100)
+    processed(post_update, join_update(ANN, first_name="{rules}"))
+    [call] = succeeded(bot, "sendMessage")
+    assert call.params["text"] == "Hi {rules}!", call.params["text"][:80]

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from community import services
 from community.models import ChatPolicy
 from community.records import CLOSED, DECIDING, DONE, PENDING, STAGE_ADMINS
+from community.services import join_decisions, join_requests
 from telegram_bot import notifications as core_notifications
 from telegram_bot.errors import StateUnavailableError
 from telegram_bot.jobs.models import Job, JobStatus
@@ -77,10 +77,12 @@ def deliver(request: pytest.FixtureRequest, post_update: Any) -> Deliver:
 
 
 def fail_once(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
-    """Make ``services.<name>`` raise StateUnavailableError the first time it is called (the
-    KV store went away right then); return the list of calls made so far."""
+    """Make the join-request service ``name`` (of ``join_requests`` or ``join_decisions``)
+    raise StateUnavailableError the first time it is called (the KV store went away right
+    then); return the list of calls made so far."""
     unreachable = StateUnavailableError("the KV store is unreachable")
-    return fail_once_in(monkeypatch, services, name, unreachable)
+    module = join_requests if hasattr(join_requests, name) else join_decisions
+    return fail_once_in(monkeypatch, module, name, unreachable)
 
 
 def texts_to(bot: FakeTelegramServer, chat_id: int) -> list[str]:
@@ -106,7 +108,7 @@ def redeliver(deliver: Deliver, store: KVStore, update: dict[str, Any]) -> str:
 
 
 def decide_jobs(status: str = JobStatus.QUEUED) -> list[Job]:
-    return list(Job.objects.filter(kind=services.DECIDE_JOB, status=status))
+    return list(Job.objects.filter(kind=join_decisions.DECIDE_JOB, status=status))
 
 
 # --- 1. a join request delivered twice is received once ---------------------------------------
@@ -161,7 +163,7 @@ def test_a_redelivered_join_request_asks_the_question_once(
     assert redeliver(deliver, memory_store, update) == "processed"
     [question] = bot.calls_to("sendMessage")
     assert question.params["chat_id"] == REQUESTER
-    [job] = Job.objects.filter(kind=services.TIMEOUT_JOB)
+    [job] = Job.objects.filter(kind=join_requests.TIMEOUT_JOB)
     assert job.status == JobStatus.QUEUED
     assert notifications(bot) == []
 
@@ -181,7 +183,7 @@ def test_a_delivery_that_failed_before_notifying_is_finished_by_the_redelivery(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     BotAdmin.objects.create(telegram_id=ADMIN)
-    fail_once(monkeypatch, "_hand_to_admins")
+    fail_once(monkeypatch, "hand_to_admins")
     update = join_update()
     assert deliver(update) == "unavailable"  # the claim is released: Telegram sends it again
     assert notifications(bot) == []
@@ -208,7 +210,7 @@ def test_a_delivery_that_failed_before_asking_is_finished_by_the_redelivery(
     assert deliver(update) == "processed"
     [question] = bot.calls_to("sendMessage")
     assert question.params["chat_id"] == REQUESTER
-    assert Job.objects.filter(kind=services.TIMEOUT_JOB).count() == 1
+    assert Job.objects.filter(kind=join_requests.TIMEOUT_JOB).count() == 1
     record = record_of(f"jr:a:{only_token(memory_store)}")
     assert record is not None and record.asked and record.pending
 
@@ -246,7 +248,7 @@ def test_a_decide_job_finishes_a_hand_off_that_stopped_before_notifying(
     fail_once_in(monkeypatch, core_notifications, "admin_ids")
     assert deliver(join_update()) == "unavailable"
     token = only_token(memory_store)
-    services.join_request_retry(token=token, attempt=2, last_attempt=False)
+    join_decisions.join_request_retry(token=token, attempt=2, last_attempt=False)
     assert sorted(call.params["chat_id"] for call in notifications(bot)) == [ADMIN, OWNER_ID]
     record = record_of(f"jr:a:{token}")
     assert record is not None and record.pending and record.notified
@@ -262,11 +264,11 @@ def test_an_answer_whose_run_failed_leaves_the_timeout_job_to_decide(
     finds no workflow, so the timeout job must still be there, and decide at its deadline."""
     question_policy(CHAT, on_timeout=ChatPolicy.Fallback.DECLINE)
     assert deliver(join_update()) == "processed"
-    fail_once_in(monkeypatch, services, "policy_for_chat")
+    fail_once_in(monkeypatch, join_requests, "policy_for_chat")
     answer = make_message_update("four", chat_id=REQUESTER, user_id=REQUESTER)
     assert deliver(answer) == "unavailable"
     deliver(answer)
-    [job] = Job.objects.filter(kind=services.TIMEOUT_JOB)
+    [job] = Job.objects.filter(kind=join_requests.TIMEOUT_JOB)
     assert job.status == JobStatus.QUEUED
     make_jobs_due()
     run_due("test-worker")
@@ -282,7 +284,7 @@ def test_an_answer_that_decides_cancels_the_timeout_job(
     assert deliver(join_update()) == "processed"
     answer = make_message_update("four", chat_id=REQUESTER, user_id=REQUESTER)
     assert deliver(answer) == "processed"
-    [job] = Job.objects.filter(kind=services.TIMEOUT_JOB)
+    [job] = Job.objects.filter(kind=join_requests.TIMEOUT_JOB)
     assert job.status == JobStatus.CANCELLED
     assert [c.params["user_id"] for c in bot.calls_to("approveChatJoinRequest")] == [REQUESTER]
 
@@ -331,7 +333,7 @@ def stuck_approval(
     action: str = "Approve",
 ) -> tuple[dict[str, str], dict[str, Any]]:
     """Two admins, a welcome; Olga presses, Telegram accepts, then the KV store fails in
-    ``services.<fail>``: 503, and Telegram delivers the press again."""
+    ``<fail>``: 503, and Telegram delivers the press again."""
     BotAdmin.objects.create(telegram_id=ADMIN)
     ChatPolicy.objects.create(chat_id=CHAT, welcome_enabled=True, welcome_text="Hi {name}")
     assert deliver(join_update()) == "processed"
@@ -343,7 +345,7 @@ def stuck_approval(
     record = record_of(data[action])
     assert record is not None and record.status == DECIDING
     [watchdog] = decide_jobs()
-    assert watchdog.next_attempt >= before + timedelta(seconds=services.WATCHDOG_SECONDS)
+    assert watchdog.next_attempt >= before + timedelta(seconds=join_decisions.WATCHDOG_SECONDS)
     assert deliver(press) == "processed"  # the re-delivery: the decision is in progress
     assert alerts(bot)[-1].endswith(", in progress.")
     assert run_due("test") == 0  # the watchdog waits for the send window to pass
@@ -380,7 +382,7 @@ def test_the_watchdog_finishes_an_approval_whose_settle_failed(
     assert run_due("test") == 1
     assert_approved_once(bot, data)
     assert len(bot.calls_to("approveChatJoinRequest")) == 2
-    assert Job.objects.get(kind=services.DECIDE_JOB).status == JobStatus.SUCCEEDED
+    assert Job.objects.get(kind=join_decisions.DECIDE_JOB).status == JobStatus.SUCCEEDED
 
     # A later press, or another re-delivery, says it is decided and changes nothing.
     assert deliver(press_update(data["Decline"], user_id=ADMIN)) == "processed"
@@ -483,7 +485,7 @@ def test_a_decision_that_settles_cancels_its_watchdog(
     assert deliver(join_update()) == "processed"
     data = button_data(notifications(bot)[0])
     assert deliver(press_update(data["Approve"], user_id=OWNER_ID)) == "processed"
-    [job] = Job.objects.filter(kind=services.DECIDE_JOB)
+    [job] = Job.objects.filter(kind=join_decisions.DECIDE_JOB)
     assert job.status == JobStatus.CANCELLED
     make_jobs_due()
     assert run_due("test") == 0

@@ -276,3 +276,25 @@ def test_an_out_of_range_time_is_answered_and_the_conversation_goes_on(
     say(post_update, "+2h")  # still in the schedule conversation
     post.refresh_from_db()
     assert post.status == PostStatus.SCHEDULED
+
+
+def test_a_creation_stored_before_versions_goes_on_and_a_newer_ones_is_ended(
+    bot: FakeTelegramServer, post_update: Any, memory_store: Any
+) -> None:
+    """The panel's conversations across deploys: a creation stored by the build before
+    workflows had versions (no ``v``) goes on; one of a version this build cannot read is ended
+    with a notice, nothing crashes."""
+    key = f"workflow:{OWNER_ID}:{OWNER_ID}"
+    press(post_update, "content:new")
+    say(post_update, "https://t.me/news_channel")
+    previous = {k: v for k, v in memory_store.get(key).items() if k != "v"}
+    memory_store.set(key, previous)
+    say(post_update, "Launch day!")
+    assert "Buttons under the post" in last_reply(bot).params["text"]
+    memory_store.set(key, {**memory_store.get(key), "v": 2, "data": {"draft": {"text": "x"}}})
+    say(post_update, "Site | https://example.org")
+    assert last_reply(bot).params["text"] == (
+        "This cannot be continued after an update of the bot. Start again from /panel."
+    )
+    assert not Post.objects.exists()
+    assert memory_store.get(key) is None

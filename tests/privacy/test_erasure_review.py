@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from community import services as community_services
 from community.models import ChatPolicy
-from support import delivery, flows
+from community.services import join_requests
+from support import delivery
 from support import services as support_services
 from support.models import Ticket, TicketBotMessage, TicketMessage
 from support.privacy import purge as support_purge
@@ -165,7 +165,7 @@ def test_an_answer_delivered_during_the_erasure_does_not_link_the_chat_to_the_ti
         return real(*args, **kwargs)
 
     monkeypatch.setattr(delivery, "_send_user_message", erase_then_send)
-    flows.admin_reply(
+    support_services.admin_reply(
         ticket_id=ticket.pk,
         author=Author("site:ann"),
         origin=Origin(form_token=uuid.uuid4()),
@@ -204,13 +204,13 @@ def test_an_erasure_that_runs_between_two_writes_of_a_join_request_leaves_nothin
     index and the question's workflow are written: before, both stayed (7 days and the
     question's timeout) and the question went out."""
     join = question_join(store)
-    real = community_services._become_newest
+    real = join_requests._become_newest
 
     def erase_then_index(record: Any) -> bool:
         erase_user(USER, actor=OPERATOR, source="admin")
         return real(record)
 
-    monkeypatch.setattr(community_services, "_become_newest", erase_then_index)
+    monkeypatch.setattr(join_requests, "_become_newest", erase_then_index)
     assert process_update(join) == Outcome.PROCESSED
     assert left_behind(store) == []
     assert questions(fake_telegram) == []

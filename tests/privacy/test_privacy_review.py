@@ -192,7 +192,7 @@ def test_a_pending_anti_raid_removal_of_the_member_survives_their_erasure(store:
     meantime is never removed. Moderation defers the erasure for exactly this reason
     (``erasure_blocked``: "a member could otherwise escape a ban with /forgetme"); the
     anti-raid's removal is not covered: either defer, or keep the job."""
-    from community.raid import RAID_REMOVE_JOB
+    from community.services.raid import RAID_REMOVE_JOB
     from telegram_bot.jobs.models import Job
     from telegram_bot.privacy import ErasureDeferred
 

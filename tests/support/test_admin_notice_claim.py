@@ -23,10 +23,10 @@ def test_support_admin_notice_is_not_sent_again_when_recording_it_failed(
     """The admins got the notice; the database blinks while it is recorded (503): the
     re-delivery must not notify every admin a second time (the user's copy has a claim for
     exactly this; the module promises 'running it again sends nothing twice')."""
-    from support import services
+    from support import delivery
 
     fail_once_in(
-        monkeypatch, services, "entry_admins_notified", OperationalError("database went away")
+        monkeypatch, delivery, "entry_admins_notified", OperationalError("database went away")
     )
     update = message("/support please help")
     assert post_update(update).status_code == 503

@@ -19,7 +19,7 @@ from django.db import connections, transaction
 from django.test import Client
 from django.utils import timezone
 
-from support import delivery, flows, services
+from support import delivery, services
 from support.models import Ticket, TicketMessage
 from support.services import Author, Origin
 from support.validation import Content
@@ -135,7 +135,7 @@ def run_together(*actions: Callable[[], Any]) -> list[Any]:
 def retry_button(entry_id: int) -> Callable[[], Any]:
     def press() -> Any:
         fresh = TicketMessage.objects.select_related("ticket").get(pk=entry_id)
-        return flows.retry_delivery(fresh)
+        return delivery.retry(fresh)
 
     return press
 
@@ -189,7 +189,7 @@ def test_a_retry_that_waited_for_a_claim_being_committed_does_not_undo_the_claim
     claim, and the second press sent the answer again: CI saw it once)."""
     entry = site_answer()
     TicketMessage.objects.filter(pk=entry.pk).update(delivery_error="refused" + delivery.RETRYING)
-    services.entry_delivery_retry(entry=entry)  # the first press's reset
+    delivery.entry_delivery_retry(entry=entry)  # the first press's reset
     claimed, commit = threading.Event(), threading.Event()
     tokens: list[uuid.UUID | None] = []
 
@@ -197,7 +197,7 @@ def test_a_retry_that_waited_for_a_claim_being_committed_does_not_undo_the_claim
         try:
             with transaction.atomic():
                 tokens.append(
-                    services.entry_delivery_claim(
+                    delivery.entry_delivery_claim(
                         entry_id=entry.pk,
                         deadline=timezone.now() + timedelta(seconds=60),
                         after_failure=False,
@@ -210,7 +210,7 @@ def test_a_retry_that_waited_for_a_claim_being_committed_does_not_undo_the_claim
 
     def second_press_resets() -> None:
         try:
-            services.entry_delivery_retry(entry=entry)
+            delivery.entry_delivery_retry(entry=entry)
         finally:
             connections.close_all()
 
@@ -235,14 +235,14 @@ def test_an_entry_being_sent_is_not_sent_by_another_caller_and_is_checked_after_
     bot: FakeTelegramServer, fast_retries: None
 ) -> None:
     entry = site_answer()
-    token = services.entry_delivery_claim(
+    token = delivery.entry_delivery_claim(
         entry_id=entry.pk, deadline=timezone.now() + timedelta(seconds=60), after_failure=False
     )
     assert token is not None
     assert TicketMessage.objects.get(pk=entry.pk).delivery_state == "sending"
     result = delivery.deliver(entry)
     assert (result.delivered, result.in_progress) == (None, True)
-    assert flows.delivery_report(entry.ticket, result) == (
+    assert delivery.report(entry.ticket, result) == (
         "The message to the user of ticket #1 is being sent right now."
     )
     assert delivered_copies(bot) == 0
@@ -436,7 +436,7 @@ def test_an_attempt_that_died_shows_as_uncertain_in_the_admin_site(
     bot: FakeTelegramServer, admin_client: Client
 ) -> None:
     entry = site_answer()
-    services.entry_delivery_claim(
+    delivery.entry_delivery_claim(
         entry_id=entry.pk, deadline=timezone.now() - timedelta(seconds=1), after_failure=False
     )
     page = admin_client.get(f"{LIST}{entry.ticket_id}/change/").content.decode()
@@ -520,7 +520,7 @@ def test_a_retry_that_sent_nothing_does_not_say_delivered(
         f"{LIST}{ticket.pk}/reply/", {"text": ANSWER_TEXT, "form_token": str(uuid.uuid4())}
     )
     entry = TicketMessage.objects.get(sender="admin")
-    monkeypatch.setattr(flows, "retry_delivery", lambda entry: delivery.Delivery(None))
+    monkeypatch.setattr(delivery, "retry", lambda entry: delivery.Delivery(None))
     page = admin_client.post(f"{LIST}{ticket.pk}/entries/{entry.pk}/retry/", follow=True)
     text = page.content.decode()
     assert "Nothing was sent" in text and "Delivered to the user." not in text

@@ -6,7 +6,7 @@ webhook asks for them) and the ``new_chat_members`` / ``left_chat_member`` servi
 stay record (``member_state``) makes them, and any re-delivery, one event: counted once,
 challenged once, welcomed once.
 
-Anti-raid: ``community.raid`` (the strict mode, "captcha for everyone" or "join requests
+Anti-raid: ``raid`` (the strict mode, "captcha for everyone" or "join requests
 only").
 
 Captcha. A joining member in a chat whose policy asks for it (or in the anti-raid strict mode)
@@ -38,7 +38,6 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from community import raid
 from community.growth import movement_record
 from community.member_state import (
     FAILED,
@@ -51,6 +50,7 @@ from community.member_state import (
     new_token,
 )
 from community.models import MemberMovement, MemberPolicy, parse_buttons
+from community.services import raid
 from telegram_bot.bot import get_client
 from telegram_bot.client import SEND_PERMISSIONS
 from telegram_bot.errors import BotError, TelegramApiError

@@ -40,7 +40,7 @@ from telegram_bot.jobs.services import job_enqueue, job_retry_later
 from telegram_bot.notifications import notify_admins
 
 if TYPE_CHECKING:
-    from community.members import MemberEvent
+    from community.services.members import MemberEvent
 
 log = logging.getLogger(__name__)
 
