@@ -39,21 +39,20 @@ from typing import Any
 from django.apps import apps
 from django.conf import settings
 
+from telegram_bot import ids
 from telegram_bot.audit import Actor, audit_record
 from telegram_bot.features import feature_configs
-from telegram_bot.numbers import ascii_int
 from telegram_bot.state import KVStore, get_store
 from telegram_bot.state.keys import FAMILIES
 
-# Telegram user ids have at most 52 significant bits; the anonymous ids are 2**52..2**53, above
-# every one of them and still exact as a JSON number in JavaScript (the dashboard).
-ANONYMOUS_BASE = 2**52
+# Telegram user ids have at most 52 significant bits (``ids.USER_ID_MAX``); the anonymous ids
+# are 2**52..2**53, above every one of them and still exact as a JSON number in JavaScript.
+ANONYMOUS_BASE = ids.USER_ID_MAX + 1
 ERASE_ACTION = "privacy_erase"
 EXPORT_ACTION = "privacy_export"
 RUN_PREFIX = "lock:erase:"
 CONFIRM_PREFIX = "lock:forget:"
 RUN_TTL_MS = 30 * 24 * 3600 * 1000
-MAX_USER_ID = ANONYMOUS_BASE
 
 
 @dataclass(frozen=True)
@@ -89,11 +88,10 @@ class ErasureResult:
 
 
 def check_user_id(value: object) -> int:
-    """A Telegram user id from a form, a command argument or a button: 1..2**52, digits only."""
-    number = ascii_int(str(value).strip(), digits=16)
-    if number is None or not 0 < number < MAX_USER_ID:
-        raise ValueError("A Telegram user id is a positive whole number (for example 123456789).")
-    return number
+    """A person's Telegram user id from a form or a command argument (``ids.parse_person_id``:
+    ASCII digits, 1..2**52-1, not one of Telegram's service accounts, whose id stands for many
+    people: erasing it would anonymise every anonymous admin's entries); ValueError says why."""
+    return ids.parse_person_id(value)
 
 
 def new_anonymous_id() -> int:
