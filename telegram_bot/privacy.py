@@ -20,6 +20,13 @@ audit log), by an anonymous id of its own: ``ANONYMOUS_BASE`` plus a random numb
 per erasure and kept in the run's KV record (``lock:erase:<subject>``) only until the run
 finishes, so nothing links it back to the user afterwards. The run record is named by an
 HMAC of the user id, not the id; it and the per-step markers under it are deleted last.
+
+What the person did as an admin or moderator (the audit log's entries they acted in, the
+warnings they gave, a moderation job they queued) stays accountable instead: under their
+``pseudonym``, an HMAC of the id under the installation's secret key, the same for every
+erasure of the person. It names nobody by itself; an operator who knows the id (and has the
+key) finds the actions again. Apps replace only the fields that hold the person (ids and
+names in their columns), never a number found in free text.
 """
 
 from __future__ import annotations
@@ -67,6 +74,11 @@ class Subject:
     def marker(self, step: str) -> str:
         return f"{self.marker_prefix}{step}"
 
+    @property
+    def pseudonym(self) -> int:
+        """Their stand-in where what they did as an admin or moderator is kept."""
+        return pseudonym(self.user_id)
+
 
 class ErasureDeferred(Exception):
     """The erasure did not start: an app holds work about the person that must finish first
@@ -96,6 +108,19 @@ def check_user_id(value: object) -> int:
 
 def new_anonymous_id() -> int:
     return ANONYMOUS_BASE + secrets.randbelow(2**52)
+
+
+def pseudonym(user_id: int) -> int:
+    """The stable stand-in for ``user_id`` in the records of what they did as an admin or
+    moderator, once they are erased: in the anonymous ids' range (2**52..2**53, above every
+    Telegram id), derived from an HMAC of the id under ``SECRET_KEY``, so every erasure of the
+    person gives the same one (while the key stays) and it cannot be read back into the id
+    without the key and the id itself. Unlike the erasure's anonymous id, it is meant to be
+    found again: accountability outlives the name."""
+    digest = hmac.new(
+        settings.SECRET_KEY.encode(), f"pseudonym:{user_id}".encode(), hashlib.sha256
+    ).digest()
+    return ANONYMOUS_BASE + int.from_bytes(digest[:8], "big") % 2**52
 
 
 def is_anonymous(user_id: int | None) -> bool:
