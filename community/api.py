@@ -10,8 +10,9 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from community.growth import growth_days, retention
+from community.insights import PERMISSION  # growth figures: one permission wherever shown
 
-PERMISSION = "community.view_membermovement"
+__all__ = ["PERMISSION", "router"]
 MAX_DAYS = 366
 FIRST_DAY = date(2000, 1, 1)
 router = Router(tags=["community"])

@@ -8,6 +8,10 @@ from typing import Any
 
 from community.growth import growth_days
 
+# Who may see joins, leaves and member counts, wherever they are shown: this app's API and any
+# app that shows ``community.growth`` (the statistics' report reads it from the provider).
+PERMISSION = "community.view_membermovement"
+
 
 def growth(
     chat_id: int, start: date, end: date, *, zone: tzinfo | None = None
@@ -19,3 +23,6 @@ def growth(
         {"date": d.day, "joins": d.joins, "leaves": d.leaves, "members": d.member_count}
         for d in growth_days(chat_id, start, end, zone=zone)
     ]
+
+
+growth.permission = PERMISSION  # type: ignore[attr-defined]

@@ -75,6 +75,10 @@ def post_publish(*, post_id: int, run: JobRun | None = None) -> Post:
     happens when a send ends without an answer (a read timeout, a dropped connection). If the
     presumed-dead attempt was only slow and its answer arrives after all, step 3 still records
     it (the token is kept) and the admins hear that it resolved itself.
+
+    Each of these failures is told to the admins once, by the post (its job declares
+    ``tells_admins``: the job runner adds no "job failed" notice of its own); a post its job
+    left behind is told by the reconciliation (``content.reconcile``).
     """
     prepared = _prepare(post_id)
     claim = _claim(post_id, run, prepared)

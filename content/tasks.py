@@ -30,6 +30,9 @@ def _publish_rerun_refusal(payload: dict[str, Any]) -> str | None:
 
 
 publish_job.rerun_refusal = _publish_rerun_refusal  # type: ignore[attr-defined]
+# A post's final failure is told by the post (failed, outcome unknown, or the reconciliation of
+# a post its job left behind): the runner's own "job failed" notice would tell it twice.
+publish_job.tells_admins = True  # type: ignore[attr-defined]
 
 
 def content_reconcile() -> int:

@@ -28,11 +28,11 @@ from moderation.rights import (
     is_protected,
 )
 from moderation.services import Origin, Target
+from telegram_bot import ids
 from telegram_bot.admins import GROUP_ANONYMOUS_BOT_ID, Role, sent_as_the_chat
 from telegram_bot.audit import Actor, telegram_actor
 from telegram_bot.client.methods import DELETE_BATCH
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import Observer, PanelEntry, Route
 from telegram_bot.updates import Message
@@ -40,7 +40,6 @@ from telegram_bot.updates import Message
 log = logging.getLogger(__name__)
 GROUPS = ("group", "supergroup")
 PURGE_MAX = 500  # messages one /purge may delete (five deleteMessages calls)
-MAX_USER_ID = 2**53
 
 
 @dataclass
@@ -125,6 +124,11 @@ def resolve_target(req: Request, *, protect: bool = True) -> Target:
         req.args = req.args[1:]
     if target is None:
         raise Refusal(_("Reply to the member's message, or give their @username or user id."))
+    if not ids.is_person(target.user_id):  # a stand-in account (or an id out of range)
+        raise Refusal(
+            _("That is Telegram's stand-in for an anonymous admin or a channel, not a member.")
+            + f" ({target.label})"
+        )
     if protect:
         why = is_protected(req.admins, target.user_id)
         if why:
@@ -152,11 +156,11 @@ def _mention_first(req: Request) -> tuple[Target, list[str]] | None:
 
 
 def _target_from_arg(req: Request, arg: str) -> Target:
-    user_id = ascii_int(arg, digits=len(arg))  # ASCII digits: not "²", which int() refuses
-    if user_id is not None:
-        if not 0 < user_id < MAX_USER_ID:
-            raise Refusal(_("%(arg)s is not a Telegram user id.") % {"arg": quoted(arg)})
-        return Target(user_id)
+    if arg and arg[0] in "0123456789-+":
+        try:  # the one check of user ids (1..2**52-1, ASCII digits: not "²")
+            return Target(ids.parse_user_id(arg))
+        except ids.IdError:
+            raise Refusal(_("%(arg)s is not a Telegram user id.") % {"arg": quoted(arg)}) from None
     if arg.startswith("@") and len(arg) > 1:
         name = arg[1:]
         for admin in req.admins.values():
@@ -288,17 +292,20 @@ def purge(req: Request) -> str:
     if reply is None:
         raise Refusal(_("Reply to the first message to delete; /purge deletes from there on."))
     first, last = reply.message_id, req.message.message_id
+    if not (ids.is_message_id(first) and ids.is_message_id(last)) or first >= last:
+        # Telegram numbers a chat's messages upwards: the command comes after what it purges.
+        raise Refusal(_("Reply to an earlier message: /purge deletes from there on."))
     if last - first + 1 > PURGE_MAX:
         raise Refusal(
             _("At most %(count)s messages at once: reply to a later message.")
             % {"count": PURGE_MAX}
         )
-    ids = list(range(first, last + 1))
-    for start in range(0, len(ids), DELETE_BATCH):
+    message_ids = list(range(first, last + 1))
+    for start in range(0, len(message_ids), DELETE_BATCH):
         req.ctx.client.delete_messages(
-            chat_id=req.chat_id, message_ids=ids[start : start + DELETE_BATCH]
+            chat_id=req.chat_id, message_ids=message_ids[start : start + DELETE_BATCH]
         )
-    _audit_delete(req, "purge", len(ids) - 1, reply)
+    _audit_delete(req, "purge", len(message_ids) - 1, reply)
     return ""
 
 

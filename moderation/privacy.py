@@ -64,8 +64,10 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
     user, anon = subject.user_id, subject.anonymous_id
     with transaction.atomic():
         counts = {
+            # Warnings they received go with the anonymous member; those they gave stay the
+            # moderator's, under their pseudonym, as the audit log keeps them.
             "warnings": Warning.objects.filter(user_id=user).update(user_id=anon)
-            + Warning.objects.filter(moderator_id=user).update(moderator_id=anon),
+            + Warning.objects.filter(moderator_id=user).update(moderator_id=subject.pseudonym),
             "warned_members": WarnState.objects.filter(user_id=user).update(
                 user_id=anon, username="", name=""
             ),

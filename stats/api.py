@@ -1,5 +1,7 @@
 """JSON endpoints of the stats app under /api/v1/stats/ (staff with ``PERMISSION``, see
-config/api.py).
+config/api.py). Growth figures (joins, leaves, member counts) also need the permission their
+provider names (``growth_permitted``): ``/growth`` answers 403 without it, ``/report`` leaves
+them out (``growth.permitted`` false, the totals' joins and leaves null).
 
 Every endpoint takes a chat and an inclusive range of the chat's days (its time zone,
 ``time_zone`` in the report) and reads through ``stats.selectors.stats_report``: the database
@@ -15,8 +17,9 @@ are validated, the answers are not validated again (a year's report is about 1,5
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Literal
+from typing import Any, Literal
 
+from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
@@ -34,12 +37,27 @@ from stats.selectors import (
     previous_period,
     stats_report,
 )
+from telegram_bot import insights
 from telegram_bot.state import get_store
 
 # Who may read the statistics: the same permission as the aggregates' rows in the model admin
 # (the dashboard and its CSV export ask for it too).
 PERMISSION = "stats.view_dailyuserstat"
+GROWTH_PROVIDER = "community.growth"
 router = Router(tags=["stats"])
+
+
+def growth_permitted(user: Any) -> bool:
+    """Whether ``user`` may see growth figures here: they hold the permission the provider of
+    ``community.growth`` names (the community app's ``community.view_membermovement``, which
+    its own API asks for too), so one rule holds wherever joins and leaves are shown. A
+    provider that names none shows them to nobody; without a provider there is nothing to
+    withhold (``available`` says there are no figures)."""
+    provider = insights.provider(GROWTH_PROVIDER)
+    if provider is None:
+        return True
+    needed = getattr(provider, "permission", None)
+    return isinstance(needed, str) and bool(user.has_perm(needed))
 
 
 class RangeQuery(Schema):
@@ -135,7 +153,14 @@ class GrowthDayOut(Schema):
 
 
 class GrowthOut(Schema):
-    available: bool = Field(description="false when no installed app offers growth figures")
+    available: bool = Field(
+        description="false when no installed app offers growth figures, or the user may not "
+        "see them"
+    )
+    permitted: bool = Field(
+        description="false when the user lacks the permission growth figures need "
+        "(community.view_membermovement): no figures then"
+    )
     days: list[GrowthDayOut]
 
 
@@ -179,10 +204,11 @@ def chats(request: object) -> list[ChatOut]:
     summary="Everything the dashboard shows, at once",
     url_name="stats-report",
 )
-def report(request: object, query: Query[MembersQuery]) -> ReportOut:
+def report(request: HttpRequest, query: Query[MembersQuery]) -> ReportOut:
     built = _report(query)
     page = built.member_page(query.limit, offset=query.offset, order=query.order)
-    growth = growth_days(built)
+    permitted = growth_permitted(request.user)
+    growth = growth_days(built) if permitted else None
     previous = previous_period(built)
     return ReportOut.model_construct(
         chat_id=built.chat_id,
@@ -196,8 +222,12 @@ def report(request: object, query: Query[MembersQuery]) -> ReportOut:
         totals=period_out(
             Period(built.start, built.end, built.messages, built.words, page.total), growth
         ),
-        previous=period_out(previous, growth_days(built, previous)) if previous else None,
-        growth=growth_out(growth),
+        previous=(
+            period_out(previous, growth_days(built, previous) if permitted else None)
+            if previous
+            else None
+        ),
+        growth=growth_out(growth, permitted=permitted),
         hours=hours_out(built),
         coverage=[coverage_out(day) for day in built.days],
     )
@@ -226,8 +256,10 @@ def hours(request: object, query: Query[RangeQuery]) -> HoursOut:
     summary="Joins, leaves and member counts per day",
     url_name="stats-growth",
 )
-def growth(request: object, query: Query[RangeQuery]) -> GrowthOut:
-    return growth_out(growth_days(_report(query)))
+def growth(request: HttpRequest, query: Query[RangeQuery]) -> GrowthOut:
+    if not growth_permitted(request.user):
+        raise HttpError(403, "You do not have permission to see growth figures.")
+    return growth_out(growth_days(_report(query)), permitted=True)
 
 
 @router.get("/coverage", response=list[CoverageOut], summary="Coverage status per day")
@@ -290,12 +322,12 @@ def period_out(period: Period, growth: list[GrowthDay] | None) -> PeriodOut:
     )
 
 
-def growth_out(growth: list[GrowthDay] | None) -> GrowthOut:
+def growth_out(growth: list[GrowthDay] | None, *, permitted: bool) -> GrowthOut:
     days = [
         GrowthDayOut.model_construct(day=d.day, joins=d.joins, leaves=d.leaves, members=d.members)
         for d in growth or []
     ]
-    return GrowthOut.model_construct(available=growth is not None, days=days)
+    return GrowthOut.model_construct(available=growth is not None, permitted=permitted, days=days)
 
 
 def coverage_out(day: DayView) -> CoverageOut:

@@ -26,6 +26,7 @@ from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
+from stats.api import growth_permitted
 from stats.selectors import (
     FIRST_DAY,
     Report,
@@ -102,6 +103,8 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
         "today": today,
         "time_zone": str(getattr(zone, "key", zone)),
         "report_url": reverse("api-v1:stats-report"),
+        # The report leaves growth out for a user without its permission: say why.
+        "growth_permitted": growth_permitted(request.user),
         "csv_url": f"{reverse('admin:stats-export')}?{query}",
         "daily_csv_url": f"{reverse('admin:stats-export-daily')}?{query}",
         "has_permission": True,

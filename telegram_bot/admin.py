@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy, ngettext
 from django_q import admin as django_q_admin
 from django_q.models import Failure, Schedule, Success
 
-from telegram_bot import admins
+from telegram_bot import admins, ids
 from telegram_bot.audit import audit_record, audit_step
 from telegram_bot.audit_admin import (
     AuditedDeletesMixin,
@@ -91,9 +91,10 @@ class BotAdminForm(forms.ModelForm):
 
     def clean_telegram_id(self) -> int:
         telegram_id: int = self.cleaned_data["telegram_id"]
-        if telegram_id in admins.STAND_IN_IDS:
-            raise forms.ValidationError(admins.STAND_IN_REFUSAL)
-        return telegram_id
+        try:
+            return ids.check_person(telegram_id)  # in range, and not a stand-in account
+        except ids.IdError as exc:
+            raise forms.ValidationError(str(exc.user_message)) from None
 
 
 @admin.register(BotAdmin)

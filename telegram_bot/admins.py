@@ -20,14 +20,11 @@ from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 from django.utils.translation import gettext_lazy
 
+from telegram_bot import ids
 from telegram_bot.errors import AuthorizationError, ValidationError
+from telegram_bot.ids import GROUP_ANONYMOUS_BOT_ID
 from telegram_bot.models import BotAdmin
 from telegram_bot.updates import Message
-
-# Telegram's stand-ins: an anonymous admin posting as the group, a user posting as a channel,
-# and the service account behind a linked channel's automatic forwards. Each one speaks for
-# many people, so none of them can be made an admin.
-GROUP_ANONYMOUS_BOT_ID = 1087968824
 
 
 def banned_for_longer_than(member: Mapping[str, Any], seconds: float) -> bool:
@@ -52,13 +49,13 @@ def sent_as_the_chat(message: Message) -> bool:
     )
 
 
-CHANNEL_BOT_ID = 136817688
-SERVICE_ACCOUNT_ID = 777000
-STAND_IN_IDS = frozenset({GROUP_ANONYMOUS_BOT_ID, CHANNEL_BOT_ID, SERVICE_ACCOUNT_ID})
-STAND_IN_REFUSAL = gettext_lazy(
-    "This id is Telegram's stand-in for anonymous admins, channels or its service account, "
-    "not a person."
-)
+# Telegram's stand-ins (``telegram_bot.ids``): an anonymous admin posting as the group, a user
+# posting as a channel, and the service account behind a linked channel's automatic forwards.
+# Each one speaks for many people, so none of them can be made an admin.
+CHANNEL_BOT_ID = ids.CHANNEL_BOT_ID
+SERVICE_ACCOUNT_ID = ids.TELEGRAM_SERVICE_ID
+STAND_IN_IDS = ids.SERVICE_ACCOUNT_IDS
+STAND_IN_REFUSAL = ids.NOT_A_PERSON
 
 
 class Role(enum.IntEnum):
@@ -161,17 +158,15 @@ def check_admin_configuration() -> list[str]:
 
 
 def admin_add(*, telegram_id: int, added_by: int | None, display_name: str = "") -> BotAdmin:
-    """Make ``telegram_id`` an admin (idempotent)."""
-    if isinstance(telegram_id, bool) or not isinstance(telegram_id, int) or telegram_id <= 0:
+    """Make ``telegram_id`` an admin (idempotent): a person's Telegram user id only
+    (``ids.check_person``: 1..2**52-1, not one of Telegram's stand-in accounts)."""
+    try:
+        ids.check_person(telegram_id)
+    except ids.IdError as exc:
         raise ValidationError(
-            f"a Telegram user id is a positive integer, got {telegram_id!r}",
-            user_message=gettext_lazy("A Telegram user id is a positive number."),
-        )
-    if telegram_id in STAND_IN_IDS:
-        raise ValidationError(
-            f"{telegram_id} is a Telegram stand-in account, not a person",
-            user_message=STAND_IN_REFUSAL,
-        )
+            f"{telegram_id!r} is not a person's Telegram user id",
+            user_message=exc.user_message,
+        ) from None
     admin, created = BotAdmin.objects.get_or_create(
         telegram_id=telegram_id,
         defaults={"display_name": display_name[:200], "added_by": added_by},

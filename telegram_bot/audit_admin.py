@@ -17,9 +17,11 @@ from django.utils import timezone, translation
 from django.utils.translation import gettext_lazy
 
 from telegram_bot.audit import Actor, audit_step
+from telegram_bot.ids import is_person
 from telegram_bot.models import AuditEntry
 from telegram_bot.numbers import ascii_int
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
+from telegram_bot.privacy import pseudonym
 
 CSV_COLUMNS = (
     "created_at",
@@ -71,13 +73,19 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[AuditEntry], search_term: str
     ) -> tuple[QuerySet[AuditEntry], bool]:
-        """Text search, plus exact ids: a number finds its actor, chat, target or update."""
+        """Text search, plus exact ids: a number finds its actor, chat, target or update, and
+        a person's Telegram id also the actions kept under their pseudonym after an erasure
+        (docs/privacy.md: erased admins and moderators stay accountable)."""
         results, distinct = super().get_search_results(request, queryset, search_term)
         term = search_term.strip()
         number = ascii_int(term, signed=True)  # an id: one optional minus, in 64 bits
         if number is not None:
+            actors = [number, pseudonym(number)] if is_person(number) else [number]
             results |= queryset.filter(
-                Q(actor_id=number) | Q(chat_id=number) | Q(target_id=number) | Q(update_id=number)
+                Q(actor_id__in=actors)
+                | Q(chat_id=number)
+                | Q(target_id=number)
+                | Q(update_id=number)
             )
         return results, distinct
 

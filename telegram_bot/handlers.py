@@ -8,7 +8,7 @@ from django.utils import translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from telegram_bot import admins
+from telegram_bot import admins, ids
 from telegram_bot.admins import Role
 from telegram_bot.audit import update_step
 from telegram_bot.errors import BotError
@@ -129,21 +129,26 @@ def panel_admin_remove(ctx: Context) -> None:
 
 
 def add_admin(ctx: Context) -> None:
+    """``/addadmin <user id>``: a person's id (``ids.parse_person_id``: 1..2**52-1, not one of
+    Telegram's stand-in accounts), refused before anything is recorded."""
     args = ctx.command.args if ctx.command else ""
-    user_id = ascii_int(args)
-    if user_id is None or user_id <= 0:
-        ctx.reply(_("Usage: /addadmin <user id>, a positive number."))
+    try:
+        user_id = ids.parse_person_id(args)
+    except ids.IdError as exc:
+        ctx.reply(_("Usage: /addadmin <user id>") + "\n" + str(exc.user_message))
         return
     try:
         with update_step(ctx.update, "admin.add", source="command", target_id=user_id):
             admins.admin_add(telegram_id=user_id, added_by=ctx.sender.user_id)
-    except BotError as exc:  # Telegram's stand-in accounts (777000, GroupAnonymousBot, ...)
+    except BotError as exc:
         ctx.reply(str(exc.user_message))
         return
-    ctx.reply(_("%(id)s is now an admin.") % {"id": args})
+    ctx.reply(_("%(id)s is now an admin.") % {"id": user_id})
 
 
 def remove_admin(ctx: Context) -> None:
+    # Any id the admin rows may hold (the panel's button too): removing is how a row added
+    # before ids were checked goes; an id that is no admin is answered "Not an admin.".
     args = ctx.command.args if ctx.command else ""
     user_id = ascii_int(args)
     if user_id is None:

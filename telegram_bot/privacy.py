@@ -20,6 +20,13 @@ audit log), by an anonymous id of its own: ``ANONYMOUS_BASE`` plus a random numb
 per erasure and kept in the run's KV record (``lock:erase:<subject>``) only until the run
 finishes, so nothing links it back to the user afterwards. The run record is named by an
 HMAC of the user id, not the id; it and the per-step markers under it are deleted last.
+
+What the person did as an admin or moderator (the audit log's entries they acted in, the
+warnings they gave, a moderation job they queued) stays accountable instead: under their
+``pseudonym``, an HMAC of the id under the installation's secret key, the same for every
+erasure of the person. It names nobody by itself; an operator who knows the id (and has the
+key) finds the actions again. Apps replace only the fields that hold the person (ids and
+names in their columns), never a number found in free text.
 """
 
 from __future__ import annotations
@@ -39,21 +46,20 @@ from typing import Any
 from django.apps import apps
 from django.conf import settings
 
+from telegram_bot import ids
 from telegram_bot.audit import Actor, audit_record
 from telegram_bot.features import feature_configs
-from telegram_bot.numbers import ascii_int
 from telegram_bot.state import KVStore, get_store
 from telegram_bot.state.keys import FAMILIES
 
-# Telegram user ids have at most 52 significant bits; the anonymous ids are 2**52..2**53, above
-# every one of them and still exact as a JSON number in JavaScript (the dashboard).
-ANONYMOUS_BASE = 2**52
+# Telegram user ids have at most 52 significant bits (``ids.USER_ID_MAX``); the anonymous ids
+# are 2**52..2**53, above every one of them and still exact as a JSON number in JavaScript.
+ANONYMOUS_BASE = ids.USER_ID_MAX + 1
 ERASE_ACTION = "privacy_erase"
 EXPORT_ACTION = "privacy_export"
 RUN_PREFIX = "lock:erase:"
 CONFIRM_PREFIX = "lock:forget:"
 RUN_TTL_MS = 30 * 24 * 3600 * 1000
-MAX_USER_ID = ANONYMOUS_BASE
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,11 @@ class Subject:
 
     def marker(self, step: str) -> str:
         return f"{self.marker_prefix}{step}"
+
+    @property
+    def pseudonym(self) -> int:
+        """Their stand-in where what they did as an admin or moderator is kept."""
+        return pseudonym(self.user_id)
 
 
 class ErasureDeferred(Exception):
@@ -89,15 +100,27 @@ class ErasureResult:
 
 
 def check_user_id(value: object) -> int:
-    """A Telegram user id from a form, a command argument or a button: 1..2**52, digits only."""
-    number = ascii_int(str(value).strip(), digits=16)
-    if number is None or not 0 < number < MAX_USER_ID:
-        raise ValueError("A Telegram user id is a positive whole number (for example 123456789).")
-    return number
+    """A person's Telegram user id from a form or a command argument (``ids.parse_person_id``:
+    ASCII digits, 1..2**52-1, not one of Telegram's service accounts, whose id stands for many
+    people: erasing it would anonymise every anonymous admin's entries); ValueError says why."""
+    return ids.parse_person_id(value)
 
 
 def new_anonymous_id() -> int:
     return ANONYMOUS_BASE + secrets.randbelow(2**52)
+
+
+def pseudonym(user_id: int) -> int:
+    """The stable stand-in for ``user_id`` in the records of what they did as an admin or
+    moderator, once they are erased: in the anonymous ids' range (2**52..2**53, above every
+    Telegram id), derived from an HMAC of the id under ``SECRET_KEY``, so every erasure of the
+    person gives the same one (while the key stays) and it cannot be read back into the id
+    without the key and the id itself. Unlike the erasure's anonymous id, it is meant to be
+    found again: accountability outlives the name."""
+    digest = hmac.new(
+        settings.SECRET_KEY.encode(), f"pseudonym:{user_id}".encode(), hashlib.sha256
+    ).digest()
+    return ANONYMOUS_BASE + int.from_bytes(digest[:8], "big") % 2**52
 
 
 def is_anonymous(user_id: int | None) -> bool:

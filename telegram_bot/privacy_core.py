@@ -24,6 +24,7 @@ from telegram_bot.privacy import (
     erasure_blockers,
     keys_naming,
     mentions,
+    pseudonym,
     values_mentioning,
 )
 from telegram_bot.state import KVStore
@@ -58,8 +59,9 @@ NOT_PERSONAL = {
 
 
 def export(user_id: int, store: KVStore) -> dict[str, Any]:
+    # Their actions kept under their pseudonym after an erasure are theirs too.
     audit = AuditEntry.objects.filter(
-        Q(actor_id=user_id) | Q(target_id=user_id) | Q(chat_id=user_id)
+        Q(actor_id__in=(user_id, pseudonym(user_id))) | Q(target_id=user_id) | Q(chat_id=user_id)
     ).order_by("created_at", "id")
     return {
         "bot_admin": list(
@@ -110,13 +112,13 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
 def _own_part(entry: Any, user_id: int) -> dict[str, Any]:
     """An audit entry as the person's export shows it: an action they took on someone else
     (a join request they decided, a member they banned) without that someone's id and name."""
-    if entry["target_id"] is not None and entry["target_id"] != user_id:
+    if entry["target_id"] is not None and entry["target_id"] not in (user_id, pseudonym(user_id)):
         return {**entry, "target_id": None, "target_name": ""}
     return dict(entry)
 
 
 def erase(subject: Subject, store: KVStore) -> dict[str, int]:
-    user, anon = subject.user_id, subject.anonymous_id
+    user = subject.user_id
     counts: dict[str, int] = {}
     with transaction.atomic():
         # The jobs to delete are read first, then the blockers asked again (first of every
@@ -131,16 +133,11 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
         counts["chat_preference"] = ChatPreference.objects.filter(chat_id=user).delete()[0]
         counts["blocked_chat"] = BlockedChat.objects.filter(chat_id=user).delete()[0]
         counts["delivery_failures"] = DeliveryFailure.objects.filter(chat_id=user).delete()[0]
-        counts["audit_entries"] = (
-            AuditEntry.objects.filter(actor_id=user).update(actor_id=anon, actor_name="")
-            + AuditEntry.objects.filter(target_id=user).update(target_id=anon, target_name="")
-            + AuditEntry.objects.filter(chat_id=user).update(chat_id=anon)
-            + _redact_audit_text(user)
-        )
+        counts["audit_entries"] = _erase_from_audit(subject)
         counts["admin_history"] = _redact_admin_history(user)
         kept, dropped = [], []
         for job in jobs:
-            payload = _without_actor(job.payload, user, anon)
+            payload = _without_actor(job.payload, user, subject.pseudonym)
             if payload is None:
                 dropped.append(job.pk)
             else:
@@ -166,16 +163,12 @@ def purge(store: KVStore) -> dict[str, int]:
 
 def _redact_admin_history(user_id: int) -> int:
     """The admin site's history labels objects by ``str()``: a bot admin's is their name and
-    id. Entries naming the id lose the label and the change message."""
+    id, a delivery failure's its chat. Entries of those models whose label names the id lose
+    the label and the change message; another model's label ("post 499") is not searched."""
     text = str(user_id)
-    entries = LogEntry.objects.filter(
-        Q(object_repr__contains=text) | Q(change_message__contains=text)
-    )
-    ids = [
-        entry.pk
-        for entry in entries
-        if mentions(entry.object_repr, user_id) or mentions(entry.change_message, user_id)
-    ]
+    labelled = ContentType.objects.get_for_models(BotAdmin, DeliveryFailure).values()
+    entries = LogEntry.objects.filter(content_type__in=list(labelled), object_repr__contains=text)
+    ids = [entry.pk for entry in entries if mentions(entry.object_repr, user_id)]
     redacted = LogEntry.objects.filter(pk__in=ids).update(object_repr=ERASED, change_message="")
     # A private chat's preference and a blocked chat are keyed by the chat id, the user's own:
     # their entries keep no object id either (it would link the history to the person).
@@ -185,33 +178,49 @@ def _redact_admin_history(user_id: int) -> int:
     ).update(object_id=None, object_repr=ERASED, change_message="")
 
 
-def _redact_audit_text(user_id: int) -> int:
-    """Entries whose words name the id (a chat preference's label and detail: a private
-    chat's id is its user's) lose those words: beside the anonymous id that replaced the id in
-    their columns, they would say who it stands for."""
-    text = str(user_id)
-    entries = AuditEntry.objects.filter(
-        Q(target_name__contains=text) | Q(detail__contains=text) | Q(reason__contains=text)
+def _erase_from_audit(subject: Subject) -> int:
+    """The audit log without the person, field by field (call inside the erasure's
+    transaction); how many entries changed.
+
+    - Entries they acted in (as an admin or moderator) stay accountable: the actor becomes
+      their pseudonym, stable across erasures, and loses the name; the entry's chat or target
+      when it is themselves (their private chat, an action on themselves) takes the pseudonym
+      too, so no entry pairs it with the anonymous id.
+    - Entries about them (the target) or in their private chat (the chat: its id is theirs)
+      take the erasure's anonymous id; the target's name goes, and an entry on their private
+      chat loses the words the admin site wrote about that chat (the object's label, the
+      changed fields, which hold its id and their settings).
+
+    Only these fields: free text (a reason, another entry's detail) is other people's writing
+    and is never searched for the number ("499 message(s) from #2" stays when user 2 or 499
+    is erased)."""
+    user, anon, pseudo = subject.user_id, subject.anonymous_id, subject.pseudonym
+    entries = AuditEntry.objects
+    changed = set(
+        entries.filter(Q(actor_id=user) | Q(target_id=user) | Q(chat_id=user)).values_list(
+            "pk", flat=True
+        )
     )
-    redacted = 0
-    for entry in entries:
-        fields = {
-            name: ERASED
-            for name in ("target_name", "detail", "reason")
-            if mentions(getattr(entry, name), user_id)
-        }
-        if fields:
-            redacted += AuditEntry.objects.filter(pk=entry.pk).update(**fields)
-    return redacted
+    own = entries.filter(actor_id=user)
+    own.filter(target_id=user).update(target_id=pseudo, target_name="")
+    own.filter(chat_id=user).update(chat_id=pseudo)
+    own.update(actor_id=pseudo, actor_name="")
+    entries.filter(target_id=user).update(target_id=anon, target_name="")
+    their_chat = entries.filter(chat_id=user)
+    their_chat.exclude(target_name="").update(target_name=ERASED)
+    their_chat.exclude(detail="").update(detail=ERASED)
+    their_chat.update(chat_id=anon)
+    return len(changed)
 
 
-def _without_actor(payload: Any, user_id: int, anonymous_id: int) -> dict[str, Any] | None:
+def _without_actor(payload: Any, user_id: int, pseudonym: int) -> dict[str, Any] | None:
     """A job the erased person only asked for (``actor_id``: a moderator's ban of someone
-    else, waiting out Telegram's rate limit) is another member's business: it stays, with the
-    anonymous id for its actor. None for a job that is about them: it is deleted."""
+    else, waiting out Telegram's rate limit) is another member's business: it stays, with
+    their pseudonym for its actor (the audit entry it records names the moderator as the
+    log's other entries do). None for a job that is about them: it is deleted."""
     if not isinstance(payload, dict) or payload.get("actor_id") != user_id:
         return None
-    kept = {**payload, "actor_id": anonymous_id}
+    kept = {**payload, "actor_id": pseudonym}
     if "actor_name" in kept:
         kept["actor_name"] = ""
     return None if mentions(kept, user_id) else kept

@@ -7,6 +7,13 @@ coercion from one to the other), booleans are booleans. Fields the product does 
 update kinds it does not handle, are allowed and kept (``model_extra``), so a dead letter keeps
 the whole update.
 
+Ids hold Telegram's own ranges (``telegram_bot.ids``, the check every feature uses): a user id
+is 1..2**52-1 and a message id positive. A private chat's message whose sender is not a person
+(out of range, or one of Telegram's service accounts, which never write in a private chat)
+comes without its sender, as if it had none: nothing is filed under it (a ticket, a language,
+an erasure). A button press or a join request is always a person's: one that is not, is not an
+Update.
+
 What a malformed part does: a required part (an Update's ``update_id``, a message's ``chat``, a
 callback's ``from``) makes the whole body "not an Update" (``UpdateShapeError``: the webhook
 answers 400). An optional part that is malformed (``entities`` that is not a list, a
@@ -30,10 +37,14 @@ from pydantic import (
     StrictInt,
     StrictStr,
     ValidationError,
+    ValidationInfo,
     ValidatorFunctionWrapHandler,
     WrapValidator,
+    field_validator,
     model_validator,
 )
+
+from telegram_bot.ids import MessageId, UserId, is_person
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1
@@ -72,7 +83,7 @@ class TelegramObject(BaseModel):
 
 
 class User(TelegramObject):
-    id: Int64
+    id: UserId
     is_bot: StrictBool
     first_name: Text
     last_name: Text | None = None
@@ -83,6 +94,16 @@ class User(TelegramObject):
     @property
     def full_name(self) -> str:
         return " ".join(part for part in (self.first_name, self.last_name) if part)
+
+
+def _a_person(user: User) -> User:
+    if not is_person(user.id):
+        raise ValueError("a person's user id, not one of Telegram's service accounts")
+    return user
+
+
+# Who presses a button or asks to join: always a person.
+Person = Annotated[User, AfterValidator(_a_person)]
 
 
 class Chat(TelegramObject):
@@ -185,7 +206,7 @@ SERVICE_FIELDS = frozenset(
 class Message(TelegramObject):
     """A message; also an InaccessibleMessage (``date`` 0) under a callback query."""
 
-    message_id: Int64
+    message_id: MessageId
     date: UnixTime
     chat: Chat
     message_thread_id: Lenient[Int64] = None
@@ -208,6 +229,16 @@ class Message(TelegramObject):
     left_chat_member: Lenient[User] = None
     new_chat_title: Lenient[Text] = None
     reply_markup: Lenient[InlineKeyboardMarkup] = None
+
+    @field_validator("from_user")
+    @classmethod
+    def _private_sender_is_a_person(cls, user: User | None, info: ValidationInfo) -> User | None:
+        """In a private chat only the person of the chat writes: a sender that is not one
+        (a service account) is dropped, so nothing is filed under it."""
+        chat = info.data.get("chat")
+        if user is not None and chat is not None and chat.type == "private":
+            return user if is_person(user.id) else None
+        return user
 
     @property
     def text_or_caption(self) -> str:
@@ -234,7 +265,7 @@ _DECLARED_SERVICE_FIELDS = frozenset(SERVICE_FIELDS & Message.model_fields.keys(
 
 class CallbackQuery(TelegramObject):
     id: Text
-    from_user: User = Field(alias="from")
+    from_user: Person = Field(alias="from")
     chat_instance: Text
     message: Lenient[Message] = None
     inline_message_id: Lenient[Text] = None
@@ -252,8 +283,8 @@ class ChatInviteLink(TelegramObject):
 
 class ChatJoinRequest(TelegramObject):
     chat: Chat
-    from_user: User = Field(alias="from")
-    user_chat_id: Int64
+    from_user: Person = Field(alias="from")
+    user_chat_id: UserId
     date: UnixTime
     bio: Lenient[Text] = None
     invite_link: Lenient[ChatInviteLink] = None

@@ -42,3 +42,10 @@ def rerun_refusal(kind: str, payload: dict[str, Any]) -> str | None:
     handler = job_handlers().get(kind)
     check = getattr(handler, "rerun_refusal", None)
     return check(payload) if check is not None else None
+
+
+def tells_admins(kind: str) -> bool:
+    """Whether the handler of ``kind`` tells the admins about its own final failures (it
+    declares ``tells_admins = True``): the runner then records a failed job without a notice
+    of its own, so that one failure reaches each admin once."""
+    return bool(getattr(job_handlers().get(kind), "tells_admins", False))

@@ -25,7 +25,7 @@ from django.utils import timezone
 from django.utils.translation import ngettext
 
 from telegram_bot.jobs.models import Job, JobStatus
-from telegram_bot.jobs.registry import job_handlers
+from telegram_bot.jobs.registry import job_handlers, tells_admins
 from telegram_bot.jobs.retry import RetryPolicy, decide
 from telegram_bot.notifications import ADMIN_NOTICE_JOB, notify_admins
 from telegram_bot.redaction import redact
@@ -279,6 +279,8 @@ def _lost(job: Job, owner: str) -> str:
 def _notify_failure(job: Job, error: str) -> None:
     if job.kind == ADMIN_NOTICE_JOB:
         return  # recorded as a delivery failure; a notice about a lost notice could loop
+    if tells_admins(job.kind):
+        return  # its handler (or its app's reconciliation) told them, once, what to do
 
     def text() -> str:
         return (

@@ -1,5 +1,6 @@
 """Real worker processes (``manage.py run_jobs``) on the test database against the fake Bot API:
-two clusters at once, and a worker killed while it holds a job's lease."""
+two clusters at once, and a worker killed while it holds a job's lease (the post is published
+once, and its one failure reaches each admin once)."""
 
 from __future__ import annotations
 
@@ -141,3 +142,52 @@ def test_a_worker_killed_while_holding_the_lease_leaves_the_post_published_once(
         f"Post #{post.pk}" in text and "may or may not be in the channel" in text
         for text in admin_notices(bot)
     )
+
+
+def notices_to(bot: FakeTelegramServer, admin_id: int) -> list[str]:
+    return [
+        c.params["text"]
+        for c in bot.calls_to("sendMessage")
+        if not c.failed and c.params["chat_id"] == admin_id
+    ]
+
+
+def test_a_worker_killed_inside_the_send_leaves_one_notice_per_admin(
+    bot: FakeTelegramServer, settings: Any
+) -> None:
+    """The attempt after the kill finds the post still publishing past its deadline: the
+    outcome is unknown, recorded once (failed, outcome unknown) and told once to each admin
+    by the post; the job that ends failed adds no notice of its own."""
+    owner, other_admin = 1000, 2000
+    settings.ADMIN_TELEGRAM_IDS = [other_admin]
+    post = make_due_post("Told once")
+    bot.delay_next("sendMessage", 10)  # taken at once, answered after the kill
+    env = {**worker_env(bot, settings), "ADMIN_TELEGRAM_IDS": str(other_admin)}
+    doomed = start_worker(env, "--lease-seconds", "3")
+    try:
+        wait_for(lambda: bot.calls_to("sendMessage"))
+        assert doomed.poll() is None
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=10)
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+            doomed.wait()
+    job = publish_job(post)
+    assert job.lease_expires_at is not None
+    wait_for(lambda: timezone.now() > job.lease_expires_at, timeout=10)
+
+    assert finish(start_worker(env)) == 1  # the job's second attempt judges the post
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED and "PublishOutcomeUnknownError" in job.last_error
+    post.refresh_from_db()
+    assert (post.status, post.outcome_unknown) == (PostStatus.FAILED, True)
+    assert finish(start_worker(env, "--seconds", "1")) == 0  # nothing left to run
+
+    [published] = channel_sends(bot)
+    assert published.params["text"] == "Told once"
+    for admin_id in (owner, other_admin):
+        notices = notices_to(bot, admin_id)
+        assert len(notices) == 1, (admin_id, notices)
+        assert f"Post #{post.pk}" in notices[0]
+        assert "may or may not be in the channel" in notices[0]

@@ -88,7 +88,8 @@ def test_admin_commands_refuse_non_ascii_digits(bot: FakeTelegramServer, post_up
         )
     texts = [c.params["text"] for c in bot.calls_to("sendMessage")]
     assert texts == [
-        "Usage: /addadmin <user id>, a positive number.",
+        "Usage: /addadmin <user id>\nA Telegram user id is a positive whole number up to "
+        "4503599627370495 (for example 123456789).",
         "Usage: /removeadmin <user id>",
     ]
 

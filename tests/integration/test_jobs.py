@@ -121,6 +121,29 @@ def test_a_permanent_error_fails_at_once_and_notifies_admins(bot: FakeTelegramSe
     assert f"#{job.pk} failed after 1 attempt" in notices[0].params["text"]
 
 
+def telling_job(payload: dict[str, Any], run: JobRun) -> None:
+    recording_job(payload, run)
+
+
+telling_job.tells_admins = True  # type: ignore[attr-defined]
+
+
+@pytest.mark.django_db
+def test_a_kind_that_tells_the_admins_itself_gets_no_second_notice(
+    bot: FakeTelegramServer,
+) -> None:
+    registry.job_handlers()["test.telling"] = telling_job
+    try:
+        failures["told"] = [TelegramApiError("sendMessage", status=400, error_code=400)]
+        job = job_enqueue("test.telling", {"name": "told"})
+        run_due("w1")
+    finally:
+        registry.job_handlers().pop("test.telling", None)
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == (JobStatus.FAILED, 1)
+    assert bot.calls_to("sendMessage") == []
+
+
 @pytest.mark.django_db
 def test_retries_stop_at_the_maximum(bot: FakeTelegramServer, settings: Any) -> None:
     settings.JOB_RETRY_BASE_DELAY = 0.01

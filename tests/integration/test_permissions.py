@@ -122,7 +122,8 @@ RULES: dict[str, Rule] = {
     "api-v1:members": perm(STATS, query=STATS_QUERY),
     "api-v1:hours": perm(STATS, query=STATS_QUERY),
     "api-v1:coverage": perm(STATS, query=STATS_QUERY),
-    "api-v1:stats-growth": perm(STATS, query=STATS_QUERY),
+    # Growth figures need their own permission wherever they are shown (test_growth_permission).
+    "api-v1:stats-growth": perm(STATS + GROWTH, query=STATS_QUERY),
     "api-v1:community-growth": perm(GROWTH, query=STATS_QUERY),
     "api-v1:community-retention": perm(
         GROWTH, query="?chat_id=-1001234567890&week_start=2026-01-05"

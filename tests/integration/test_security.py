@@ -166,7 +166,8 @@ def test_the_owner_adds_and_removes_admins_with_commands(
     post_update(make_message_update("/removeadmin 55", chat_id=OWNER_ID, user_id=OWNER_ID))
     assert texts_to(bot, OWNER_ID) == [
         "55 is now an admin.",
-        "Usage: /addadmin <user id>, a positive number.",
+        "Usage: /addadmin <user id>\nA Telegram user id is a positive whole number up to "
+        "4503599627370495 (for example 123456789).",
         "The owner cannot be removed.",
         "55 is no longer an admin.",
     ]

@@ -83,7 +83,7 @@ def test_without_a_growth_provider_growth_is_not_available(
     monkeypatch.setattr(insights, "_providers", {})
     rows(0, {1: (1, 1, 0)})
     body = report(admin_client)
-    assert body["growth"] == {"available": False, "days": []}
+    assert body["growth"] == {"available": False, "permitted": True, "days": []}
     assert body["totals"]["joins"] is None
     page = admin_client.get("/admin/stats/", {"chat_id": CHAT}).content.decode()
     assert "not available" in page  # the text the page shows instead of the chart
