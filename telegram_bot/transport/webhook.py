@@ -27,7 +27,6 @@ from telegram_bot.metrics import count_webhook_reply, observe_webhook
 from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.pipeline.reply import webhook_reply
-from telegram_bot.transport.lifecycle import WebhookResponse
 from telegram_bot.updates import Update, UpdateShapeError, parse_update_json
 
 log = logging.getLogger(__name__)
@@ -44,14 +43,7 @@ _ANSWERS = {
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
 
 
-class _WebhookAPI(NinjaAPI):
-    def create_temporal_response(self, request: HttpRequest) -> HttpResponse:
-        """The response ninja hands the view, which answers in it: one whose close ends the
-        request without the signals while only Django listens (``lifecycle``)."""
-        return WebhookResponse("", content_type=self.get_content_type())
-
-
-webhook_api = _WebhookAPI(
+webhook_api = NinjaAPI(
     title="Telegram webhook",
     version="1",
     description="Where Telegram delivers Updates (setWebhook with the secret token).",
