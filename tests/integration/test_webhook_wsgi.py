@@ -284,3 +284,40 @@ def test_the_web_processes_application_is_djangos_handler_with_the_imports_froze
         check=False,
     )
     assert done.stdout.split() == ["True", "True", "True"], done.stderr[-2000:]
+
+
+class _Unread:
+    """A request body that must not be read."""
+
+    def read(self, *args: Any) -> bytes:
+        raise AssertionError("the body was read")
+
+    readline = read
+
+
+@pytest.mark.parametrize(
+    ("declared", "secret", "read"),
+    [
+        (5 * 1024 * 1024, WEBHOOK_SECRET, False),  # over the discard limit: left to the server
+        (4 * 1024 * 1024, WEBHOOK_SECRET, True),  # 413, read and dropped
+        (1000, "wrong", True),  # 401, read and dropped
+    ],
+)
+def test_a_refused_body_is_read_and_dropped_up_to_a_bound(
+    application: WSGIHandler, bot: FakeTelegramServer, declared: int, secret: str, read: bool
+) -> None:
+    body = FakePayload(b" " * declared) if read else _Unread()
+    environ = RequestFactory()._base_environ(
+        PATH_INFO=WEBHOOK_PATH,
+        REQUEST_METHOD="POST",
+        CONTENT_TYPE="application/json",
+        CONTENT_LENGTH=str(declared),
+        HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN=secret,
+        **{"wsgi.input": body},
+    )
+    answer: dict[str, str] = {}
+    chunks = application(environ, lambda status, headers: answer.update(status=status))
+    chunks.close()  # type: ignore[attr-defined]
+    assert answer["status"].startswith("413" if secret == WEBHOOK_SECRET else "401")
+    if read:
+        assert body.read() == b""  # nothing of it left
