@@ -10,8 +10,8 @@ one pass by the Update model, never ninja's 422). Then the pipeline decides betw
 ``X-Update-Outcome``, and its body is ``{"ok": true, "outcome": ...}`` or, when a handler
 answered a button press, that Bot API call for Telegram to make (the webhook reply,
 ``telegram_bot/pipeline/reply.py``). The request body is documented in this API's own OpenAPI
-schema (``/telegram/openapi.json``) as the Update model, but parsed here, after the checks,
-rather than by ninja before them.
+schema (``/telegram/openapi.json``, for staff only, as ``/api/v1/``'s) as the Update model,
+but parsed here, after the checks, rather than by ninja before them.
 """
 
 # No ``from __future__ import annotations``: ninja reads the view's annotations through the
@@ -22,6 +22,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.contrib.admin.views.decorators import staff_member_required
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
@@ -55,7 +56,10 @@ webhook_api = NinjaAPI(
     version="1",
     description="Where Telegram delivers Updates (setWebhook with the secret token).",
     urls_namespace="telegram",
-    docs_url=None,  # the schema is public knowledge; no interactive page on this origin
+    docs_url=None,  # no interactive page: the schema is for operators' tools
+    # The schema names the secret header and every answer: staff only, as /api/v1/'s
+    # (anyone else is sent to the admin login).
+    docs_decorator=staff_member_required,
 )
 
 _ANSWER = {
