@@ -159,12 +159,12 @@ def send(client: Any, headers: dict[str, str], kind: str, first: int, n: int) ->
 @contextmanager
 def counting() -> Iterator[Counter[str]]:
     """SQL statements, PostgreSQL round trips, Redis commands and Bot API calls, by name."""
+    import httpx
     import psycopg
     import redis
     from django.db import connections
 
     from stats import live_writer
-    from telegram_bot.client.transport import KeepAliveTransport
     from telegram_bot.state.redis import RedisStore
 
     counts: Counter[str] = Counter()
@@ -227,8 +227,8 @@ def counting() -> Iterator[Counter[str]]:
     patch(redis.client.Pipeline, "execute", redis_pipeline)
     patch(psycopg.Connection, "wait", pg_wait)
     patch(live_writer, "_execute_libpq", pg_libpq)
-    # Every Bot API call reaches the client's transport (calls skip httpx.Client.send).
-    patch(KeepAliveTransport, "handle_request", http_send)
+    # Every Bot API call reaches the client's transport, httpx's own.
+    patch(httpx.HTTPTransport, "handle_request", http_send)
     try:
         with connections["default"].execute_wrapper(sql):
             yield counts

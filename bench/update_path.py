@@ -1,10 +1,10 @@
 """The group-message update path against a bare django-ninja endpoint, in one run.
 
-Unique group messages go through the web worker's WSGI application (``config.wsgi``'s
-handler, called as gunicorn calls it: URL resolution, the webhook's own short chain, the view)
-into the webhook and the whole pipeline with statistics counting; the baseline is a bare
-django-ninja POST endpoint that reads nothing and answers ``{"ok": true}`` through the same
-application and the site's middleware. Rates are per second of this process's CPU time, and
+Unique group messages go through the web worker's WSGI application (Django's handler, as
+``config.wsgi`` builds it, called as a server calls it: the site's middleware, URL resolution,
+the view) into the webhook and the whole pipeline with statistics counting; the baseline is a
+bare django-ninja POST endpoint that reads nothing and answers ``{"ok": true}`` through the
+same application and middleware. Rates are per second of this process's CPU time, and
 rounds alternate between the two, so that a busy machine slows both alike; the figure that
 matters is the ratio (product / bare), never the absolute rate. (Served throughput under load,
 with the servers' own CPU, is the work of a load generator against gunicorn, not of this
@@ -236,9 +236,9 @@ class WsgiClient:
     client keeps it (the served worker keeps it too: persistent connections)."""
 
     def __init__(self) -> None:
-        from telegram_bot.transport.wsgi import Application
+        from django.core.wsgi import get_wsgi_application
 
-        self.application = Application()
+        self.application = get_wsgi_application()
 
     def post(self, url: str, data: str, content_type: str, **headers: str) -> Any:
         from types import SimpleNamespace

@@ -254,18 +254,21 @@ for _label in FEATURES_DISABLED:
             f"no feature {_label!r}; the features are {', '.join(FEATURE_APPS)}",
         )
 
+# Every request goes through all of it, the webhook's too. The four from
+# telegram_bot.transport.middleware are Django's, returning early for Telegram's deliveries,
+# which use no session, user, messages or browser language.
 MIDDLEWARE = [
     "telegram_bot.log_context.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "telegram_bot.transport.middleware.SessionMiddleware",
     # The admin site follows the operator's browser (Accept-Language); after sessions, before
     # common, as Django asks.
-    "django.middleware.locale.LocaleMiddleware",
+    "telegram_bot.transport.middleware.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "telegram_bot.transport.middleware.AuthenticationMiddleware",
+    "telegram_bot.transport.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it answers a locked-out login with 429.
     "axes.middleware.AxesMiddleware",

@@ -1,14 +1,10 @@
-"""WSGI entry point: ``gunicorn config.wsgi``.
+"""WSGI entry point: ``config.wsgi:application``, Django's own handler.
 
 Each web worker imports this module, builds the application, imports every view (the URLconf
-is otherwise loaded by the first request) and then freezes what it has (``gc.freeze``): the
-hundred thousand objects of Django and the app stay alive for the process's life, and without
-the freeze every full collection walks them again, a pause of tens of milliseconds (about 120 ms
-on a busy two-core machine) in which all of the worker's threads wait for the GIL: the slowest
-percent of webhook answers.
-
-The handler is Django's with Telegram's deliveries on a chain of their own, past the browser
-middleware (``telegram_bot/transport/wsgi.py``).
+is otherwise loaded by the first request) and then moves what it has out of the collector's
+sight (``gc.freeze``): the objects of Django and the app live as long as the process, and
+without the freeze every full collection walks them again, a pause in which all of the
+worker's threads wait.
 """
 
 from __future__ import annotations
@@ -16,20 +12,16 @@ from __future__ import annotations
 import gc
 import os
 
-import django
 from django.core.handlers.wsgi import WSGIHandler
 
 from config.startup import load_environment, run_or_exit
 
 
 def _application() -> WSGIHandler:
-    django.setup(set_prefix=False)  # as django.core.wsgi.get_wsgi_application does
+    from django.core.wsgi import get_wsgi_application
     from django.urls import get_resolver
 
-    from telegram_bot.transport.wsgi import Application
-
-    application = Application()
-
+    application = get_wsgi_application()
     get_resolver().url_patterns  # noqa: B018 - imports every view module now
     gc.collect()
     gc.freeze()

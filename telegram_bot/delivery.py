@@ -10,12 +10,16 @@ notice) follows the same four steps:
 3. Record the outcome, fenced on the claim, through exactly one of three callbacks:
    - ``sent``: Telegram's answer;
    - ``refused``: Telegram answered that it did not send it, or the request never left this
-     machine (a refused connection). Sending again is safe: a retryable refusal (429, 5xx,
-     network) goes to a job with ``jobs.services.job_retry_later`` (outside a job) or is
+     machine (``TelegramApiError.reached`` False: the client saw one of httpx's errors raised
+     before sending, ``client.core.NOT_SENT``: ``ConnectError``, ``ConnectTimeout``,
+     ``PoolTimeout``, ``ProxyError``...). Sending again is safe: a retryable refusal (429,
+     5xx, network) goes to a job with ``jobs.services.job_retry_later`` (outside a job) or is
      raised for the job runner's policy (inside one, ``JobRun.will_retry``);
-   - ``unknown``: it may have arrived (a read timeout, a dropped connection, a proxy's gateway
-     error, or any exception that is not Telegram's). It is never sent again automatically (a
-     second copy is worse than a late one): the sender marks it for an admin, who decides.
+   - ``unknown``: it may have arrived (``reached`` None: httpx's ``WriteError``,
+     ``ReadTimeout``, ``ReadError``, ``RemoteProtocolError``..., a proxy's gateway error, an
+     unreadable 2xx, or any exception that is not Telegram's). It is never sent again
+     automatically (a second copy is worse than a late one): the sender marks it for an
+     admin, who decides.
 4. An attempt found still claimed after its deadline died in the window: its outcome is
    unknown too (the sender's claim step judges it).
 """

@@ -15,7 +15,6 @@ import httpx
 
 from telegram_bot.client.files import FileStream, check_file_path
 from telegram_bot.client.methods import TelegramMethods
-from telegram_bot.client.transport import KeepAliveTransport
 from telegram_bot.errors import FileTooLargeError, TelegramApiError, TelegramRateLimitError
 from telegram_bot.languages import plain
 from telegram_bot.metrics import observe_telegram_call
@@ -24,23 +23,39 @@ from telegram_bot.redaction import redact
 DEFAULT_BASE_URL = "https://api.telegram.org"
 # Read must outlast getUpdates long polling (get_updates widens it per call for longer polls).
 DEFAULT_TIMEOUT = httpx.Timeout(connect=5.0, read=35.0, write=10.0, pool=5.0)
+# The pool of the default transport. Every web thread and worker may call at once; a call that
+# finds all connections busy waits up to the pool timeout (then fails: nothing was sent). An
+# idle connection is kept 30 s: a reply to the next command reuses it instead of a new TLS
+# handshake, and httpx drops one the server has closed before reusing it.
+DEFAULT_LIMITS = httpx.Limits(
+    max_connections=64, max_keepalive_connections=32, keepalive_expiry=30.0
+)
+# A connection that could not be made is tried again this many times (httpx retries only
+# connecting, so nothing is sent twice).
+CONNECT_RETRIES = 1
 
 _POLL_MARGIN = 10.0  # seconds of read timeout beyond a getUpdates long poll
-# The longest one call can take with the default timeouts (connect, write, read, pool).
+# The longest one call can take with the default timeouts: waiting for the pool, connecting
+# (and again), writing and reading.
 MAX_CALL_SECONDS = sum(
     part or 0.0
     for part in (
+        DEFAULT_TIMEOUT.pool,
         DEFAULT_TIMEOUT.connect,
+        *([DEFAULT_TIMEOUT.connect] * CONNECT_RETRIES),
         DEFAULT_TIMEOUT.write,
         DEFAULT_TIMEOUT.read,
-        DEFAULT_TIMEOUT.pool,
     )
 )
-# httpx errors raised before the request left this machine: nothing reached Telegram.
-_NOT_SENT = (
-    httpx.ConnectError,
+# httpx's errors raised before a request left this machine: nothing reached Telegram, so a
+# send that failed with one of them may be made again. Every other transport error (a write
+# or read that failed or timed out, a connection closed without an answer) may come after
+# Telegram received the request: its outcome is unknown.
+NOT_SENT = (
+    httpx.ConnectError,  # refused, unreachable, name resolution, TLS handshake
     httpx.ConnectTimeout,
-    httpx.PoolTimeout,
+    httpx.PoolTimeout,  # no connection of the pool came free
+    httpx.ProxyError,  # the proxy refused to open the tunnel
     httpx.UnsupportedProtocol,
     httpx.InvalidURL,
 )
@@ -55,8 +70,9 @@ _HEADERS = {"User-Agent": "telegram-community-bot"}
 class TelegramClient(TelegramMethods):
     """A Bot API client: one `httpx.Client` (pooled connections), explicit timeouts.
 
-    Without a `transport` it sends through `KeepAliveTransport` (http.client underneath: a
-    call costs a third of the CPU of httpx's own transport); tests pass theirs.
+    Without a `transport` it sends through httpx's own (`httpx.HTTPTransport` with
+    `DEFAULT_LIMITS` and `CONNECT_RETRIES`); tests pass theirs (the fake Bot API in process,
+    or `httpx.MockTransport`).
 
     `call(method, **params)` is the only place that sends a request; the typed helpers of
     `TelegramMethods` are thin wrappers over it. Every failure raises a `TelegramApiError`
@@ -76,17 +92,18 @@ class TelegramClient(TelegramMethods):
             raise ValueError("the bot token does not look like '<bot id>:<secret>'")
         self._token = token
         self._base_url = base_url.rstrip("/")
-        # Each method's absolute URL, parsed once: httpx would parse and merge it per call.
+        # Each method's absolute URL, parsed once: given a path, httpx parses it and the
+        # merged URL on every call (about a fifth of a call's CPU).
         self._urls: dict[str, httpx.URL] = {}
-        self._transport = transport if transport is not None else KeepAliveTransport()
+        if transport is None:
+            transport = httpx.HTTPTransport(limits=DEFAULT_LIMITS, retries=CONNECT_RETRIES)
         self._http = httpx.Client(
             base_url=self._base_url,
             timeout=timeout or DEFAULT_TIMEOUT,
-            transport=self._transport,
+            transport=transport,
             follow_redirects=False,
             headers=_HEADERS,
         )
-        self._timeouts = self._http.timeout.as_dict()
 
     @property
     def bot_id(self) -> int:
@@ -110,24 +127,10 @@ class TelegramClient(TelegramMethods):
         if self._http.is_closed:
             raise RuntimeError("this TelegramClient is closed")
         params = {key: plain(value) for key, value in params.items() if value is not None}
-        timeouts = self._timeouts if request_timeout is None else _timeouts(request_timeout)
+        timeout = httpx.USE_CLIENT_DEFAULT if request_timeout is None else request_timeout
         failure: Exception | None = None
         try:
-            # Straight to the transport: a Bot API call needs none of what httpx.Client.send
-            # adds around it (auth, redirects, cookies, hooks), which cost about a third of a
-            # call's CPU. Downloads (streamed) still go through the client.
-            request = httpx.Request(
-                "POST",
-                self._url(method),
-                headers=_HEADERS,
-                extensions={"timeout": timeouts},
-                **_body(params),
-            )
-            response = self._transport.handle_request(request)
-            try:
-                response.read()
-            finally:
-                response.close()
+            response = self._http.post(self._url(method), timeout=timeout, **_body(params))
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             failure = exc
         if failure is not None:
@@ -191,9 +194,7 @@ class TelegramClient(TelegramMethods):
     def _url(self, method: str) -> httpx.URL:
         url = self._urls.get(method)
         if url is None:
-            url = self._http.base_url.copy_with(
-                raw_path=self._http.base_url.raw_path + self._path(method).lstrip("/").encode()
-            )
+            url = httpx.URL(self._base_url + self._path(method))
             if len(self._urls) < _URL_CACHE_LIMIT:
                 self._urls[method] = url
         return url
@@ -230,7 +231,7 @@ def telegram_error(
             cause, httpx.UnsupportedProtocol
         )
         description = f"{detail} ({_describe(cause)})"
-        reached = False if isinstance(cause, _NOT_SENT) else None
+        reached = False if isinstance(cause, NOT_SENT) else None
         return TelegramApiError(
             method, description=description, retryable=transient, reached=reached
         )
@@ -316,10 +317,6 @@ def _form_value(value: Any) -> str:
     if isinstance(value, (dict, list, tuple, bool)):
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return str(value)
-
-
-def _timeouts(value: float | httpx.Timeout) -> dict[str, float | None]:
-    return (value if isinstance(value, httpx.Timeout) else httpx.Timeout(value)).as_dict()
 
 
 def _describe(exc: Exception) -> str:

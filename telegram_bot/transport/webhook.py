@@ -1,14 +1,17 @@
 """``POST /telegram/webhook``: a django-ninja operation on its own API, transport checks only.
 
 Order (DESIGN section 3): 405 method, 415 content type, 413 size, 401 secret (constant-time;
-nothing else happens), all decided before the body is read; then 400 for a body that is not
-an Update (JSON and shape checked in one pass by the Update model, never ninja's 422). Then the
-pipeline decides between 200 and 503 (with ``Retry-After``, which Telegram honours). A 200
-says the outcome in ``X-Update-Outcome``, and its body is ``{"ok": true, "outcome": ...}`` or,
-when a handler answered a button press, that Bot API call for Telegram to make (the webhook
-reply, ``telegram_bot/pipeline/reply.py``). The
-request body is documented in this API's own OpenAPI schema (``/telegram/openapi.json``) as
-the Update model, but parsed here, after the checks, rather than by ninja before them.
+nothing else happens), all decided before the body is read. A refused body is then read and
+dropped, up to ``DISCARD_LIMIT_BYTES``, so that the answer reaches a client still sending it
+(a server that closes a connection with unread bytes resets it, and the client sees the reset
+instead of the answer). Then 400 for a body that is not an Update (JSON and shape checked in
+one pass by the Update model, never ninja's 422). Then the pipeline decides between 200 and
+503 (with ``Retry-After``, which Telegram honours). A 200 says the outcome in
+``X-Update-Outcome``, and its body is ``{"ok": true, "outcome": ...}`` or, when a handler
+answered a button press, that Bot API call for Telegram to make (the webhook reply,
+``telegram_bot/pipeline/reply.py``). The request body is documented in this API's own OpenAPI
+schema (``/telegram/openapi.json``, for staff only, as ``/api/v1/``'s) as the Update model,
+but parsed here, after the checks, rather than by ninja before them.
 """
 
 # No ``from __future__ import annotations``: ninja reads the view's annotations through the
@@ -19,6 +22,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.contrib.admin.views.decorators import staff_member_required
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
@@ -27,11 +31,14 @@ from telegram_bot.metrics import count_webhook_reply, observe_webhook
 from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.pipeline.reply import webhook_reply
-from telegram_bot.transport.lifecycle import WebhookResponse
 from telegram_bot.updates import Update, UpdateShapeError, parse_update_json
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 1024 * 1024
+# A refused body is read (and dropped) up to this size; a larger one is left unread and the
+# server closes the connection on it.
+DISCARD_LIMIT_BYTES = 4 * MAX_BODY_BYTES
+_DISCARD_CHUNK = 64 * 1024
 SECRET_HEADER = "HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN"  # noqa: S105 - a header name
 OUTCOME_HEADER = "X-Update-Outcome"
 RETRY_AFTER = {Outcome.IN_PROGRESS: "5", Outcome.UNAVAILABLE: "10"}
@@ -44,19 +51,15 @@ _ANSWERS = {
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
 
 
-class _WebhookAPI(NinjaAPI):
-    def create_temporal_response(self, request: HttpRequest) -> HttpResponse:
-        """The response ninja hands the view, which answers in it: one whose close ends the
-        request without the signals while only Django listens (``lifecycle``)."""
-        return WebhookResponse("", content_type=self.get_content_type())
-
-
-webhook_api = _WebhookAPI(
+webhook_api = NinjaAPI(
     title="Telegram webhook",
     version="1",
     description="Where Telegram delivers Updates (setWebhook with the secret token).",
     urls_namespace="telegram",
-    docs_url=None,  # the schema is public knowledge; no interactive page on this origin
+    docs_url=None,  # no interactive page: the schema is for operators' tools
+    # The schema names the secret header and every answer: staff only, as /api/v1/'s
+    # (anyone else is sent to the admin login).
+    docs_decorator=staff_member_required,
 )
 
 _ANSWER = {
@@ -119,12 +122,12 @@ def telegram_webhook(request: HttpRequest, response: HttpResponse) -> HttpRespon
     # a final outcome's answer is written into it rather than into a second response.
     content_type = request.content_type or ""
     if content_type.lower() != "application/json":
-        return _error(415, "content type must be application/json")
+        return _refuse(request, 415, "content type must be application/json")
     declared = ascii_int(request.META.get("CONTENT_LENGTH") or "0")
     if declared is None or declared > MAX_BODY_BYTES:
-        return _error(413, "body larger than 1 MiB")
+        return _refuse(request, 413, "body larger than 1 MiB")
     if not _secret_ok(request.META.get(SECRET_HEADER, "")):
-        return _error(401, "unauthorized")
+        return _refuse(request, 401, "unauthorized")
     body = request.read(MAX_BODY_BYTES + 1)
     if len(body) > MAX_BODY_BYTES:
         return _error(413, "body larger than 1 MiB")
@@ -149,7 +152,7 @@ def telegram_webhook(request: HttpRequest, response: HttpResponse) -> HttpRespon
 
 @webhook_api.api_operation(OTHER_METHODS, "/webhook", include_in_schema=False)
 def telegram_webhook_other_methods(request: HttpRequest) -> HttpResponse:
-    response = _error(405, "method not allowed")
+    response = _refuse(request, 405, "method not allowed")
     response["Allow"] = "POST"
     return response
 
@@ -160,6 +163,17 @@ def _secret_ok(given: str) -> bool:
         # No secret configured: refuse everything rather than accept anyone's updates.
         return False
     return hmac.compare_digest(given.encode("utf-8", "replace"), expected.encode("utf-8"))
+
+
+def _refuse(request: HttpRequest, status: int, message: str) -> JsonResponse:
+    """The error answer to a request whose body was not read: read and drop the body first,
+    unless it is declared larger than ``DISCARD_LIMIT_BYTES`` (or not declared as a byte
+    count: Django then reads nothing)."""
+    declared = ascii_int(request.META.get("CONTENT_LENGTH") or "0")
+    if declared is not None and declared <= DISCARD_LIMIT_BYTES:
+        while request.read(_DISCARD_CHUNK):
+            pass
+    return _error(status, message)
 
 
 def _error(status: int, message: str) -> JsonResponse:

@@ -80,10 +80,10 @@ RULES: dict[str, Rule] = {
     "readyz": PUBLIC,
     "metrics": PUBLIC,  # 404 unless METRICS_TOKEN is set, then a bearer token (test_observability)
     # Telegram's side: the webhook checks its secret header (test_webhook.py); its schema is
-    # public knowledge; the API root of that NinjaAPI answers 404.
+    # for staff, as /api/v1/'s; the API root of that NinjaAPI answers 404.
     "telegram:telegram_webhook": PUBLIC,
     "telegram:telegram_webhook_other_methods": PUBLIC,
-    "telegram:openapi-json": PUBLIC,
+    "telegram:openapi-json": STAFF,
     "telegram:api-root": PUBLIC,
     "admin:login": PUBLIC,
     "admin:logout": PUBLIC,

@@ -279,8 +279,18 @@ def test_a_command_for_another_bot_is_ignored(bot: FakeTelegramServer, post_upda
     assert len(sent_texts(bot)) == 1
 
 
-def test_the_webhook_is_documented_in_its_own_openapi_schema(client: Client) -> None:
-    response = client.get("/telegram/openapi.json")  # public: not the staff-only /api/v1/
+def test_the_webhooks_openapi_schema_is_for_staff_only(
+    client: Client, django_user_model: Any
+) -> None:
+    anonymous = client.get("/telegram/openapi.json")
+    assert anonymous.status_code == 302
+    assert anonymous["Location"].startswith("/admin/login/")
+    client.force_login(django_user_model.objects.create_user("member"))
+    assert client.get("/telegram/openapi.json").status_code == 302  # a user, not staff
+
+
+def test_the_webhook_is_documented_in_its_own_openapi_schema(admin_client: Client) -> None:
+    response = admin_client.get("/telegram/openapi.json")
     assert response.status_code == 200
     operation = response.json()["paths"]["/telegram/webhook"]["post"]
     schema = operation["requestBody"]["content"]["application/json"]["schema"]

@@ -1,17 +1,24 @@
-"""TelegramClient.call: request encoding, error mapping, timeouts, secrecy, connections."""
+"""TelegramClient.call: request encoding, error mapping, timeouts, secrecy, connections, and
+whether a failed call may have reached Telegram (what ``send_once`` decides on)."""
 
 from __future__ import annotations
 
 import io
 import socket
+import struct
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import httpx
 import pytest
 
-from telegram_bot.client import TelegramClient
+from telegram_bot.client import TelegramClient, telegram_error
+from telegram_bot.client.core import CONNECT_RETRIES
+from telegram_bot.delivery import send_once
 from telegram_bot.errors import RateLimitError, TelegramApiError, TelegramRateLimitError
 from tests.fakes.telegram import (
     FAKE_TOKEN,
@@ -99,25 +106,20 @@ def test_a_base_url_path_prefix_is_kept() -> None:
     assert c.base_url == "https://proxy.internal/telegram"
 
 
-def test_a_call_goes_straight_to_the_transport(monkeypatch: pytest.MonkeyPatch) -> None:
-    """httpx.Client.send (auth, redirects, cookies, hooks) cost a third of a call's CPU; a
-    Bot API call skips it and still sends the client's headers and timeouts."""
+def test_a_call_sends_the_clients_headers_and_timeouts() -> None:
     seen: list[httpx.Request] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         return httpx.Response(200, json={"ok": True, "result": True})
 
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("sent through httpx.Client.send")
-
-    monkeypatch.setattr(httpx.Client, "send", refuse)
     timeout = httpx.Timeout(5.0, read=7.0)
     with TelegramClient(FAKE_TOKEN, transport=httpx.MockTransport(answer), timeout=timeout) as c:
         assert c.delete_webhook() is True
         assert c.call("deleteWebhook", request_timeout=3.0) is True
     assert [r.headers["User-Agent"] for r in seen] == ["telegram-community-bot"] * 2
-    assert seen[0].extensions["timeout"]["read"] == 7.0
+    assert [r.method for r in seen] == ["POST", "POST"]
+    assert seen[0].extensions["timeout"] == timeout.as_dict()
     assert seen[1].extensions["timeout"] == httpx.Timeout(3.0).as_dict()
 
 
@@ -349,3 +351,309 @@ def test_close_and_the_context_manager_release_the_connections(
         c.get_me()
     with pytest.raises(RuntimeError):
         c.get_me()
+
+
+# -- connections of the default transport (httpx's own) -----------------------------------------
+OK = b'{"ok":true,"result":true}'
+
+
+def answer(body: bytes = OK, *, chunked: bool = False, close: bool = False) -> bytes:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+    if close:
+        head += b"Connection: close\r\n"
+    if chunked:
+        return head + b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    return head + b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+@contextmanager
+def raw_server(serve: Callable[[socket.socket, int], None]) -> Iterator[tuple[str, list[int]]]:
+    """A loopback server calling ``serve(connection, n)`` for its n-th accepted connection;
+    yields its URL and the list of accepted connection numbers."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[int] = []
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(len(accepted))
+            threading.Thread(target=serve, args=(conn, accepted[-1]), daemon=True).start()
+
+    threading.Thread(target=loop, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}", accepted
+    finally:
+        listener.close()
+
+
+def read_request(conn: socket.socket) -> bytes:
+    """One request's head (its body read and dropped); b"" once the client hung up."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        try:
+            chunk = conn.recv(65536)
+        except ConnectionResetError:
+            return b""
+        if not chunk:
+            return b""
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    length = next(
+        (
+            int(line.split(b":")[1])
+            for line in head.lower().split(b"\r\n")
+            if line.startswith(b"content-length:")
+        ),
+        0,
+    )
+    while len(rest) < length:
+        rest += conn.recv(65536)
+    return head
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])  # closed again before the call: nothing listens
+
+
+def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
+    closed = threading.Event()
+
+    def serve(conn: socket.socket, n: int) -> None:
+        with conn:  # one answer per connection, then the server closes it (an idle timeout)
+            if read_request(conn):
+                conn.sendall(answer())
+        closed.set()
+
+    with raw_server(serve) as (url, accepted), TelegramClient(FAKE_TOKEN, url) as client:
+        assert client.call("sendChatAction", chat_id=1, action="typing") is True
+        assert closed.wait(5)
+        assert client.call("sendChatAction", chat_id=1, action="typing") is True  # not lost
+    assert accepted == [0, 1]
+
+
+def test_a_chunked_answer_is_read_and_its_connection_kept() -> None:
+    def serve(conn: socket.socket, n: int) -> None:
+        with conn:
+            while read_request(conn):
+                conn.sendall(answer(chunked=True))
+
+    with raw_server(serve) as (url, accepted), TelegramClient(FAKE_TOKEN, url) as client:
+        for _ in range(3):
+            assert client.call("sendChatAction", chat_id=1, action="typing") is True
+    assert accepted == [0]
+
+
+def test_connection_close_from_the_server_opens_a_new_one() -> None:
+    def serve(conn: socket.socket, n: int) -> None:
+        with conn:
+            if read_request(conn):
+                conn.sendall(answer(close=True))
+
+    with raw_server(serve) as (url, accepted), TelegramClient(FAKE_TOKEN, url) as client:
+        for _ in range(2):
+            assert client.call("sendChatAction", chat_id=1, action="typing") is True
+    assert accepted == [0, 1]
+
+
+def test_threads_share_the_clients_connections() -> None:
+    with FakeTelegramServer() as server, TelegramClient(FAKE_TOKEN, server.base_url) as client:
+        threads = [
+            threading.Thread(
+                target=lambda n=n: [client.send_message(chat_id=n, text=str(i)) for i in range(5)]
+            )
+            for n in range(1, 5)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        sent = sorted(
+            (c.params["chat_id"], c.params["text"]) for c in server.calls_to("sendMessage")
+        )
+        assert sent == [(n, str(i)) for n in range(1, 5) for i in range(5)]
+        assert server.connections_opened <= 4
+
+
+def test_a_refused_connection_is_tried_again_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """httpx's transport retries connecting (``CONNECT_RETRIES``), which sends nothing twice."""
+    attempts: list[object] = []
+    connect = socket.create_connection
+
+    def counted(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+        attempts.append(address)
+        return connect(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "create_connection", counted)
+    with TelegramClient(FAKE_TOKEN, f"http://127.0.0.1:{closed_port()}") as client:
+        error = _error_of(client.get_me)
+    assert len(attempts) == 1 + CONNECT_RETRIES == 2
+    assert error.reached is False
+
+
+# -- did the request leave this machine? (what send_once decides on) ----------------------------
+def _outcome(action: Callable[[], object]) -> str:
+    return send_once(
+        action,
+        sent=lambda value: "sent",
+        refused=lambda exc: "refused",
+        unknown=lambda why, exc: "unknown",
+    )
+
+
+def test_nothing_listening_is_a_refusal_that_reached_nothing() -> None:
+    with TelegramClient(FAKE_TOKEN, f"http://127.0.0.1:{closed_port()}") as client:
+        assert _outcome(lambda: client.send_message(chat_id=1, text="hello")) == "refused"
+
+
+def test_no_free_connection_in_the_pool_is_a_refusal_that_reached_nothing(
+    fake_telegram: FakeTelegramServer,
+) -> None:
+    """All the pool's connections busy past the pool timeout: the call never went out."""
+    transport = httpx.HTTPTransport(limits=httpx.Limits(max_connections=1))
+    timeout = httpx.Timeout(5.0, pool=0.2)
+    fake_telegram.delay_next("getMe", 1.0)
+    with TelegramClient(
+        FAKE_TOKEN, fake_telegram.base_url, transport=transport, timeout=timeout
+    ) as client:
+        slow = threading.Thread(target=client.get_me)
+        slow.start()
+        deadline = time.monotonic() + 5
+        while not fake_telegram.calls_to("getMe") and time.monotonic() < deadline:
+            time.sleep(0.01)  # until the slow call holds the one connection
+        outcome = _outcome(lambda: client.send_message(chat_id=1, text="hello"))
+        slow.join()
+    assert outcome == "refused"
+    assert fake_telegram.calls_to("sendMessage") == []
+
+
+def test_a_server_closing_without_an_answer_is_unknown() -> None:
+    def serve(conn: socket.socket, n: int) -> None:
+        with conn:
+            read_request(conn)  # and hang up
+
+    with raw_server(serve) as (url, _accepted), TelegramClient(FAKE_TOKEN, url) as client:
+        assert _outcome(lambda: client.send_message(chat_id=1, text="hello")) == "unknown"
+
+
+def test_a_connection_reset_after_the_request_is_unknown() -> None:
+    def serve(conn: socket.socket, n: int) -> None:
+        read_request(conn)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        conn.close()  # RST: a ReadError on the client
+
+    with raw_server(serve) as (url, _accepted), TelegramClient(FAKE_TOKEN, url) as client:
+        assert _outcome(lambda: client.send_message(chat_id=1, text="hello")) == "unknown"
+
+
+def test_a_read_timeout_is_unknown(fake_telegram: FakeTelegramServer) -> None:
+    fake_telegram.delay_next("sendMessage", 1.0)
+    timeout = httpx.Timeout(5.0, read=0.1)
+    with TelegramClient(FAKE_TOKEN, fake_telegram.base_url, timeout=timeout) as client:
+        assert _outcome(lambda: client.send_message(chat_id=1, text="hello")) == "unknown"
+
+
+# -- TLS: the Bot API is reached over HTTPS; the certificate and name are verified --------------
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str, list[int]]]:
+    """A loopback HTTPS server with a self-signed certificate for ``localhost``: (port, the
+    certificate's file, the list of connections that completed the handshake)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    handshakes: list[int] = []
+
+    def serve(conn: socket.socket) -> None:
+        try:
+            with context.wrap_socket(conn, server_side=True) as tls:
+                handshakes.append(1)
+                while read_request(tls):  # type: ignore[arg-type]
+                    tls.sendall(answer())
+        except (OSError, ssl.SSLError):
+            return  # a client that refused the certificate hangs up during the handshake
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=loop, daemon=True).start()
+    try:
+        yield listener.getsockname()[1], str(cert), handshakes
+    finally:
+        listener.close()
+
+
+def test_https_calls_go_through_a_verified_connection_and_keep_it(
+    tls_server: tuple[int, str, list[int]],
+) -> None:
+    import ssl
+
+    port, cert, handshakes = tls_server
+    before = len(handshakes)
+    transport = httpx.HTTPTransport(verify=ssl.create_default_context(cafile=cert))
+    with TelegramClient(FAKE_TOKEN, f"https://localhost:{port}", transport=transport) as c:
+        for _ in range(2):
+            assert c.call("getMe") is True
+    assert len(handshakes) - before == 1  # one connection, reused
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1"])
+def test_a_certificate_not_trusted_or_for_another_name_is_refused_before_anything_is_sent(
+    tls_server: tuple[int, str, list[int]], host: str
+) -> None:
+    import ssl
+
+    port, cert, _ = tls_server
+    # localhost: the system's trust store, which lacks the test certificate; 127.0.0.1:
+    # trusted, but the certificate names localhost only.
+    transport = (
+        None
+        if host == "localhost"
+        else httpx.HTTPTransport(verify=ssl.create_default_context(cafile=cert))
+    )
+    with TelegramClient(FAKE_TOKEN, f"https://{host}:{port}", transport=transport) as c:
+        error = _error_of(c.get_me)
+    assert "ConnectError" in error.description
+    assert error.reached is False
+
+
+@pytest.mark.parametrize(
+    ("cause", "reached"),
+    [
+        (httpx.ConnectError("refused"), False),
+        (httpx.ConnectTimeout("slow connect"), False),
+        (httpx.PoolTimeout("no connection free"), False),
+        (httpx.ProxyError("tunnel refused"), False),
+        (httpx.UnsupportedProtocol("ftp"), False),
+        (httpx.WriteError("broken pipe"), None),  # part of it may have gone out
+        (httpx.WriteTimeout("slow write"), None),
+        (httpx.ReadError("reset"), None),
+        (httpx.ReadTimeout("no answer"), None),
+        (httpx.RemoteProtocolError("closed without an answer"), None),
+        (httpx.LocalProtocolError("bad body length"), None),
+    ],
+)
+def test_httpx_errors_say_whether_the_request_left(cause: Exception, reached: bool | None) -> None:
+    assert telegram_error("sendMessage", cause=cause).reached is reached
