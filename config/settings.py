@@ -52,13 +52,28 @@ for _origin in CSRF_TRUSTED_ORIGINS:
     parse_url("DJANGO_CSRF_TRUSTED_ORIGINS", _origin, ("http", "https"))
 PORT = env.number("PORT", 8000, minimum=1, maximum=65535)
 HOST = env.text("HOST", "127.0.0.1")
-WEB_CONCURRENCY = env.number("WEB_CONCURRENCY", 2, minimum=1, maximum=64)
-WEB_THREADS = env.number("WEB_THREADS", 4, minimum=1, maximum=64)
-# The web server (config/web.py): gunicorn, or granian (cheaper per request; no access lines).
+# --- The web server (config/web.py; README "Web server") ------------------------------------
+# WEB_SERVER: granian (the default), or gunicorn with its stock gthread worker.
+# WEB_CONCURRENCY: processes. WEB_THREADS: the threads of a process that run requests. Under
+# granian they are started while requests wait and end after 30 s idle, and a request whose
+# body is still arriving holds one (granian has no body timeout): 128 by default, room for a
+# hundred slow clients. Under gunicorn they are started for good and a client holds one from
+# its first byte to the end of its body: 4 by default, behind a buffering proxy.
+# WEB_BACKPRESSURE: the connections a process serves at once (granian --backpressure, gunicorn
+# --worker-connections); more wait in the listen backlog.
+# WEB_HEADER_TIMEOUT_SECONDS: how long a client may take to send a request's headers, and an
+# idle kept-alive connection stays open (granian --http1-header-read-timeout; gunicorn
+# --keep-alive, the idle part only: gthread bounds no read).
 WEB_SERVERS = ("gunicorn", "granian")
-WEB_SERVER = env.text("WEB_SERVER", "gunicorn").lower()
+WEB_SERVER = env.text("WEB_SERVER", "granian").lower()
 if WEB_SERVER not in WEB_SERVERS:
     raise ConfigError("WEB_SERVER", f"must be one of {', '.join(WEB_SERVERS)}, got {WEB_SERVER!r}")
+WEB_CONCURRENCY = env.number("WEB_CONCURRENCY", 2, minimum=1, maximum=64)
+WEB_THREADS = env.number(
+    "WEB_THREADS", 128 if WEB_SERVER == "granian" else 4, minimum=1, maximum=1024
+)
+WEB_BACKPRESSURE = env.number("WEB_BACKPRESSURE", 512, minimum=8, maximum=65_535)
+WEB_HEADER_TIMEOUT_SECONDS = env.number("WEB_HEADER_TIMEOUT_SECONDS", 10, minimum=1, maximum=60)
 
 # --- Telegram -------------------------------------------------------------------------------
 TELEGRAM_BOT_TOKEN = env.bot_token("TELEGRAM_BOT_TOKEN")

@@ -1,6 +1,7 @@
-"""The product's URLs and ``/test/exit``, whose view raises ``SystemExit`` (as a ``sys.exit()``
-deep in some library would): under gunicorn it must stop the worker, which the arbiter
-replaces, not end a serving thread and leave the worker with one fewer."""
+"""The product's URLs and ``/test/exit?code=N``, whose view raises ``SystemExit(N)`` (as a
+``sys.exit()`` deep in some library would): the server must serve on with all its threads
+(granian answers 500; gunicorn's worker exits and its arbiter starts another, except for codes
+3 and 4, which gunicorn reads as a worker that cannot boot and stops altogether)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from config.urls import urlpatterns as product_urlpatterns
 
 
 def exit_view(request: HttpRequest) -> NoReturn:
-    raise SystemExit(3)
+    raise SystemExit(int(request.GET.get("code", "1")))
 
 
 urlpatterns = [*product_urlpatterns, path("test/exit", exit_view)]
