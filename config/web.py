@@ -4,8 +4,9 @@ default, or gunicorn), ``WEB_CONCURRENCY`` processes, ``WEB_THREADS`` threads in
 and ``PORT`` (``config/settings.py`` says what each means under each server).
 
 ``manage.py serve`` runs it beside the worker; the image's command is ``python -m config.web``,
-which reads the settings (a bad value stops it with one line and exit code 2) and replaces
-itself with the server.
+which reads the settings (a bad value stops it with one line and exit code 2), checks that the
+database and Redis answer (``config/startup.py``: one line and exit code 2 when not), and
+replaces itself with the server.
 
 - **granian** (a web server written in Rust, ``--interface wsgi``, HTTP/1 only): the
   connections, their headers and the idle keep-alive are handled in Rust, so a client slow to
@@ -134,11 +135,12 @@ def check_port() -> None:
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    from config.startup import load_environment, run_or_exit
+    from config.startup import check_services, load_environment, run_or_exit
 
     load_environment()
     argv = run_or_exit(web_argv)
     check_port()
+    check_services()
     sys.stdout.flush()
     os.execv(argv[0], argv)  # noqa: S606 - our own interpreter, arguments from the settings
 
