@@ -24,7 +24,8 @@ replaces itself with the server.
   (``--reuse-port``), so the kernel spreads new connections over the workers
   (``tests/integration/test_web_balance.py``).
 
-Both finish the requests in flight within ``graceful_seconds`` of SIGTERM.
+Both finish the requests in flight within ``graceful_seconds`` of SIGTERM (granian: each of
+its processes within its share of them).
 """
 
 from __future__ import annotations
@@ -67,8 +68,11 @@ def web_argv(graceful_seconds: int = GRACEFUL_SECONDS) -> list[str]:
             str(header_seconds * 1000),
             "--no-ws",
             "--respawn-failed-workers",
+            # granian stops its workers one after the other, each within this timeout, so
+            # the whole stop stays within graceful_seconds even when every worker has to be
+            # killed (a worker still loading the application when SIGTERM comes never sees it).
             "--workers-kill-timeout",
-            str(graceful_seconds),
+            str(max(1, graceful_seconds // settings.WEB_CONCURRENCY)),
             "--log-level",
             "warning",
             "config.wsgi:application",

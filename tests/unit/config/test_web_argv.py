@@ -37,7 +37,12 @@ def test_granian_is_the_default_shaped_by_the_settings(settings: Any) -> None:
     assert option(argv, "--http") == "1"  # the header timeout is HTTP/1's
     assert option(argv, "--http1-header-read-timeout") == "7000"
     assert (option(argv, "--host"), option(argv, "--port")) == ("0.0.0.0", "8123")  # noqa: S104
-    assert option(argv, "--workers-kill-timeout") == "5"
+    # Workers are stopped one after the other: their timeouts add up to the graceful budget.
+    assert option(argv, "--workers-kill-timeout") == "1"  # 5 s for 3 processes
+    settings.WEB_CONCURRENCY = 2
+    assert option(web_argv(8), "--workers-kill-timeout") == "4"
+    settings.WEB_CONCURRENCY = 1
+    assert option(web_argv(8), "--workers-kill-timeout") == "8"
     assert "--respawn-failed-workers" in argv
     assert argv[-1] == "config.wsgi:application"
 
