@@ -30,7 +30,8 @@ EXPOSE 8000
 # the worker service overrides this (compose.yaml).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD ["python", "-m", "config.healthcheck"]
-# The web server as the settings shape it (config/web.py: WEB_SERVER, WEB_CONCURRENCY,
-# WEB_THREADS, HOST, PORT), in place of this process. SIGTERM (docker stop): it finishes
-# requests in flight within 8 s, under docker's 10 s.
+# The web server as the settings shape it (config/web.py: WEB_SERVER, granian by default;
+# WEB_CONCURRENCY, WEB_THREADS, WEB_BACKPRESSURE, WEB_HEADER_TIMEOUT_SECONDS, HOST, PORT), in
+# place of this process. SIGTERM (docker stop): it finishes requests in flight within 8 s,
+# under docker's 10 s.
 CMD ["python", "-m", "config.web"]

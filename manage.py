@@ -12,12 +12,16 @@ def main() -> None:
     from django.conf import settings
     from django.core.management import execute_from_command_line
 
-    from config.startup import load_environment, run_or_exit
+    from config.startup import explain_failure, load_environment, run_or_exit
 
     load_environment()
     # Load the settings first so that a bad value stops here with one clear line.
     run_or_exit(lambda: settings.INSTALLED_APPS)
-    execute_from_command_line(sys.argv)
+    try:
+        execute_from_command_line(sys.argv)
+    except Exception:
+        explain_failure()  # one line when the database or Redis is not there
+        raise
 
 
 if __name__ == "__main__":

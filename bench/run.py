@@ -6,12 +6,12 @@ writes ``bench/RESULTS.md``. Ratios, never timed assertions.
                                   [--out bench/RESULTS.md] [--readme]
 
 Parts: webhook (group messages against a bare django-ninja endpoint, one Redis script and the
-aiogram peer), peer (the product against the peer only), servers (the product and the bare
-endpoint under gunicorn and under granian, with the peer: an experiment), commands (/start and
-a button through the fake Bot API), backfill, dashboard, memory, scaleout. ``--quick`` runs
-each for seconds on small sizes (the suite runs it to keep the harness working). ``--offline``
-never installs the peer's venv (``bench/.venv-peer``, from ``bench/requirements-peer.lock``):
-without it the peer is reported as not measured.
+aiogram peer), peer (the product against the peer only), servers (the product, the bare and
+the one-Redis-script endpoints under granian, the default, and gunicorn gthread, with the
+peer), commands (/start and a button through the fake Bot API), backfill, dashboard, memory,
+scaleout. ``--quick`` runs each for seconds on small sizes (the suite runs it to keep the
+harness working). ``--offline`` never installs the peer's venv (``bench/.venv-peer``, from
+``bench/requirements-peer.lock``): without it the peer is reported as not measured.
 
 PostgreSQL and Redis: ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/tgcp_bench``)
 names the server and the prefix of the databases the bench creates and drops

@@ -1,11 +1,12 @@
-"""Where a served web worker's CPU goes: the product as ``bench/run.py`` serves it (gunicorn,
-2 processes x 4 threads; or granian, with ``--server granian``), loaded at saturation with one
-kind of update, and py-spy sampling every web worker's threads while they hold the GIL (so
-waits on Redis, PostgreSQL or the fake Bot API are not counted). Prints each function's share
-of the samples, inclusive and its own (the innermost frame), and writes the same to ``--out``.
+"""Where a served web worker's CPU goes: the product as ``bench/run.py`` serves it (granian,
+the default, 2 processes; or gunicorn gthread, with ``--server gunicorn``), loaded at
+saturation with one kind of update, and py-spy sampling every web worker's threads while they
+hold the GIL (so waits on Redis, PostgreSQL or the fake Bot API are not counted). Prints each
+function's share of the samples, inclusive and its own (the innermost frame), and writes the
+same to ``--out``.
 
     python bench/served_profile.py [--kind group|start|callback] [--seconds 10]
-                                   [--server gunicorn|granian]
+                                   [--server granian|gunicorn]
                                    [--out bench/profiles/served-group.txt]
 
 py-spy is not a dependency of the product: put it on PATH (``pip install py-spy`` in any
@@ -34,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kind", choices=("group", "start", "callback"), default="group")
     parser.add_argument("--seconds", type=int, default=10)
-    parser.add_argument("--server", choices=("gunicorn", "granian"), default="gunicorn")
+    parser.add_argument("--server", choices=("granian", "gunicorn"), default="granian")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     spy = os.environ.get("PY_SPY") or shutil.which("py-spy")
@@ -47,13 +48,13 @@ def main() -> None:
         os.environ["DATABASE_URL"], os.environ["REDIS_URL"], quick=False, offline=True
     )
     try:
-        start = serving.product if args.server == "gunicorn" else serving.product_granian
+        start = serving.product if args.server == "granian" else serving.product_gunicorn
         server = start(session)
         ids = serving.Ids()
         url = server.url("/telegram/webhook")
         saturate(url, ids.load(args.kind), 3)  # imports, connections, caches
         web = serving.web_pids(server)
-        workers = [pid for pid in web if _parent(pid) in web]  # not the master
+        workers = [pid for pid in web if _parent(pid) in web]  # not the main process
         with tempfile.TemporaryDirectory() as tmp:
             outputs = [Path(tmp) / f"{pid}.txt" for pid in workers]
             record = [spy, "record", "-d", str(args.seconds), "-r", "200", "-f", "raw"]

@@ -2,15 +2,14 @@
 the Redis-script baselines and the aiogram peer), commands through the fake Bot API, memory,
 and the scale-out sketch.
 
-The product is served as the README recommends: ``manage.py serve`` (gunicorn with the
-threaded workers of ``config/gunicorn_worker.py``, ``WEB_CONCURRENCY`` processes x 4 threads,
-and the django-q2 worker cluster beside it), with ``bench.settings`` (the product's settings
-plus the baseline endpoints' URLs).
+The product is served as the README recommends: ``manage.py serve`` with the web server's
+defaults (granian, 2 processes, threads started on demand; ``config/web.py``) and the django-q2
+worker cluster beside it, with ``bench.settings`` (the product's settings plus the baseline
+endpoints' URLs).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import statistics
@@ -51,7 +50,8 @@ class Sizes:
 
 KV_ONLY = "group message, KV store only (no database add)"
 REDIS_SCRIPT = "endpoint running one Redis script"
-GTHREAD = "gunicorn gthread (before)"
+DEFAULT_SERVER = "granian"  # the product's default (config/settings.py); the servers part's
+GUNICORN = "gunicorn gthread"  # the choice, WEB_SERVER=gunicorn
 GROUP_PATH = "/telegram/webhook"
 # Group senders of a load, spread so that none goes over the anti-flood limit (by default more
 # than 8 messages in 10 s mutes): a sender's messages come every GROUP_SENDERS / rate seconds,
@@ -77,7 +77,8 @@ def fake_api(session: Session) -> Server:
 
 
 def product(session: Session) -> Server:
-    """The product as ``make run`` serves it (gunicorn + worker), started once per run."""
+    """The product as ``make run`` serves it (the default web server + worker), started once
+    per run."""
     return session.once("product", lambda: serve(session, "product", session.database("web"), "2"))
 
 
@@ -98,8 +99,10 @@ def serve(
     database_url: str,
     web_processes: str,
     settings: str = "bench.settings",
-    server: str = "gunicorn",
+    server: str | None = None,
 ) -> Server:
+    """``manage.py serve`` with ``web_processes`` web processes and the web server's own
+    defaults (threads and the rest: no ``WEB_*`` of the shell); ``server`` sets WEB_SERVER."""
     fake = fake_api(session)
     port = harness.free_port()
     env = session.env(
@@ -107,56 +110,26 @@ def serve(
         DJANGO_SETTINGS_MODULE=settings,
         HOST="127.0.0.1",
         PORT=str(port),
-        WEB_SERVER=server,
-        WEB_CONCURRENCY=web_processes,
-        WEB_THREADS="4",  # as the notes say, whatever the shell has
         TELEGRAM_API_BASE_URL=fake.url(""),
     )
+    env = {k: v for k, v in env.items() if not k.startswith("WEB_")}
+    env["WEB_CONCURRENCY"] = web_processes
+    if server is not None:
+        env["WEB_SERVER"] = server
     argv = [sys.executable, "manage.py", "serve"]
     return session.start(name, argv, env, port)
 
 
-def product_granian(session: Session) -> Server:
-    """The product served with ``WEB_SERVER=granian`` (``config/web.py``; the same processes and
-    threads), on its own database: the ``servers`` part's second server."""
+def product_gunicorn(session: Session) -> Server:
+    """The product served with ``WEB_SERVER=gunicorn`` (gunicorn's gthread worker with its
+    default 4 threads, ``config/web.py``) and its worker cluster, on its own database: the
+    ``servers`` part's second server."""
 
     def start() -> Server:
-        database = session.database("granian")
-        return serve(session, "product-granian", database, "2", server="granian")
+        database = session.database("gunicorn")
+        return serve(session, "product-gunicorn", database, "2", server="gunicorn")
 
-    return session.once("granian", start)
-
-
-def product_gthread(session: Session) -> Server:
-    """The product's web process under gunicorn's own gthread worker, the one
-    ``config/gunicorn_worker.py`` replaced: ``config/web.py``'s command line with that worker
-    class, on its own database (the web process alone: group messages need no worker cluster).
-    The ``servers`` part's third server: what the product's worker saves, in the same run."""
-
-    def start() -> Server:
-        fake = fake_api(session)
-        port = harness.free_port()
-        env = session.env(
-            session.database("gthread"),
-            DJANGO_SETTINGS_MODULE="bench.settings",
-            HOST="127.0.0.1",
-            PORT=str(port),
-            WEB_SERVER="gunicorn",
-            WEB_CONCURRENCY="2",
-            WEB_THREADS="4",
-            TELEGRAM_API_BASE_URL=fake.url(""),
-        )
-        argv = json.loads(harness.run([sys.executable, "-c", PRINT_WEB_ARGV], env, "web_argv"))
-        argv[argv.index("--worker-class") + 1] = "gthread"
-        return session.start("product-gthread", argv, env, port)
-
-    return session.once("gthread", start)
-
-
-PRINT_WEB_ARGV = (
-    "import json, django; django.setup(); from config.web import web_argv; "
-    "print(json.dumps(web_argv()))"
-)
+    return session.once("gunicorn", start)
 
 
 def peer(session: Session) -> Server | str:
@@ -223,11 +196,14 @@ def failure_row(server: Server, before: int) -> Row:
 
 
 def web_pids(server: Server) -> list[int]:
-    """The web server's processes of a ``serve``: gunicorn's master and workers, or granian's
-    (the peer: its process; a server started as gunicorn itself: its processes)."""
-    if "gunicorn" in harness.command_line(server.pid):
-        return server.pids()
-    return _child_tree(server, "gunicorn") or _child_tree(server, "granian") or server.pids()
+    """The web server's processes of a ``serve``: granian's or gunicorn's main process and
+    workers (the peer: its process)."""
+    return _child_tree(server, "granian") or _child_tree(server, "gunicorn") or server.pids()
+
+
+def web_server_name(server: Server) -> str:
+    """Which web server a ``serve`` runs: granian or gunicorn."""
+    return "gunicorn" if _child_tree(server, "gunicorn") else "granian"
 
 
 def worker_pids(server: Server) -> list[int]:
@@ -474,12 +450,14 @@ def part_webhook(session: Session, with_baselines: bool = True) -> Section:
     )
     section.rows.append(failure_row(server, failures))
     section.notes += [
-        f"Served by `manage.py serve` (gunicorn, 2 processes x 4 threads, and the "
-        f"worker cluster), PostgreSQL and Redis; saturation: {sizes.rounds} rounds of "
+        f"Served by `manage.py serve` (the web server's defaults: {DEFAULT_SERVER}, 2 processes, "
+        f"threads started as requests wait; and the worker cluster), PostgreSQL and Redis; "
+        f"saturation: {sizes.rounds} rounds of "
         f"{sizes.seconds:.0f} s per target, alternating; figures are medians, ratios the "
         "median of each round's ratio (the two measured seconds apart); wrk -t2 -c16.",
         "Per server CPU-s: requests divided by the CPU time the target's own server processes "
-        "used (gunicorn workers; the peer's process), which other work on the machine does not "
+        "used (the web server's processes; the peer's process), which other work on the "
+        "machine does not "
         "inflate. The aiogram peer is one asyncio process, as its documentation runs it.",
         f"Fixed rates: {sizes.fixed_seconds:.0f} s each ({TARGET_RATE}/s, the rate of the p99 "
         f"target: {sizes.target_seconds:.0f} s), latency from each request's intended "
@@ -503,58 +481,49 @@ def part_peer(session: Session) -> Section:
 
 
 def part_servers(session: Session) -> Section:
-    """The product and the bare endpoint served by gunicorn (the default) and by granian
-    (``WEB_SERVER=granian``), with the aiogram peer, alternating in one run: what the web
-    server costs each request."""
+    """The product, the bare endpoint and the one-Redis-script endpoint under the default web
+    server (granian) and under ``WEB_SERVER=gunicorn`` (stock gthread), with the aiogram peer,
+    alternating in one run: what the web server costs each request, and how far the group
+    message is from the floor of any idempotent counter served the same way."""
     sizes, ids, server = Sizes.of(session), Ids(), product(session)
-    other, gthread = product_granian(session), product_gthread(session)
-    section = Section("servers", "The web server: gunicorn or granian")
-    targets = {
-        "bare": Target("gunicorn: bare django-ninja endpoint", server, "/bench/bare"),
-        "product": Target("gunicorn: group message through the webhook", server, GROUP_PATH),
-        "redis": Target(f"gunicorn: {REDIS_SCRIPT}", server, "/bench/redis"),
-        "granian_bare": Target("granian: bare django-ninja endpoint", other, "/bench/bare"),
-        "granian_redis": Target(f"granian: {REDIS_SCRIPT}", other, "/bench/redis"),
-        "granian": Target("granian: group message through the webhook", other, GROUP_PATH),
-        "gthread_bare": Target(f"{GTHREAD}: bare django-ninja endpoint", gthread, "/bench/bare"),
-        "gthread": Target(f"{GTHREAD}: group message through the webhook", gthread, GROUP_PATH),
-    }
+    other = product_gunicorn(session)
+    section = Section("servers", f"The web server: {DEFAULT_SERVER} (default) or {GUNICORN}")
+    servers = ((DEFAULT_SERVER, "", server), (GUNICORN, "gunicorn_", other))
+    targets = {}
+    for name, key, served in servers:
+        targets[f"{key}bare"] = Target(f"{name}: bare django-ninja endpoint", served, "/bench/bare")
+        targets[f"{key}redis"] = Target(f"{name}: {REDIS_SCRIPT}", served, "/bench/redis")
+        targets[f"{key}group"] = Target(f"{name}: group message through the webhook", served,
+                                        GROUP_PATH)  # fmt: skip
     aiogram = peer(session)
     if isinstance(aiogram, Server):
         targets["peer"] = Target("aiogram 3 peer (same counting)", aiogram, GROUP_PATH)
     else:
         section.notes.append(f"aiogram peer {aiogram}")
     rates = throughput(targets, ids, sizes)
-    section.rows += rate_rows(targets, rates, "product")
+    section.rows += rate_rows(targets, rates, "group")
     section.details.append(cpu_detail(targets, rates))
-    # Each server's group messages against its own bare endpoint and against the peer (paired
-    # rounds, as in the webhook part); then what any idempotent counter costs on each server:
-    # a claim and an add, one Redis round trip, against the same server's bare endpoint.
-    servers = (("gunicorn", "product", "redis", "bare"),
-               ("granian", "granian", "granian_redis", "granian_bare"))  # fmt: skip
-    for name, group, _, bare in servers:
+    # Each server's group messages against its own bare endpoint, its own one-Redis-script
+    # endpoint (the floor: a claim and an add, one round trip, served the same way) and the
+    # peer (paired rounds, as in the webhook part); the targets are the default server's.
+    for name, key, _ in servers:
+        default = name == DEFAULT_SERVER
         label = f"{name}: group messages / bare endpoint"
-        section.rows.append(ratio_row(label, rates, group, bare))
-    if "peer" in targets:
-        for name, group, _, _ in servers:
-            label = f"{name}: group messages / aiogram peer"
-            section.rows.append(ratio_row(label, rates, group, "peer"))
-    for name, _, redis_script, bare in servers:
+        section.rows.append(ratio_row(label, rates, f"{key}group", f"{key}bare"))
+        label = f"{name}: group messages / one Redis script (the floor)"
+        floor = (0.6, ">= 0.6x") if default else (None, "")
+        section.rows.append(ratio_row(label, rates, f"{key}group", f"{key}redis", *floor))
         label = f"{name}: one Redis script / bare endpoint"
-        section.rows.append(ratio_row(label, rates, redis_script, bare))
-    label = "group messages: granian / gunicorn"
-    section.rows.append(ratio_row(label, rates, "granian", "product"))
-    # The product's gunicorn worker against gthread, the worker it replaced: the same code,
-    # the same command line but the worker class.
-    for kind, group, before in (("group messages", "product", "gthread"),
-                                ("bare endpoint", "bare", "gthread_bare")):  # fmt: skip
-        label = f"{kind}: gunicorn / {GTHREAD}"
-        section.rows.append(ratio_row(label, rates, group, before))
-    if "peer" in targets:
-        section.rows.append(ratio_row(f"{GTHREAD}: group messages / aiogram peer", rates,
-                                      "gthread", "peer"))  # fmt: skip
-    for name, web in (("gunicorn", server), ("granian", other)):
-        resident = [harness.rss_mb(pid) for pid in web_pids(web)[1:]]  # not the main process
+        section.rows.append(ratio_row(label, rates, f"{key}redis", f"{key}bare"))
+        if "peer" in targets:
+            label = f"{name}: group messages / aiogram peer"
+            against_peer = (1.2501, "> 1.25x") if default else (None, "")
+            section.rows.append(ratio_row(label, rates, f"{key}group", "peer", *against_peer))
+    for kind, key in (("group messages", "group"), ("bare endpoint", "bare")):
+        label = f"{kind}: {DEFAULT_SERVER} / {GUNICORN}"
+        section.rows.append(ratio_row(label, rates, key, f"gunicorn_{key}"))
+    for name, _, served in servers:
+        resident = [harness.rss_mb(pid) for pid in web_pids(served)[1:]]  # not the main process
         section.rows.append(
             Row(
                 f"{name}: web worker, resident (after the runs)",
@@ -563,18 +532,21 @@ def part_servers(session: Session) -> Section:
             )
         )
     section.notes += [
-        "Both served by `manage.py serve` with 2 processes x 4 threads and a worker cluster: "
-        "gunicorn as in the webhook part, granian with `WEB_SERVER=granian` "
-        "(`config/web.py`) on a database of its own. "
-        f"'{GTHREAD}': the web process alone with gunicorn's own gthread worker, the one "
-        "`config/gunicorn_worker.py` replaced (the same command line but the worker class), "
-        "on a database of its own. "
+        "Both served by `manage.py serve` with 2 processes, each server's own defaults "
+        f"(`config/web.py`: {DEFAULT_SERVER} starts threads as requests wait, up to 128 a "
+        f"process; {GUNICORN}, `WEB_SERVER=gunicorn`, runs 4 a process) and a worker cluster, "
+        f"each on a database of its own. The '{REDIS_SCRIPT}' endpoint is the floor of any "
+        "idempotent counter served the same way (a claim of the update id and an add, in one "
+        "round trip). "
         f"Saturation only: {sizes.rounds} rounds of {sizes.seconds:.0f} s per target, "
         "alternating; ratios the median of each round's ratio; wrk -t2 -c16.",
+        "Removed workaround: gunicorn's epoll worker (`config/gunicorn_worker.py`) bought "
+        "1.09x-1.13x over stock gthread (runs up to 2026-12-06, `bench/RESULTS.md` of then); "
+        f"'group messages: {DEFAULT_SERVER} / {GUNICORN}' is what the default server gives "
+        "back over it.",
     ]
-    for key, started in (("granian", other), ("gthread", gthread)):
-        session.stop(started)  # the parts after this one run as before it
-        del session.shared[key]
+    session.stop(other)  # the parts after this one run as before it
+    del session.shared["gunicorn"]
     return section
 
 
@@ -650,7 +622,7 @@ def part_memory(session: Session) -> Section:
     heaviest = max(workers, default=0.0)
     section.rows.append(
         Row(
-            "web worker (gunicorn process), resident",
+            f"web worker ({web_server_name(server)} process), resident",
             f"{heaviest:.0f} MB",
             f"{len(workers)} workers: " + ", ".join(f"{mb:.0f}" for mb in workers) + " MB",
             "< 100 MB",
@@ -658,7 +630,8 @@ def part_memory(session: Session) -> Section:
             summary=True,
         )
     )
-    section.rows.append(Row("gunicorn master, resident", f"{harness.rss_mb(web[0]):.0f} MB"))
+    main = f"{web_server_name(server)} main process, resident"
+    section.rows.append(Row(main, f"{harness.rss_mb(web[0]):.0f} MB"))
     cluster = worker_pids(server)
     total = sum(harness.rss_mb(pid) for pid in cluster)
     section.rows.append(
@@ -744,7 +717,7 @@ def part_scaleout(session: Session) -> Section:
     )
     section.notes.append(saturation_verdict(cpu))  # the last run's: two processes
     section.notes.append(
-        "Two `serve` instances (gunicorn with 1 process x 4 threads each, and "
+        f"Two `serve` instances ({DEFAULT_SERVER} with 1 process each, and "
         "each its own worker cluster) on one PostgreSQL database and one Redis; "
         "the proxy is `bench/proxy.py` (asyncio, round-robin per connection)."
     )

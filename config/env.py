@@ -246,8 +246,11 @@ class Environment(BaseSettings):
     PORT: Annotated[Int, Field(ge=1, le=65535)] = 8000
     HOST: Text = "127.0.0.1"
     WEB_CONCURRENCY: Annotated[Int, Field(ge=1, le=64)] = 2
-    WEB_THREADS: Annotated[Int, Field(ge=1, le=64)] = 4
-    WEB_SERVER: WebServer = "gunicorn"
+    # None: 128 under granian (started while requests wait), 4 under gunicorn (settings.py)
+    WEB_THREADS: Annotated[OptionalInt, Field(ge=1, le=1024)] = None
+    WEB_SERVER: WebServer = "granian"
+    WEB_BACKPRESSURE: Annotated[Int, Field(ge=8, le=65_535)] = 512
+    WEB_HEADER_TIMEOUT_SECONDS: Annotated[Int, Field(ge=1, le=60)] = 10
     # --- Telegram
     TELEGRAM_BOT_TOKEN: Annotated[Text, AfterValidator(_bot_token)] = ""
     TELEGRAM_WEBHOOK_SECRET: Annotated[Text, AfterValidator(_webhook_secret)] = ""

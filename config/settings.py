@@ -39,10 +39,23 @@ ALLOWED_HOSTS = list(env.DJANGO_ALLOWED_HOSTS)
 CSRF_TRUSTED_ORIGINS = list(env.DJANGO_CSRF_TRUSTED_ORIGINS)
 PORT = env.PORT
 HOST = env.HOST
-WEB_CONCURRENCY = env.WEB_CONCURRENCY
-WEB_THREADS = env.WEB_THREADS
-# The web server (config/web.py): gunicorn, or granian (cheaper per request; no access lines).
+# --- The web server (config/web.py; README "Web server") ------------------------------------
+# WEB_SERVER: granian (the default), or gunicorn with its stock gthread worker.
+# WEB_CONCURRENCY: processes. WEB_THREADS: the threads of a process that run requests. Under
+# granian they are started while requests wait and end after 30 s idle, and a request whose
+# body is still arriving holds one (granian has no body timeout): 128 by default, room for a
+# hundred slow clients. Under gunicorn they are started for good and a client holds one from
+# its first byte to the end of its body: 4 by default, behind a buffering proxy.
+# WEB_BACKPRESSURE: the connections a process serves at once (granian --backpressure, gunicorn
+# --worker-connections); more wait in the listen backlog.
+# WEB_HEADER_TIMEOUT_SECONDS: how long a client may take to send a request's headers, and an
+# idle kept-alive connection stays open (granian --http1-header-read-timeout; gunicorn
+# --keep-alive, the idle part only: gthread bounds no read).
 WEB_SERVER = env.WEB_SERVER
+WEB_CONCURRENCY = env.WEB_CONCURRENCY
+WEB_THREADS = env.WEB_THREADS or (128 if WEB_SERVER == "granian" else 4)
+WEB_BACKPRESSURE = env.WEB_BACKPRESSURE
+WEB_HEADER_TIMEOUT_SECONDS = env.WEB_HEADER_TIMEOUT_SECONDS
 
 # --- Telegram -------------------------------------------------------------------------------
 TELEGRAM_BOT_TOKEN = env.TELEGRAM_BOT_TOKEN

@@ -1,26 +1,31 @@
-"""The web process's command line, shaped by the settings: ``WEB_SERVER`` (gunicorn, the
-default, or granian), ``WEB_CONCURRENCY`` processes, ``WEB_THREADS`` threads in each,
-``HOST`` and ``PORT``.
+"""The web process's command line, shaped by the settings: ``WEB_SERVER`` (granian, the
+default, or gunicorn), ``WEB_CONCURRENCY`` processes, ``WEB_THREADS`` threads in each,
+``WEB_BACKPRESSURE`` connections each serves at once, ``WEB_HEADER_TIMEOUT_SECONDS``, ``HOST``
+and ``PORT`` (``config/settings.py`` says what each means under each server).
 
 ``manage.py serve`` runs it beside the worker; the image's command is ``python -m config.web``,
-which reads the settings (a bad value stops it with one line and exit code 2) and replaces
-itself with the server.
+which reads the settings (a bad value stops it with one line and exit code 2), checks that the
+database and Redis answer (``config/startup.py``: one line and exit code 2 when not), and
+replaces itself with the server.
 
-- **gunicorn** (threaded workers whose threads take requests off one epoll set themselves,
-  ``config/gunicorn_worker.py``: gthread's hand-offs between its threads cost a group message
-  an eighth of a worker's CPU): an access line for every request except the probes and
-  Telegram's accepted deliveries (``config/gunicorn_logging.py``). Each worker listens on a
-  socket of its own (``--reuse-port``), so the kernel spreads new connections over the
-  workers. From the one socket they shared, the worker that woke first took each connection,
-  and a busy one wakes first: a few keep-alive connections (Telegram's, or a proxy's) could
-  all land on one worker and leave the other idle (``tests/integration/test_web_balance.py``).
-- **granian** (a web server written in Rust, ``--interface wsgi``): the same application and
-  settings; it serves a group message at about 1.3x gunicorn's rate on the same cores and a
-  bare request at twice it (``bench/run.py``, part ``servers``). It writes no access lines:
-  Django logs every answer of 400 or above, as under gunicorn. A worker that dies is started
-  again.
+- **granian** (a web server written in Rust, ``--interface wsgi``, HTTP/1 only): the
+  connections, their headers and the idle keep-alive are handled in Rust, so a client slow to
+  send its headers holds no Python thread and is cut off after the header timeout; a request
+  whose headers are in gets a thread, which waits for a slow body with the GIL released (no
+  server bounds that wait: the proxy in front does). Its threads are started as requests wait
+  and end after 30 s idle. It serves a group message at about 1.3x gunicorn gthread's rate on
+  the same cores (``bench/run.py``, part ``servers``). It writes no access lines: Django logs
+  every answer of 400 or above. A worker that dies is started again.
+- **gunicorn** (``WEB_SERVER=gunicorn``, its stock ``gthread`` worker): a thread reads each
+  request, headers and body, from its first byte with no time bound, so ``WEB_CONCURRENCY x
+  WEB_THREADS`` slow clients stop it: serve it behind a buffering proxy only. An access line
+  for every request except the probes and Telegram's accepted deliveries
+  (``config/gunicorn_logging.py``). Each worker listens on a socket of its own
+  (``--reuse-port``), so the kernel spreads new connections over the workers
+  (``tests/integration/test_web_balance.py``).
 
-Both finish the requests in flight within ``graceful_seconds`` of SIGTERM.
+Both finish the requests in flight within ``graceful_seconds`` of SIGTERM (granian: each of
+its processes within its share of them).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ def web_argv(graceful_seconds: int = GRACEFUL_SECONDS) -> list[str]:
     from django.conf import settings
 
     threads, processes = str(settings.WEB_THREADS), str(settings.WEB_CONCURRENCY)
+    connections = str(settings.WEB_BACKPRESSURE)
+    header_seconds = settings.WEB_HEADER_TIMEOUT_SECONDS
     if settings.WEB_SERVER == "granian":
         return [
             sys.executable,
@@ -52,10 +59,20 @@ def web_argv(graceful_seconds: int = GRACEFUL_SECONDS) -> list[str]:
             processes,
             "--blocking-threads",
             threads,
+            "--backpressure",
+            connections,
+            # HTTP/1 only: the header timeout below is HTTP/1's (no cleartext HTTP/2 around it).
+            "--http",
+            "1",
+            "--http1-header-read-timeout",
+            str(header_seconds * 1000),
             "--no-ws",
             "--respawn-failed-workers",
+            # granian stops its workers one after the other, each within this timeout, so
+            # the whole stop stays within graceful_seconds even when every worker has to be
+            # killed (a worker still loading the application when SIGTERM comes never sees it).
             "--workers-kill-timeout",
-            str(graceful_seconds),
+            str(max(1, graceful_seconds // settings.WEB_CONCURRENCY)),
             "--log-level",
             "warning",
             "config.wsgi:application",
@@ -69,10 +86,14 @@ def web_argv(graceful_seconds: int = GRACEFUL_SECONDS) -> list[str]:
         f"{settings.HOST}:{settings.PORT}",
         "--workers",
         processes,
+        "--worker-class",
+        "gthread",
         "--threads",
         threads,
-        "--worker-class",
-        "config.gunicorn_worker.EpollThreadWorker",  # gthread's, without its hand-offs
+        "--worker-connections",
+        connections,
+        "--keep-alive",
+        str(header_seconds),
         "--reuse-port",  # a listening socket per worker: the kernel spreads the connections
         "--graceful-timeout",
         str(graceful_seconds),
@@ -86,7 +107,7 @@ def web_argv(graceful_seconds: int = GRACEFUL_SECONDS) -> list[str]:
 
 
 def port_in_use(host: str, port: int) -> bool:
-    """Whether a server already listens on ``host:port``. gunicorn's workers bind with
+    """Whether a server already listens on ``host:port``. Both servers bind with
     ``SO_REUSEPORT``, which would let a second server share the port with one still running
     (of the same user) instead of failing: this plain bind finds it first."""
     try:
@@ -118,11 +139,12 @@ def check_port() -> None:
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    from config.startup import load_environment, run_or_exit
+    from config.startup import check_services, load_environment, run_or_exit
 
     load_environment()
     argv = run_or_exit(web_argv)
     check_port()
+    check_services()
     sys.stdout.flush()
     os.execv(argv[0], argv)  # noqa: S606 - our own interpreter, arguments from the settings
 

@@ -37,17 +37,16 @@ def kill_group(process: subprocess.Popen[bytes] | subprocess.Popen[str]) -> None
 
 def web_env(tmp_path: Path, port: int, **settings: str) -> dict[str, str]:
     """The environment of a web server on the loopback ``port`` and a throwaway SQLite database
-    in ``tmp_path``, without the suite's own database, Redis or gunicorn options; ``settings``
-    adds to it or overrides it."""
+    in ``tmp_path``, with the web server's defaults (no ``WEB_*`` of the shell) and without the
+    suite's own database, Redis or gunicorn options; ``settings`` adds to it or overrides it."""
     drop = ("DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE", "GUNICORN_CMD_ARGS")
-    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("WEB_")}
     env.update(
         DATABASE_URL=f"sqlite:///{tmp_path}/db.sqlite3",
         PORT=str(port),
         HOST="127.0.0.1",
         DJANGO_SECRET_KEY="s" * 50,
         DJANGO_DEBUG="false",
-        WEB_SERVER="gunicorn",
         ENV_FILE=os.devnull,
         STATIC_ROOT=str(tmp_path / "static"),
     )

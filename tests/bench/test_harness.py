@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 SECTIONS = [
     "Group messages through the webhook",
-    "The web server: gunicorn or granian",
+    "The web server: granian (default) or gunicorn gthread",
     "Commands through the fake Bot API",
     "Memory",
     "Scale-out sketch",
@@ -44,22 +44,25 @@ ROWS = [
     "group message through the webhook: 100/s fixed rate",
     "group message through the webhook: 1000/s fixed rate",
     "group messages: p99 at 300/s",
-    "gunicorn: group message through the webhook: saturation",
     "granian: group message through the webhook: saturation",
-    "gunicorn: group messages / bare endpoint",
+    "granian: endpoint running one Redis script: saturation",
+    "gunicorn gthread: group message through the webhook: saturation",
+    "gunicorn gthread: bare django-ninja endpoint: saturation",
     "granian: group messages / bare endpoint",
+    "gunicorn gthread: group messages / bare endpoint",
+    "granian: group messages / one Redis script (the floor)",
+    "gunicorn gthread: group messages / one Redis script (the floor)",
     "granian: one Redis script / bare endpoint",
-    "gunicorn: one Redis script / bare endpoint",
-    "group messages: granian / gunicorn",
-    "gunicorn gthread (before): group message through the webhook: saturation",
-    "group messages: gunicorn / gunicorn gthread (before)",
-    "bare endpoint: gunicorn / gunicorn gthread (before)",
+    "gunicorn gthread: one Redis script / bare endpoint",
+    "group messages: granian / gunicorn gthread",
+    "bare endpoint: granian / gunicorn gthread",
     "granian: web worker, resident (after the runs)",
+    "gunicorn gthread: web worker, resident (after the runs)",
     "fake Bot API: one sendMessage round trip",
     "/start (sendMessage) / bare endpoint",
     "panel button (editMessageText, answer in the webhook reply) / bare endpoint",
     "/start (sendMessage): 300/s fixed rate",
-    "web worker (gunicorn process), resident",
+    "web worker (granian process), resident",
     "worker cluster (qcluster and its processes), resident",
     "one web process, direct",
     "two web processes / one (both behind the proxy)",
@@ -112,8 +115,9 @@ def test_quick_run_writes_every_row(tmp_path: Path) -> None:
     peer_row = "| aiogram 3 peer (same counting): saturation" in text
     assert peer_row or "aiogram peer not measured" in text
     if peer_row:  # each server's group messages against the peer, in the servers part
-        servers = text.split("\n## The web server: gunicorn or granian\n", 1)[1].split("\n## ")[0]
-        for server in ("gunicorn", "granian"):
+        head = "\n## The web server: granian (default) or gunicorn gthread\n"
+        servers = text.split(head, 1)[1].split("\n## ")[0]
+        for server in ("granian", "gunicorn gthread"):
             assert f"| {server}: group messages / aiogram peer | " in servers, server
 
 

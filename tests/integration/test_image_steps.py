@@ -87,6 +87,23 @@ def image_env(instructions: dict[str, list[str]]) -> dict[str, str]:
     return env
 
 
+def test_the_workflow_tests_the_images_python_and_django() -> None:
+    """The image's Python (the Dockerfile's FROM) is one of the Pythons the workflow's test job
+    runs the suite on, so the Python/Django pair the image installs from the lock is tested
+    (3.11 installs Django 5.2, 3.12 and later Django 6.1)."""
+    (base,) = dockerfile()["FROM"]
+    found = re.fullmatch(r"python:(\d+\.\d+)-slim", base)
+    assert found, base
+    workflow = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    test_job = workflow.partition("\n  test:\n")[2].partition("\n  build:\n")[0]
+    assert "    container: python:${{ matrix.python }}-trixie\n" in test_job
+    matrix = re.search(r"^        python: \[(.*)\]$", test_job, re.MULTILINE)
+    assert matrix, test_job
+    pythons = json.loads(f"[{matrix.group(1)}]")
+    assert found.group(1) in pythons
+    assert "3.11" in pythons  # and the Django 5.2 pair
+
+
 def test_dockerignore_keeps_local_state_and_secrets_out() -> None:
     patterns = dockerignore_patterns()
     for path in NEVER_IN_IMAGE:

@@ -1,5 +1,5 @@
-"""gunicorn's workers share the connections between them: each listens on a socket of its own
-(``SO_REUSEPORT``), so the kernel spreads new connections over the workers.
+"""Under ``WEB_SERVER=gunicorn``, its workers share the connections between them: each listens
+on a socket of its own (``SO_REUSEPORT``), so the kernel spreads new connections over them.
 
 With the one socket all workers accept from, whichever worker woke first took a connection,
 and a busy worker wakes first: a load generator's 16 keep-alive connections all landed on
@@ -52,7 +52,8 @@ def test_each_gunicorn_worker_listens_on_its_own_socket_and_takes_connections(
     tmp_path: Path,
 ) -> None:
     port = free_port()
-    web = start_web(web_env(tmp_path, port, WEB_CONCURRENCY="2", WEB_THREADS="2"))
+    env = web_env(tmp_path, port, WEB_SERVER="gunicorn", WEB_CONCURRENCY="2", WEB_THREADS="2")
+    web = start_web(env)
     connections: list[http.client.HTTPConnection] = []
     try:
         wait_until_healthy(port)

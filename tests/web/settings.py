@@ -1,5 +1,6 @@
-"""The product's settings with ``tests/web/urls.py``: what ``test_web_worker.py``'s servers
-run, for a view that ends its thread the way no product view does."""
+"""The product's settings with ``tests/web/urls.py``: what the web server tests' servers run,
+for views no product view is like (one that ends its thread, one that shows what a proxy
+forwarded)."""
 
 from config.settings import *  # noqa: F403
 

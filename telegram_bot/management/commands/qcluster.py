@@ -3,7 +3,8 @@
 SIGTERM or SIGINT stops the cluster within ``WORKER_STOP_SECONDS``: running tasks get that long
 to finish, then the cluster's processes are killed. django-q2's own command waits for every
 task however long it takes. This command takes its name because ``telegram_bot`` is listed
-before ``django_q`` in INSTALLED_APPS.
+before ``django_q`` in INSTALLED_APPS. A database or Redis that does not answer stops it at
+start with one line and exit code 2 (``config/startup.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from django.conf import settings
 from django_q.management.commands.qcluster import Command as DjangoQCommand
 
+from config.startup import check_services
 from telegram_bot.processes import bounded_cluster_class
 
 
@@ -22,6 +24,9 @@ class Command(DjangoQCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         settings.SECRET_KEY  # noqa: B018 - the cluster signs tasks with it
+        # One line and exit code 2 when the database or the broker's Redis is not there, before
+        # the cluster forks processes that would each fail with a traceback.
+        check_services()
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
         cluster = bounded_cluster_class()()

@@ -1,12 +1,14 @@
-"""Run the web process (gunicorn or granian, ``config/web.py``) and the worker (django-q2)
+"""Run the web process (granian or gunicorn, ``config/web.py``) and the worker (django-q2)
 together, in the foreground.
 
-Used by the README's run command. Ctrl-C (SIGINT) or SIGTERM stops both, and every process
-they started, within STOP_DEADLINE_SECONDS: each gets SIGTERM (the web server finishes the
-requests in flight, the worker its tasks, both bounded), and whatever still runs at the
-deadline is killed with its whole process group. Each child runs in its own session, so the
-group holds all its descendants, and gets SIGTERM should this process die without stopping it
-(Linux). If either process dies, the other is stopped too and the command exits non-zero.
+Used by the README's run command. A database or Redis that does not answer stops it before
+either starts, with one line and exit code 2 (``config/startup.py``). Ctrl-C (SIGINT) or
+SIGTERM stops both, and every process they started, within STOP_DEADLINE_SECONDS: each gets
+SIGTERM (the web server finishes the requests in flight, the worker its tasks, both bounded),
+and whatever still runs at the deadline is killed with its whole process group. Each child
+runs in its own session, so the group holds all its descendants, and gets SIGTERM should this
+process die without stopping it (Linux). If either process dies, the other is stopped too and
+the command exits non-zero.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from config.startup import check_services
 from config.web import check_port, web_argv
 
 # Whole stop, signal to last process gone, stays under 10 s (docker's and systemd's default).
@@ -42,6 +45,7 @@ class Command(BaseCommand):
         host, port = settings.HOST, settings.PORT
         commands = {"web": web_argv(WEB_GRACEFUL_SECONDS)}
         check_port()
+        check_services()  # one line and exit code 2 when the database or Redis is not there
         if not options["no_worker"]:
             commands["worker"] = [sys.executable, "manage.py", "qcluster"]
         stopping = False
