@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import cachetools
 from django.db import (
     DEFAULT_DB_ALIAS,
     DatabaseError,
@@ -407,7 +408,7 @@ _COVERAGE_POISONED = (
 def _coverage_live_statement(touched: Sequence[tuple[int, date, str]]) -> Statement | None:
     """Mark touched categories live (monotonic), and the day's other categories ``none``;
     None when this process knows them live already."""
-    if all(_memo_known(triple) for triple in touched):
+    if _memo_known(touched):
         return None
     touched_set = set(touched)
     days = sorted({(chat_id, day) for chat_id, day, _ in touched})
@@ -432,14 +433,19 @@ def _coverage_poisoned(triples: Sequence[tuple[int, date, str]], at: int) -> Non
 
 
 # A process-local memo of (chat, day, category) known to be live already, so that a busy day
-# costs one statement per message, not two. Entries age out; losing one costs one statement.
-_memo: dict[tuple[int, date, str], float] = {}
+# costs one statement per message, not two. An entry ages out MEMO_SECONDS after it was
+# remembered (the least recently used goes first when it is full), and the next message of it
+# writes the coverage again and remembers it anew: one statement. A TTLCache is not
+# thread-safe: every use holds the lock.
+_memo: cachetools.TTLCache[tuple[int, date, str], bool] = cachetools.TTLCache(
+    maxsize=MEMO_MAX, ttl=MEMO_SECONDS
+)
 _memo_lock = threading.Lock()
 
 
-def _memo_known(triple: tuple[int, date, str]) -> bool:
-    seen = _memo.get(triple)
-    return seen is not None and time.monotonic() - seen < MEMO_SECONDS
+def _memo_known(triples: Iterable[tuple[int, date, str]]) -> bool:
+    with _memo_lock:
+        return all(triple in _memo for triple in triples)
 
 
 def memo_lock_renew() -> None:
@@ -449,12 +455,10 @@ def memo_lock_renew() -> None:
 
 
 def memo_remember(triples: Iterable[tuple[int, date, str]]) -> None:
-    now = time.monotonic()
     with _memo_lock:
-        if len(_memo) > MEMO_MAX:
-            _memo.clear()
         for triple in triples:
-            _memo[triple] = now
+            if triple not in _memo:  # not renewed: a write costs more than a lookup
+                _memo[triple] = True
 
 
 def _memo_forget(triples: Iterable[tuple[int, date, str]]) -> None:
