@@ -158,13 +158,13 @@ def send(client: Any, headers: dict[str, str], kind: str, first: int, n: int) ->
 
 @contextmanager
 def counting() -> Iterator[Counter[str]]:
-    """SQL statements, PostgreSQL round trips, Redis commands and Bot API calls, by name."""
+    """SQL statements (Django's execute wrappers, and the write-behind's own queries), Redis
+    commands and Bot API calls, by name."""
     import httpx
-    import psycopg
     import redis
     from django.db import connections
 
-    from stats import live_writer
+    from stats import write_behind
     from telegram_bot.state.redis import RedisStore
 
     counts: Counter[str] = Counter()
@@ -196,17 +196,10 @@ def counting() -> Iterator[Counter[str]]:
 
         return wrapped
 
-    def pg_wait(old: Any) -> Any:
-        def wrapped(self: Any, *a: Any, **k: Any) -> Any:
-            counts["postgresql round trips (all)"] += 1
-            return old(self, *a, **k)
-
-        return wrapped
-
-    def pg_libpq(old: Any) -> Any:  # the live writer's queries, straight on libpq
-        def wrapped(*a: Any) -> Any:
-            counts["postgresql round trips (all)"] += 1
-            return old(*a)
+    def epoch_execute(old: Any) -> Any:  # the write-behind's queries, on its own connections
+        def wrapped(conn: Any, sql: str, params: Any = ()) -> Any:
+            counts["sql (write-behind epoch) " + " ".join(sql.split()[:1])] += 1
+            return old(conn, sql, params)
 
         return wrapped
 
@@ -225,8 +218,7 @@ def counting() -> Iterator[Counter[str]]:
     patch(redis.Redis, "execute_command", redis_command)
     patch(RedisStore, "_command", store_command)
     patch(redis.client.Pipeline, "execute", redis_pipeline)
-    patch(psycopg.Connection, "wait", pg_wait)
-    patch(live_writer, "_execute_libpq", pg_libpq)
+    patch(write_behind, "_execute", epoch_execute)
     # Every Bot API call reaches the client's transport, httpx's own.
     patch(httpx.HTTPTransport, "handle_request", http_send)
     try:

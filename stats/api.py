@@ -90,7 +90,10 @@ class DayOut(Schema):
     messages: int
     words: int
     members: int = Field(description="members who wrote that day")
-    source: str = Field(description="database | live | database_unverified | none")
+    source: str = Field(
+        description="database | live | checking | database_unverified | none (checking: "
+        "verified, but late messages came since that no verification has seen yet)"
+    )
     source_label: str
     status: str = Field(description="coverage status of the day's message counts")
     reason: str = Field(description="finalize's verdict when the day is not complete")

@@ -12,10 +12,11 @@ late marker, as one for a closed day does).
 
 from __future__ import annotations
 
+import os
 import threading
-import time
 from dataclasses import dataclass
 
+import cachetools
 from django.conf import settings
 
 from stats.models import StatsSettings, ViolationKind, ViolationRule
@@ -47,27 +48,36 @@ class CountingConfig:
         return self.new_member_days * DAY_MS
 
 
-_lock = threading.Lock()
-_cached: tuple[float, CountingConfig] | None = None
+# Read at start: STATS_CONFIG_CACHE_SECONDS is not meant to change while a process runs.
+_cache: cachetools.TTLCache[str, CountingConfig] = cachetools.TTLCache(
+    maxsize=1, ttl=settings.STATS_CONFIG_CACHE_SECONDS
+)
+_lock = threading.Lock()  # a TTLCache is not thread-safe
 
 
 def counting_config() -> CountingConfig:
     """The current config, rebuilt from the database when the cached copy is too old."""
-    global _cached
-    now = time.monotonic()
-    cached = _cached
-    if cached is not None and now - cached[0] < _cache_seconds():
-        return cached[1]
-    config = _load()
     with _lock:
-        _cached = (now, config)
+        config = _cache.get("config")
+    if config is None:
+        config = _load()  # outside the lock: a slow database stops no other thread
+        with _lock:
+            _cache["config"] = config
     return config
 
 
 def counting_config_clear() -> None:
-    global _cached
     with _lock:
-        _cached = None
+        _cache.clear()
+
+
+def _renew_lock_in_child() -> None:
+    # A fork while another thread held the lock would leave the child's copy held forever.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_renew_lock_in_child)
 
 
 def counter_ttl_ms() -> int:
@@ -81,10 +91,6 @@ def buffer_ttl_ms() -> int:
 def late_margin_ms() -> int:
     """A message for a day that closes within this margin counts as late (clock skew)."""
     return settings.STATS_LATE_MARGIN_SECONDS * 1000
-
-
-def _cache_seconds() -> float:
-    return settings.STATS_CONFIG_CACHE_SECONDS
 
 
 def _load() -> CountingConfig:

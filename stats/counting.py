@@ -121,9 +121,7 @@ def counting_ops(
     (``activity`` for messages, ``stats:total:...`` for the others): finalize and the
     reconciliation verify each column the product shows against its total. A message for a
     day that is closed, or closes within ``STATS_LATE_MARGIN_SECONDS`` (clocks of the web
-    nodes and the worker may differ), also leaves a late marker for (chat, day, member) and
-    bumps the late flag, in the same atomic commit: the reconciliation re-verifies that day
-    soon, which is how a crash between this commit and the database add is found.
+    nodes and the worker may differ), also writes ``late_ops`` in the same atomic commit.
     """
     ttl, day, chat, user = config.counter_ttl_ms, facts.day, facts.chat_id, facts.user_id
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -151,10 +149,25 @@ def counting_ops(
         if column != "message_count":  # its total is the activity key above
             ops.append(Increment(keys.total_key(column, chat, day), delta, ttl))
     if day < _utc_day((now_ms + config.late_margin_ms) // 1000):
-        ops.append(Put(keys.late_key(chat, day, user), {"at": now_ms}, ttl))
-        ops.append(Increment(keys.LATE_FLAG, 1, ttl))
+        ops += late_ops(chat, day, user, facts.message_id, now_ms=now_ms, ttl_ms=ttl)
     ops.sort(key=_BY_KEY)
     return ops
+
+
+def late_ops(
+    chat_id: int, day: date, user_id: int, message_id: int, *, now_ms: int, ttl_ms: int
+) -> list[Op]:
+    """What a late message (its day closed, or about to) adds to its KV commit: a late marker
+    for (chat, day, member) and a bump of the late flag, so that the reconciliation re-verifies
+    the day soon (which is how a crash between this commit and the database add is found);
+    and the day's recheck mark, unique to this message (a chat's message ids are), which
+    keeps the day from being served as verified until a verification has seen it
+    (``stats.reconcile``)."""
+    return [
+        Put(keys.late_key(chat_id, day, user_id), {"at": now_ms}, ttl_ms),
+        Increment(keys.LATE_FLAG, 1, ttl_ms),
+        Put(keys.recheck_key(chat_id, day), {"at": now_ms, "m": message_id}, ttl_ms),
+    ]
 
 
 _BY_KEY = attrgetter("key")

@@ -61,7 +61,9 @@ def lock_statement(
     if connection.vendor == "postgresql":
         function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
         if len(lock_keys) == 1:  # a message's one day: a plain call, less for the server to plan
-            return f"SELECT {function}(%s::bigint)", lock_keys
+            # In parentheses: a client-side bound negative value is written ``-n``, and
+            # ``-n::bigint`` casts n first (out of range for the smallest key, -2**63).
+            return f"SELECT {function}((%s)::bigint)", lock_keys
         return (
             f"SELECT {function}(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(k, n) "  # noqa: S608 - a constant name
             "ORDER BY n",

@@ -14,6 +14,7 @@ hours phase, which runs first, also reads each member-day's messages and words c
 | ``stats:total:{chat}:{day}:{column}`` | the chat's daily total of another column | verify |
 | ``stats:late:{chat}:{day}:{user}`` | ``{"at": ms}``: a message for a closed day | reconcile |
 | ``stats:late`` / ``stats:late_seen`` | late markers written / reconciled up to | reconcile |
+| ``stats:recheck:{chat}:{day}`` | ``{"at", "m"}``: a late message not verified yet | (reads) |
 | ``stats:poison:{chat}:{day}:{category}`` | ``{"at": ms}``: a live DB write failed | finalize |
 | ``stats:failed:{chat}:{day}`` | ``{"users": {user: [column]}}`` failed writes missed | (reads) |
 | ``stats:chat:{chat}`` | ``{"title", "type"}`` of the chat | base (hydration) |
@@ -49,6 +50,8 @@ LATE = "stats:late:"
 # ``LATE_SEEN`` (the value it last finished with).
 LATE_FLAG = "stats:late"
 LATE_SEEN = "stats:late_seen"
+# Per (chat, day): the last late message since the day's last verification (``stats.reconcile``).
+RECHECK = "stats:recheck:"
 ACTIVITY = "activity:"
 COUNTER_FAMILIES = (MESSAGES, WORDS, MEDIA, CATEGORY, HOURS)
 
@@ -128,6 +131,10 @@ def total_key(column: str, chat_id: int, day: date) -> str:
 
 def late_key(chat_id: int, day: date, user_id: int) -> str:
     return f"{LATE}{chat_id}:{_iso(day)}:{user_id}"
+
+
+def recheck_key(chat_id: int, day: date) -> str:
+    return f"{RECHECK}{chat_id}:{_iso(day)}"
 
 
 def parse_late_key(key: str) -> tuple[int, date, int] | None:

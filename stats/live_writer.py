@@ -2,8 +2,9 @@
 
 Ordering (``count_once``, the update path's entry point): in one database transaction the day's
 lock (``stats.daylock``) is taken SHARED and the additive upsert written (on PostgreSQL one
-query; outside an ``atomic`` block, the webhook's case, ``BEGIN`` goes in it too and ``COMMIT``
-is the message's only other round trip), then the KV commit runs (the counters with the
+query through Django's cursor, its values bound by psycopg; outside an ``atomic`` block, the
+webhook's case, ``BEGIN`` goes in it too and ``COMMIT`` is the message's only other statement),
+then the KV commit runs (the counters with the
 update's done-marker), and the transaction commits only if that commit applied (a duplicate, or
 a commit that raises, rolls the add back), releasing the lock. The backfill and the
 reconciliation hold the same lock EXCLUSIVE while they read counters and write, so they never
@@ -41,6 +42,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import cachetools
 from django.db import (
     DEFAULT_DB_ALIAS,
     DatabaseError,
@@ -50,13 +52,11 @@ from django.db import (
 )
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
-from psycopg.pq import TransactionStatus
 
 from stats import keys, write_behind
 from stats.daylock import day_lock_key, lock_statement
 from stats.models import CATEGORIES
 from stats.poison import failed_record, poison_mark
-from telegram_bot import libpq
 from telegram_bot.errors import StateError
 from telegram_bot.state import KVStore
 
@@ -131,30 +131,40 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
 
 
 def _own_transaction(store: KVStore, db: BaseDatabaseWrapper) -> bool:
-    """Whether ``count_once`` may open and end its transaction with statements of its own,
-    straight on libpq (``telegram_bot.libpq.usable``), the KV store elsewhere."""
-    return libpq.usable(db) and not _kv_in_database(store)
+    """Whether ``count_once`` may open and end its transaction with statements of its own:
+    PostgreSQL with client-side binding (Django's default: several statements go in one
+    query), in autocommit outside any ``atomic`` block, the KV store elsewhere."""
+    return (
+        db.vendor == "postgresql"
+        and not db.in_atomic_block
+        and db.settings_dict.get("AUTOCOMMIT", True)
+        and not _server_side_binding(db)
+        and not _kv_in_database(store)
+    )
 
 
 def _count_once_two_round_trips(
     store: KVStore, commit: Commit, merged: list[RowDelta], db: BaseDatabaseWrapper
 ) -> bool:
-    """``count_once`` in two database round trips: ``BEGIN`` goes in the query with the lock
-    and the add, and ``COMMIT`` (or ``ROLLBACK`` for a duplicate) is the second. The same
-    transaction and the same order as ``transaction.atomic`` gives (the add written and the
-    lock held before the KV commit, committed only once it applied), without the separate
-    ``BEGIN`` and without the per-request health check: a connection that turns out dead is
-    replaced and the query sent again (nothing of it was committed)."""
+    """``count_once`` in two statements on Django's connection: ``BEGIN`` goes in the query
+    with the lock and the add, and ``COMMIT`` (or ``ROLLBACK`` for a duplicate) is the second.
+    The same transaction and the same order as ``transaction.atomic`` gives (the add written
+    and the lock held before the KV commit, committed only once it applied), without its
+    separate ``BEGIN``. A reused connection is checked by Django first (``CONN_HEALTH_CHECKS``:
+    once a request), as for any query."""
     stage = "add"
     try:
-        try:
-            _begin_lock_and_add(merged, db)
-            stage = "commit"
-            applied = commit()
-            stage = "end"
-            libpq.execute("COMMIT" if applied else "ROLLBACK", db)
-        finally:
-            _end_quietly(db)  # whatever was raised, no transaction stays open (else a no-op)
+        with db.cursor() as cursor:
+            try:
+                _begin_lock_and_add(cursor, merged)
+                stage = "commit"
+                applied = commit()
+                stage = "end"
+                cursor.execute("COMMIT" if applied else "ROLLBACK")
+                stage = "ended"
+            finally:
+                if stage != "ended":  # whatever was raised, no transaction stays open
+                    _roll_back_quietly(db, cursor)
     except DatabaseError as exc:
         if stage == "commit":
             raise  # the KV commit itself failed: nothing counted
@@ -176,23 +186,22 @@ def _count_once_two_round_trips(
 ASYNC_COMMIT = "SET LOCAL synchronous_commit TO OFF"
 
 
-def _begin_lock_and_add(merged: Sequence[RowDelta], db: BaseDatabaseWrapper) -> None:
+def _begin_lock_and_add(cursor: Any, merged: Sequence[RowDelta]) -> None:
+    """``BEGIN``, the lock and the add as one query (psycopg binds the values client-side and
+    sends the statements together, in order)."""
     present = _lock_and_add_statements(merged)
-    rendered = (libpq.render(sql, params) for sql, params in present)
-    # Without the health check: a reused connection that died (the server restarted) fails
-    # this query instead, before anything was committed, and it is sent again on a new one.
-    libpq.execute_unchecked("; ".join(["BEGIN", ASYNC_COMMIT, *rendered]), db)
+    cursor.execute(
+        "; ".join(["BEGIN", ASYNC_COMMIT, *(sql for sql, _ in present)]),
+        [param for _, params in present for param in params],
+    )
 
 
-def _end_quietly(db: BaseDatabaseWrapper) -> None:
-    """Roll back a transaction left open by ``_count_once_two_round_trips``; a connection
-    that cannot do even that is closed (the server then rolls back)."""
-    raw = db.connection
-    if raw is None or raw.closed:
-        return
+def _roll_back_quietly(db: BaseDatabaseWrapper, cursor: Any) -> None:
+    """End a transaction ``_count_once_two_round_trips`` may have left open (a ``ROLLBACK``
+    outside one only warns); a connection that cannot do even that is closed (the server then
+    rolls back)."""
     try:
-        if raw.info.transaction_status != TransactionStatus.IDLE:
-            libpq.execute("ROLLBACK", db)
+        cursor.execute("ROLLBACK")
     except DatabaseError:
         db.close()
 
@@ -231,7 +240,7 @@ def _lock_and_add(merged: Sequence[RowDelta]) -> None:
         return
     present = _lock_and_add_statements(merged)
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql" and not _server_side_binding():
+        if connection.vendor == "postgresql" and not _server_side_binding(connection):
             cursor.execute(
                 "; ".join(sql for sql, _ in present),
                 [param for _, params in present for param in params],
@@ -247,12 +256,18 @@ def _lock_and_add_statements(merged: Sequence[RowDelta]) -> list[Statement]:
 
 
 def add_statements(
-    merged: Sequence[RowDelta], triples: Sequence[tuple[int, date, str]] | None = None
+    merged: Sequence[RowDelta],
+    triples: Sequence[tuple[int, date, str]] | None = None,
+    *,
+    arrays: bool = False,
 ) -> list[Statement]:
     """The add without the lock (the write-behind's epoch holds the days' locks already);
-    ``triples``: ``touched(merged)``, when the caller has it already."""
+    ``triples``: ``touched(merged)``, when the caller has it already; ``arrays``: the rows
+    as one array per column (PostgreSQL; an epoch's many rows: psycopg binds a list for
+    less than a value a row)."""
     triples = touched(merged) if triples is None else triples
-    statements = [_upsert_statement(merged), _coverage_live_statement(triples)]
+    upsert = _upsert_arrays_statement(merged) if arrays else _upsert_statement(merged)
+    statements = [upsert, _coverage_live_statement(triples)]
     return [s for s in statements if s is not None]
 
 
@@ -269,9 +284,9 @@ def day_keys(merged: Sequence[RowDelta]) -> frozenset[int]:
     return frozenset(day_lock_key(row.chat_id, row.day) for row in merged)
 
 
-def _server_side_binding() -> bool:
+def _server_side_binding(db: BaseDatabaseWrapper) -> bool:
     """Django binds on the server (one statement per query) only for the option set to True."""
-    return connection.settings_dict.get("OPTIONS", {}).get("server_side_binding") is True
+    return db.settings_dict.get("OPTIONS", {}).get("server_side_binding") is True
 
 
 def poison_failed(store: KVStore, merged: Sequence[RowDelta], exc: Exception) -> None:
@@ -326,6 +341,32 @@ def _upsert_statement(rows: Sequence[RowDelta]) -> Statement:
     return sql, params
 
 
+def _upsert_arrays_statement(rows: Sequence[RowDelta]) -> Statement:
+    """``_upsert_statement`` with the rows as one array per column (PostgreSQL), inserted in
+    their (sorted) order."""
+    columns = sorted({column for row in rows for column in row.deltas})
+    values = [f"v{n}" for n in range(len(columns))]
+    arrays = ", ".join(
+        ["%s::bigint[]", "%s::date[]", "%s::bigint[]", *["%s::int[]"] * len(columns)]
+    )
+    updates = ", ".join(f"{c} = stats_daily_user.{c} + excluded.{c}" for c in columns)
+    sql = (
+        f"INSERT INTO stats_daily_user (chat_id, day, user_id, {', '.join(columns)}, updated_at) "  # noqa: S608 - column names from COLUMN_CATEGORY
+        f"SELECT c, d, u, {', '.join(values)}, %s FROM unnest({arrays}) WITH ORDINALITY "
+        f"AS t(c, d, u, {', '.join(values)}, n) ORDER BY n "
+        f"ON CONFLICT (chat_id, day, user_id) DO UPDATE SET {updates}, "
+        "updated_at = excluded.updated_at"
+    )
+    params: list[Any] = [
+        timezone.now(),
+        [row.chat_id for row in rows],
+        [row.day for row in rows],
+        [row.user_id for row in rows],
+        *([row.deltas.get(column, 0) for row in rows] for column in columns),
+    ]
+    return sql, params
+
+
 def poison(*, store: KVStore, triples: Sequence[tuple[int, date, str]]) -> None:
     """Mark (chat, day, category) poisoned: in the KV store first, then the coverage row."""
     at = int(time.time() * 1000)
@@ -367,7 +408,7 @@ _COVERAGE_POISONED = (
 def _coverage_live_statement(touched: Sequence[tuple[int, date, str]]) -> Statement | None:
     """Mark touched categories live (monotonic), and the day's other categories ``none``;
     None when this process knows them live already."""
-    if all(_memo_known(triple) for triple in touched):
+    if _memo_known(touched):
         return None
     touched_set = set(touched)
     days = sorted({(chat_id, day) for chat_id, day, _ in touched})
@@ -392,14 +433,19 @@ def _coverage_poisoned(triples: Sequence[tuple[int, date, str]], at: int) -> Non
 
 
 # A process-local memo of (chat, day, category) known to be live already, so that a busy day
-# costs one statement per message, not two. Entries age out; losing one costs one statement.
-_memo: dict[tuple[int, date, str], float] = {}
+# costs one statement per message, not two. An entry ages out MEMO_SECONDS after it was
+# remembered (the least recently used goes first when it is full), and the next message of it
+# writes the coverage again and remembers it anew: one statement. A TTLCache is not
+# thread-safe: every use holds the lock.
+_memo: cachetools.TTLCache[tuple[int, date, str], bool] = cachetools.TTLCache(
+    maxsize=MEMO_MAX, ttl=MEMO_SECONDS
+)
 _memo_lock = threading.Lock()
 
 
-def _memo_known(triple: tuple[int, date, str]) -> bool:
-    seen = _memo.get(triple)
-    return seen is not None and time.monotonic() - seen < MEMO_SECONDS
+def _memo_known(triples: Iterable[tuple[int, date, str]]) -> bool:
+    with _memo_lock:
+        return all(triple in _memo for triple in triples)
 
 
 def memo_lock_renew() -> None:
@@ -409,12 +455,10 @@ def memo_lock_renew() -> None:
 
 
 def memo_remember(triples: Iterable[tuple[int, date, str]]) -> None:
-    now = time.monotonic()
     with _memo_lock:
-        if len(_memo) > MEMO_MAX:
-            _memo.clear()
         for triple in triples:
-            _memo[triple] = now
+            if triple not in _memo:  # not renewed: a write costs more than a lookup
+                _memo[triple] = True
 
 
 def _memo_forget(triples: Iterable[tuple[int, date, str]]) -> None:

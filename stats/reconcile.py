@@ -21,9 +21,13 @@ Every minute (schedule ``stats_reconcile``), ``reconcile_run``:
 3. retires the markers it handled (compare-and-set, so a marker written again meanwhile
    stays) and, when no marker of a closed day is left, records the flag value it started from.
 
+Until a verification has seen a late message, its day is not served as verified: see
+``stats.recheck`` (the day's recheck mark, read here under the day's lock and retired once the
+verification committed).
+
 Cost per run: 2 gets when nothing was late; else one scan of the markers plus, per day, 34
-gets for its totals, one lock and a few statements, and, only for a day that disagrees, one
-get per marked member and differing column.
+gets for its totals and one for its recheck mark, one lock and a few statements, and, only for
+a day that disagrees, one get per marked member and differing column.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -41,6 +46,7 @@ from stats.backfill.slices import skew_ms
 from stats.backfill.sql import Fenced
 from stats.backfill.state import now_ms
 from stats.daylock import lock_days
+from stats.recheck import rechecks_done
 from telegram_bot.state import KVStore, get_store
 
 log = logging.getLogger(__name__)
@@ -86,7 +92,9 @@ def reconcile_run(
     verified = reopened = 0
     for chat_id, day in todo[:limit]:
         users = marked[(chat_id, day)]
-        if reconcile_day(store, chat_id, day, sorted(users)):
+        complete, recheck = reconcile_day(store, chat_id, day, sorted(users))
+        rechecks_done(store, [(chat_id, day, recheck)])
+        if complete:
             verified += 1
             # The late write dropped the member sums of a closed month: store them again.
             member_months.months_after_verified([(chat_id, day)], today)
@@ -105,17 +113,19 @@ def reconcile_run(
     return ReconcileReport("more" if left else "done", min(len(todo), limit), verified, reopened)
 
 
-def reconcile_day(store: KVStore, chat_id: int, day: date, user_ids: list[int]) -> bool:
+def reconcile_day(store: KVStore, chat_id: int, day: date, user_ids: list[int]) -> tuple[bool, Any]:
     """Verify one closed day under its exclusive lock; where a column disagrees with its total,
     rewrite that column of the marked members' rows from their counters (never lowering a
-    cell) and verify again. True when the day is verified complete.
+    cell) and verify again. Returns whether the day is verified complete, and its recheck
+    mark as read under the lock (for ``rechecks_done`` once this has committed).
 
-    The usual case (the late messages' adds all went through) costs the day's 34 total reads
-    and one query, however many members are marked."""
+    The usual case (the late messages' adds all went through) costs the day's 34 total reads,
+    its recheck mark and one query, however many members are marked."""
     with transaction.atomic(), connection.cursor() as cursor:
         lock_days([(chat_id, day)], shared=False)
         verified_from = now_ms() - skew_ms()
         writer = Fenced(cursor, None, timezone.now())
+        recheck = store.get(keys.recheck_key(chat_id, day))
         totals = verify.read_totals(store, chat_id, day)
         sums = writer.column_sums(chat_id, day)
         differ = [c for c in verify.VERIFIED_COLUMNS if sums[c] != (totals[c] or 0)]
@@ -133,6 +143,6 @@ def reconcile_day(store: KVStore, chat_id: int, day: date, user_ids: list[int]) 
         if reason:
             writer.day_not_complete(chat_id, day, reason)
             log.warning("stats day %s %s reopened by the reconciliation: %s", chat_id, day, reason)
-            return False
+            return False, recheck
         writer.day_complete(chat_id, day, verified_from)
-        return True
+        return True, recheck

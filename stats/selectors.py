@@ -11,8 +11,9 @@ columns). The KV store is asked with gets only, never a scan (a SCAN MATCH on Re
 whole keyspace, whatever the prefix), and only about the stored days whose counters may still
 exist (``kv_oldest_day``); no stored day after today (UTC) is read:
 
-- per such day, the failed-writes index ``stats:failed:{chat}:{day}`` (``stats.poison``; all of
-  them in one ``get_many``); when it
+- per such day, the failed-writes index ``stats:failed:{chat}:{day}`` (``stats.poison``), and
+  per such day verified, its recheck mark (``stats.recheck``; all of them in one
+  ``get_many``); when the index
   names users, the poison marks of its categories and the counters of exactly the columns the
   failed live writes missed, which replace the database's values of those rows (the KV
   counters hold every fact: they are committed before the database write);
@@ -24,7 +25,11 @@ exist (``kv_oldest_day``); no stored day after today (UTC) is read:
 Where each stored day's numbers come from (``DayView.source``; a local day takes the least
 trusted of its stored days, and one with hours of today, UTC, is at best ``live``):
 - ``database``: a closed day (before today, UTC) whose every category (so every column shown)
-  finalize or the reconciliation verified complete against its KV total, none poisoned.
+  finalize or the reconciliation verified complete against its KV total, none poisoned, and
+  no late message since (``stats.recheck``).
+- ``checking``: such a day that got a late message no verification has seen yet (its
+  database add may have been lost with its writer): the database's numbers, shown as being
+  checked until the reconciliation (a minute or two) or finalize verifies the day again.
 - ``live``: a day not verified (today, or a closed day the backfill has not verified): the
   live writer's rows, with the KV counters for whatever a failed live write missed
   (``DayView.repaired`` names those categories).
@@ -51,6 +56,7 @@ from stats.aggregates import RangeParts, Split, StoredDay, utc_today
 from stats.config import counter_ttl_ms
 from stats.models import CATEGORIES, ChatUserProfile, DailyCoverage, DailyUserStat, StatsChat
 from stats.poison import failed_decode, poison_read
+from stats.recheck import recheck_pending
 from telegram_bot import insights
 from telegram_bot.models import chat_zone
 from telegram_bot.state import KVStore
@@ -61,12 +67,13 @@ MAX_RANGE_DAYS = 366
 CHAT_ID_MIN, CHAT_ID_MAX = -(2**63), 2**63 - 1
 SOURCE_LABELS = {
     "database": gettext_lazy("database (verified complete)"),
+    "checking": gettext_lazy("database (being checked: late messages since its verification)"),
     "live": gettext_lazy("live counts (not verified yet)"),
     "database_unverified": gettext_lazy("database (not verified, incomplete)"),
     "none": gettext_lazy("no data"),
 }
 # The least trusted first: a local day made of two stored days takes the first that applies.
-SOURCE_ORDER = ("database_unverified", "live", "database", "none")
+SOURCE_ORDER = ("database_unverified", "live", "checking", "database", "none")
 STATUS_ORDER = ("none", "pending", "live", "complete")
 COLUMNS = tuple(keys.COLUMN_CATEGORY)
 
@@ -372,10 +379,22 @@ def stats_report(
         unsummed = {day: split for day, split in splits.items() if day not in sums}
         sums.update(aggregates.stored_days(chat_id, unsummed))
         straddling.update(aggregates.straddlers(chat_id, splits, known=straddling))
-    # The failed-writes index of every day the counters may still hold, in one round trip.
+    # The failed-writes index of every day the counters may still hold, and the recheck mark
+    # of those verified (closed, every category complete), in one round trip.
     kv_days = [day for day in sorted(splits) if day >= oldest_kv]
-    indexes = store.get_many([keys.failed_key(chat_id, day) for day in kv_days])
-    failed = dict(zip(kv_days, indexes, strict=True))
+    verified = [
+        day for day in kv_days if day < stored_today and _all_complete(coverage.get(day, {}))
+    ]
+    read = store.get_many(
+        [keys.failed_key(chat_id, day) for day in kv_days]
+        + [keys.recheck_key(chat_id, day) for day in verified]
+    )
+    failed = dict(zip(kv_days, read[: len(kv_days)], strict=True))
+    rechecks = {
+        day
+        for day, mark in zip(verified, read[len(kv_days) :], strict=True)
+        if recheck_pending(mark)
+    }
     repairs: dict[tuple[date, int], tuple[dict[str, int], dict[str, int]]] = {}
     stored = {
         day: _stored_view(
@@ -388,6 +407,7 @@ def stats_report(
             store=store if day >= oldest_kv else None,
             failed=failed_decode(failed.get(day)),
             repairs=repairs,
+            recheck=day in rechecks,
         )
         for day in sorted(splits)
     }
@@ -478,7 +498,7 @@ def _merged(parts: list[DayView], local: date) -> DayView:
     if any(p.open for p in parts):
         # A local day with hours of today (UTC) is under way: live, even while those hours
         # have no message yet and its closed part is verified.
-        source = "live" if source == "database" else source
+        source = "live" if source in ("database", "checking") else source
         status = min(status, "live", key=STATUS_ORDER.index)
         categories = {c: min(s, "live", key=STATUS_ORDER.index) for c, s in categories.items()}
     return DayView(
@@ -503,9 +523,10 @@ def _stored_view(
     store: KVStore | None,
     failed: dict[int, set[str]],
     repairs: dict[tuple[date, int], tuple[dict[str, int], dict[str, int]]],
+    recheck: bool = False,
 ) -> DayView:
     """One stored (UTC) day's quality, its sums repaired from the KV counters where a live
-    write failed."""
+    write failed. ``recheck``: a late message came since its last verification."""
     messages_row = rows.get("messages")
     status = messages_row.status if messages_row else "none"
     reason = messages_row.reason if messages_row else ""
@@ -524,10 +545,8 @@ def _stored_view(
         categories={category: row.status for category, row in sorted(rows.items())},
         open=day >= today,
     )
-    # Verified only when every category the day shows was verified (a missing row was not).
-    verified = all(c in rows and rows[c].status == "complete" for c in CATEGORIES)
-    if day < today and verified and not poisoned:
-        view.source = "database"
+    if day < today and _all_complete(rows) and not poisoned:
+        view.source = "checking" if recheck else "database"
         return view
     lost: set[str] = set()
     if store is not None:
@@ -539,6 +558,11 @@ def _stored_view(
     elif sums.active:
         view.source = "live"
     return view
+
+
+def _all_complete(rows: Mapping[str, CoverageRow]) -> bool:
+    """Verified: every category the day shows was verified (a missing row was not)."""
+    return all(c in rows and rows[c].status == "complete" for c in CATEGORIES)
 
 
 def _repair(

@@ -20,6 +20,8 @@ from telegram_bot.state import KVStore
 # message_count first: its verdicts keep their names (missing_activity_total, ...).
 VERIFIED_COLUMNS: tuple[str, ...] = tuple(keys.COLUMN_CATEGORY)
 TOTAL_READS = len(VERIFIED_COLUMNS)
+# A day verified in a batch: its totals and its recheck mark (``stats.reconcile``).
+DAY_READS = TOTAL_READS + 1
 
 
 def read_totals(store: KVStore, chat_id: int, day: date) -> dict[str, int | None]:
@@ -31,20 +33,26 @@ def read_totals(store: KVStore, chat_id: int, day: date) -> dict[str, int | None
     return totals
 
 
-def read_totals_many(store: KVStore, days: list[tuple[int, date]]) -> list[dict[str, int | None]]:
-    """``read_totals`` of every (chat, day) of ``days``, in order, with ``get_many`` calls of
-    at most 1,000 keys (``TOTAL_READS`` reads a day)."""
-    wanted = [keys.total_key(column, c, d) for c, d in days for column in VERIFIED_COLUMNS]
+def read_totals_many(
+    store: KVStore, days: list[tuple[int, date]]
+) -> list[tuple[dict[str, int | None], Any]]:
+    """``read_totals`` of every (chat, day) of ``days``, in order, each with the day's recheck
+    mark as read (``stats.reconcile``), with ``get_many`` calls of at most 1,000 keys
+    (``DAY_READS`` reads a day)."""
+    wanted = []
+    for chat_id, day in days:
+        wanted += [keys.total_key(column, chat_id, day) for column in VERIFIED_COLUMNS]
+        wanted.append(keys.recheck_key(chat_id, day))
     values = store.get_each(wanted)
-    return [
-        {
+    read = []
+    for n in range(len(days)):
+        day_values = values[n * DAY_READS : (n + 1) * DAY_READS]
+        totals = {
             column: value if isinstance(value, int) and not isinstance(value, bool) else None
-            for column, value in zip(
-                VERIFIED_COLUMNS, values[n * TOTAL_READS : (n + 1) * TOTAL_READS], strict=True
-            )
+            for column, value in zip(VERIFIED_COLUMNS, day_values, strict=False)
         }
-        for n in range(len(days))
-    ]
+        read.append((totals, day_values[-1]))
+    return read
 
 
 def column_sums(cursor: Any, chat_id: int, day: date) -> dict[str, int]:

@@ -29,6 +29,13 @@ them too: near midnight, or with the application's clock behind. The epoch holds
 lock, which finalize needs to store the day's totals, so unless the clocks are apart by more
 than the time to verify the day there are none yet: the triggers delete and lock nothing.)
 
+The epochs' connections are psycopg connections opened from ``settings.DATABASES`` (psycopg's
+documented ``connect``), not Django's: a Django connection belongs to the thread that opened it,
+while an epoch is joined by the request threads and written by the flusher, and psycopg
+connections may be shared by threads. Their statements bind their values client-side
+(``psycopg.ClientCursor``), so that one query carries several statements: the locks with
+``BEGIN``, the upserts with ``COMMIT``.
+
 No deadlock: the epoch never waits for a day lock (it only *tries* them) and waits only for row
 locks of today's rows, taken sorted like every writer's, which fire no trigger; a day it could
 not lock
@@ -51,10 +58,10 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
-from telegram_bot import libpq
 from telegram_bot.processes import this_pid
 
 if TYPE_CHECKING:
@@ -246,11 +253,14 @@ class WriteBehind:
         if epoch.failed is None:
             try:
                 if merged:
-                    statements = live_writer.add_statements(merged, touched)
-                    rendered = [libpq.render(sql, params) for sql, params in statements]
-                    _exec(epoch.conn, "; ".join([*rendered, "COMMIT"]))
+                    statements = live_writer.add_statements(merged, touched, arrays=True)
+                    _execute(
+                        epoch.conn,
+                        "; ".join([*(sql for sql, _ in statements), "COMMIT"]),
+                        [param for _, params in statements for param in params],
+                    )
                 else:
-                    _exec(epoch.conn, "ROLLBACK")
+                    _execute(epoch.conn, "ROLLBACK")
             except EpochError as exc:
                 epoch.failed = exc
         if epoch.failed is not None:
@@ -278,13 +288,40 @@ class WriteBehind:
             connections[DEFAULT_DB_ALIAS].close()  # the flusher thread's own, if poison used it
 
 
-def _connect() -> Any:
-    """A connection of the default database, made the way Django makes its own, in autocommit
-    (the epochs send their own ``BEGIN``)."""
-    db = connections[DEFAULT_DB_ALIAS]
-    conn = db.get_new_connection(db.get_connection_params())
-    conn.autocommit = True
-    return conn
+def _connect() -> psycopg.Connection[Any]:
+    """A connection to the default database, in autocommit (the epochs send their own
+    ``BEGIN``), its statements bound client-side."""
+    return psycopg.connect(
+        **connect_params(settings.DATABASES[DEFAULT_DB_ALIAS]),
+        autocommit=True,
+        cursor_factory=psycopg.ClientCursor,
+    )
+
+
+# Options of a Django DATABASES entry that are Django's, not libpq's.
+_DJANGO_OPTIONS = frozenset(
+    {"assume_role", "isolation_level", "pool", "server_side_binding", "cursor_factory",
+     "context", "prepare_threshold"}
+)  # fmt: skip
+
+
+def connect_params(database: dict[str, Any]) -> dict[str, Any]:
+    """The libpq connection parameters of a Django ``DATABASES`` entry (PostgreSQL), as
+    Django's backend passes them: ``NAME``, ``USER``, ``PASSWORD``, ``HOST`` and ``PORT`` when
+    set, and the entry's ``OPTIONS`` but Django's own."""
+    params = {k: v for k, v in (database.get("OPTIONS") or {}).items() if k not in _DJANGO_OPTIONS}
+    name = database.get("NAME")
+    if name:
+        params["dbname"] = name
+    elif name is None:  # Django's way of naming the server's default database
+        params.pop("service", None)
+        params["dbname"] = "postgres"
+    for key, param in (("USER", "user"), ("PASSWORD", "password"), ("HOST", "host"),
+                       ("PORT", "port")):  # fmt: skip
+        if database.get(key):
+            params[param] = database[key]
+    params["client_encoding"] = "UTF8"
+    return params
 
 
 def _close(conn: Any) -> None:
@@ -292,23 +329,25 @@ def _close(conn: Any) -> None:
         conn.close()
 
 
-def _exec(conn: Any, sql: str) -> Any:
-    """One simple query on the epoch's connection (literals only); its last result."""
-    from psycopg.pq import ExecStatus
-
+def _execute(conn: psycopg.Connection[Any], sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    """One query on the epoch's connection (its statements run in order, their values bound
+    client-side); the rows of its last statement that returns rows."""
     try:
-        result = conn.pgconn.exec_(sql.encode())
-    except Exception as exc:
-        raise EpochError(str(exc)) from exc
-    if result.status not in (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK):
-        message = (result.error_message or conn.pgconn.error_message or b"").decode(
-            errors="replace"
-        )
-        raise EpochError(message.strip() or f"status {result.status}")
-    return result
+        with conn.cursor() as cursor:
+            cursor.execute(sql, params or None)
+            rows: list[Any] = []
+            while True:  # a result per statement
+                if cursor.description is not None:
+                    rows = cursor.fetchall()
+                if not cursor.nextset():
+                    return rows
+    except psycopg.Error as exc:
+        raise EpochError(str(exc).strip() or type(exc).__name__) from exc
 
 
-def _try_lock(conn: Any, keys: Iterable[int], *, begin: bool = False) -> set[int]:
+def _try_lock(
+    conn: psycopg.Connection[Any], keys: Iterable[int], *, begin: bool = False
+) -> set[int]:
     """The keys of ``keys`` whose shared day lock the epoch's transaction got at once."""
     wanted = sorted(keys)
     from stats.live_writer import ASYNC_COMMIT
@@ -316,16 +355,12 @@ def _try_lock(conn: Any, keys: Iterable[int], *, begin: bool = False) -> set[int
     statements = ["BEGIN", ASYNC_COMMIT] if begin else []
     if wanted:
         statements.append(
-            "SELECT k FROM unnest("  # noqa: S608 - integers only (libpq.literal)
-            + libpq.literal(wanted)
-            + "::bigint[]) AS t(k) WHERE pg_try_advisory_xact_lock_shared(k)"
+            "SELECT k FROM unnest(%s::bigint[]) AS t(k) WHERE pg_try_advisory_xact_lock_shared(k)"
         )
     if not statements:
         return set()
-    result = _exec(conn, "; ".join(statements))
-    if not wanted:
-        return set()
-    return {int(result.get_value(row, 0)) for row in range(result.ntuples)}
+    rows = _execute(conn, "; ".join(statements), [wanted] if wanted else ())
+    return {int(row[0]) for row in rows} if wanted else set()
 
 
 # --- the process's one ---------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import connection
 from django.utils import translation
 
-from telegram_bot import languages, libpq
+from telegram_bot import languages
 from telegram_bot.admins import admin_ids
 from telegram_bot.bot import get_client
 from telegram_bot.client import TelegramClient, clip
@@ -276,15 +276,9 @@ def delivery_failed(
 def chat_reachable_again(chat_id: int) -> None:
     """The user wrote to the bot: whatever blocked delivery before is gone.
 
-    Every private message pays for this, so it is one DELETE statement (no transaction
-    around it, as ``QuerySet.delete`` opens for cascades and signals: a BlockedChat has
-    neither), rather than Django's private ``QuerySet._raw_delete``. On PostgreSQL outside a
-    transaction (the webhook's case) it goes straight on libpq without the per-request health
-    check (``telegram_bot.libpq``: the statement is idempotent, so a dead connection is
-    replaced and it is sent again), else through a cursor."""
+    Every private message pays for this, so it is one DELETE statement with its value bound
+    (no transaction around it, as ``QuerySet.delete`` opens for cascades and signals: a
+    BlockedChat has neither), rather than Django's private ``QuerySet._raw_delete``."""
     sql = f"DELETE FROM {BlockedChat._meta.db_table} WHERE chat_id = %s"  # noqa: S608 - the model's own table name
-    if type(chat_id) is int and libpq.usable(connection):
-        libpq.execute_unchecked(libpq.render(sql, [chat_id]), connection)
-        return
     with connection.cursor() as cursor:
         cursor.execute(sql, [chat_id])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from typing import Any
 
 from stats import keys, verify
 from stats.poison import poison_read
@@ -55,6 +56,7 @@ class Staged:
     seen_chats: set[int] = field(default_factory=set)
     poison: list[tuple[int, date, str, int]] = field(default_factory=list)
     totals: list[tuple[int, date, dict[str, int | None]]] = field(default_factory=list)
+    rechecks: list[tuple[int, date, Any]] = field(default_factory=list)  # (chat, day, mark)
     verified_from: int = 0
 
     def days_locked(self) -> set[tuple[int, date]]:
@@ -175,7 +177,7 @@ class Chooser:
             else:
                 chat_day = keys.parse_chat_day(key)
                 # every column's total; the sums, the missing coverage rows, the verdict
-                cost = (verify.TOTAL_READS, 3) if chat_day else (0, 0)
+                cost = (verify.DAY_READS, 3) if chat_day else (0, 0)
             if staged.reads + cost[0] > budget.reads or staged.statements + cost[1] > budget.writes:
                 break
             staged.reads += cost[0]
@@ -250,8 +252,9 @@ def read_staged(store: KVStore, staged: Staged) -> None:
     """Read what the slice chose (call under its days' locks) and stage the rows, coverage,
     names, poison marks and totals to write."""
     if staged.days:
-        totals = verify.read_totals_many(store, staged.days)
-        staged.totals = [(*day, t) for day, t in zip(staged.days, totals, strict=True)]
+        read = verify.read_totals_many(store, staged.days)
+        staged.totals = [(*day, t) for day, (t, _) in zip(staged.days, read, strict=True)]
+        staged.rechecks = [(*day, r) for day, (_, r) in zip(staged.days, read, strict=True)]
     if staged.poison_keys:
         marks = store.get_each([key for key, _ in staged.poison_keys])
         for (_, poisoned), value in zip(staged.poison_keys, marks, strict=True):

@@ -23,7 +23,7 @@ returns the fence's verdict from the same statement instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, tzinfo
 from typing import Any
 
@@ -101,12 +101,12 @@ class Fenced:
             + ", updated_at = excluded.updated_at RETURNING 1) "
             "SELECT (SELECT ok FROM fence), (SELECT count(*) FROM put)"
         )
-        arrays = [
-            _array_literal("bigint", [cell[0] for cell in cells]),
-            _array_literal("date", [cell[1] for cell in cells]),
-            _array_literal("bigint", [cell[2] for cell in cells]),
-            _array_literal("int", [index[cell[3]] for cell in cells]),
-            _array_literal("bigint", [cell[4] for cell in cells]),
+        arrays = [  # lists: psycopg binds them as arrays
+            [cell[0] for cell in cells],
+            [cell[1] for cell in cells],
+            [cell[2] for cell in cells],
+            [index[cell[3]] for cell in cells],
+            [cell[4] for cell in cells],
         ]
         self.cursor.execute(sql, [*self.fence, *arrays, self.now])
         ok, _written = self.cursor.fetchone()
@@ -190,9 +190,7 @@ class Fenced:
         if connection.vendor == "postgresql":
             arrays = ", ".join(f"%s::{kind}[]" for kind in types)
             source = f"unnest({arrays}) WITH ORDINALITY AS s({names}, n)"
-            columns = [
-                _array_literal(kind, [row[n] for row in rows]) for n, kind in enumerate(types)
-            ]
+            columns = [[row[n] for row in rows] for n in range(len(types))]  # bound as arrays
             self.cursor.execute(
                 sql.replace("{ROWS}", source).replace("{ORDER}", " ORDER BY s.n"),
                 [*params, *columns, *self.fence, *self.fence],
@@ -338,20 +336,3 @@ class Fenced:
             [self.now, chat_id, day],
         )
         return applied
-
-
-def _array_literal(kind: str, values: list[Any]) -> str:
-    """A PostgreSQL array literal of ``values`` (None: NULL), cast to ``kind[]`` by the
-    statement. Numbers and dates need no quoting; text is quoted and escaped."""
-    items: Iterable[str]
-    if kind == "text":
-        items = ("NULL" if v is None else _quote_element(v) for v in values)
-    elif None in values:
-        items = ("NULL" if v is None else str(v) for v in values)
-    else:
-        items = map(str, values)
-    return "{" + ",".join(items) + "}"
-
-
-def _quote_element(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

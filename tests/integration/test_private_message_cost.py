@@ -1,7 +1,7 @@
-"""A private message clears its sender's BlockedChat row with one statement: on PostgreSQL,
-as the webhook runs it (outside any transaction), straight on libpq and without the
-per-request health check (``telegram_bot.libpq``); a pooled connection that died is replaced
-and the row still goes. Counts, never times."""
+"""A private message clears its sender's BlockedChat row with one statement (its value bound),
+as the webhook runs it (outside any transaction): on PostgreSQL one round trip, and Django's
+health check once a request; a pooled connection that died is replaced by that check and the
+row still goes. Counts, never times."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from django.db import connection
 
 from telegram_bot.models import BlockedChat
 from tests.builders import make_message_update
-from tests.stats.test_live_writer_round_trips import RoundTrips, health_checks
+from tests.stats.test_live_writer_round_trips import RoundTrips, health_checks, new_request
 
 pytestmark = [
-    pytest.mark.skipif(connection.vendor != "postgresql", reason="libpq is PostgreSQL's"),
+    pytest.mark.skipif(connection.vendor != "postgresql", reason="counts psycopg's round trips"),
     pytest.mark.django_db(transaction=True),
 ]
 __all__ = ["health_checks"]  # the fixture, used by name below
@@ -28,28 +28,29 @@ def start(post_update: Any, user_id: int) -> None:
     assert response["X-Update-Outcome"] == "processed"
 
 
-def test_a_start_costs_one_round_trip_to_the_database(
+def test_a_start_costs_one_statement_and_the_health_check(
     live_bot: Any, post_update: Any, health_checks: None
 ) -> None:
     start(post_update, USER + 1)  # the connection, caches
     BlockedChat.objects.create(chat_id=USER, reason="blocked")
-    connection.health_check_done = False  # a new request: Django would check the connection
+    new_request()  # Django checks a reused connection once a request
     with RoundTrips() as trips:
         start(post_update, USER)
     assert trips.sql == ["DELETE"]
-    assert trips.waits == 1  # no SELECT 1 before it
+    assert trips.waits == 2  # the health check's SELECT 1, then the DELETE
     assert not BlockedChat.objects.filter(chat_id=USER).exists()
     assert len(live_bot.calls_to("sendMessage")) == 2
 
 
 def test_a_connection_that_died_in_the_pool_is_replaced_and_the_row_still_goes(
-    live_bot: Any, post_update: Any
+    live_bot: Any, post_update: Any, health_checks: None
 ) -> None:
     start(post_update, USER + 1)
     BlockedChat.objects.create(chat_id=USER, reason="blocked")
     pid = connection.connection.info.backend_pid
     with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    new_request()
     start(post_update, USER)
     assert connection.connection.info.backend_pid != pid
     assert not BlockedChat.objects.filter(chat_id=USER).exists()

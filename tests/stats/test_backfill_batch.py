@@ -142,7 +142,7 @@ def test_a_slice_costs_a_few_statements_and_round_trips_whatever_its_keys(
     assert per_phase["words"] == [(keys_per_phase, words, 2)]
     # voice count and seconds: twice the keys, two scan pages, one get_many of the closed days'
     assert per_phase["media"] == [(2 * keys_per_phase, words, 3)]
-    # the 24 closed days: 34 totals each in one get_many; 3 statements a day
+    # the 24 closed days: 34 totals and the recheck mark each in one get_many; 3 statements a day
     assert per_phase["finalize"][-1][0] == len(CHATS) * len(DAYS)
     assert per_phase["finalize"][-1][2] == 1
     assert stored() == truth

@@ -1,26 +1,26 @@
 """The live writer's synchronous cost on PostgreSQL as the webhook runs it (outside any
-``atomic`` block, without the write-behind): two round trips a message (``BEGIN`` + lock +
-add, then ``COMMIT``), no health check, and the same outcomes as the ``atomic`` path when the
-KV commit is a duplicate, raises, or the connection died while it sat in the pool. Counts,
-never times."""
+``atomic`` block, without the write-behind): two statements a message on Django's connection
+(``BEGIN`` + lock + add, then ``COMMIT``), their values bound by psycopg, plus Django's own
+health check once a request; and the same outcomes as the ``atomic`` path when the KV commit
+is a duplicate, raises, or the connection died while it sat in the pool. Counts, never
+times."""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import psycopg
 import pytest
-from django.db import OperationalError, connection
+from django.db import OperationalError, close_old_connections, connection, transaction
 from psycopg.pq import TransactionStatus
 
-from stats import keys
+from stats import daylock, keys
 from stats.live_writer import RowDelta, count_once
 from stats.models import DailyCoverage, DailyUserStat
-from telegram_bot import libpq
 from telegram_bot.state import KVStore, open_store, override_store
 from tests.builders import make_message_update
 from tests.conftest import REDIS_URL
@@ -55,13 +55,15 @@ def health_checks() -> Iterator[None]:
 
 
 class RoundTrips:
-    """Every round trip to the server: each wait of psycopg for it, and each query the live
-    writer sends straight on libpq (one ``PQexec``); and the SQL sent."""
+    """Every round trip to the server (each wait of psycopg for it: Django's health check
+    included) and every statement sent through Django's cursors (``execute_wrapper``): its
+    first word, its SQL and its parameters."""
 
     def __init__(self) -> None:
         self.waits = 0
         self.sql: list[str] = []
         self.full: list[str] = []
+        self.params: list[Any] = []
 
     def __enter__(self) -> RoundTrips:
         self.original = psycopg.Connection.wait
@@ -72,13 +74,6 @@ class RoundTrips:
             return original(conn, *args, **kwargs)
 
         psycopg.Connection.wait = wait  # type: ignore[method-assign]
-        self.libpq = libpq._execute_libpq
-
-        def execute_libpq(*args: Any) -> Any:
-            self.waits += 1
-            return self.libpq(*args)
-
-        libpq._execute_libpq = execute_libpq  # type: ignore[assignment]
         self.wrapper = connection.execute_wrapper(self._record)
         self.wrapper.__enter__()
         return self
@@ -86,12 +81,18 @@ class RoundTrips:
     def __exit__(self, *exc: object) -> None:
         self.wrapper.__exit__(None, None, None)
         psycopg.Connection.wait = self.original  # type: ignore[method-assign]
-        libpq._execute_libpq = self.libpq  # type: ignore[assignment]
 
     def _record(self, execute: Any, sql: str, params: Any, many: bool, ctx: Any) -> Any:
         self.sql.append(sql.split(";")[0].split()[0])
         self.full.append(sql)
+        self.params.append(params)
         return execute(sql, params, many, ctx)
+
+
+def new_request() -> None:
+    """What Django does when a request starts (the test client leaves it out): a reused
+    connection is health-checked again before its first query."""
+    close_old_connections()
 
 
 def delta(user_id: int = 1, day: date = DAY) -> RowDelta:
@@ -108,16 +109,25 @@ def cell(user_id: int = 1) -> int:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_counted_message_costs_two_database_round_trips(
+def test_a_counted_message_costs_two_statements_with_their_values_bound(
     memory: KVStore, health_checks: None
 ) -> None:
     assert count_once(store=memory, commit=lambda: True, rows=[delta(1)])  # connects, memo
-    connection.health_check_done = False  # a new request: Django would check the connection
     with RoundTrips() as trips:
         assert count_once(store=memory, commit=lambda: True, rows=[delta(2)])
-    assert trips.waits == 2  # no health check, no separate BEGIN
+    assert trips.waits == 2  # no separate BEGIN
     assert trips.sql == ["BEGIN", "COMMIT"]
+    # Bound by psycopg (Django's client-side binding cursor), not written into the SQL.
+    assert "%s" in trips.full[0] and str(CHAT) not in trips.full[0]
+    assert CHAT in trips.params[0] and DAY in trips.params[0]
     assert cell(2) == 1 and idle()
+    # In a new request Django first checks the reused connection (CONN_HEALTH_CHECKS): one
+    # round trip more, and still the two statements.
+    new_request()
+    with RoundTrips() as trips:
+        assert count_once(store=memory, commit=lambda: True, rows=[delta(3)])
+    assert trips.waits == 3 and trips.sql == ["BEGIN", "COMMIT"]
+    assert cell(3) == 1 and idle()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -194,12 +204,15 @@ def test_anything_raised_before_the_commit_leaves_no_transaction_open(memory: KV
 
 @pytest.mark.django_db(transaction=True)
 def test_a_connection_that_died_in_the_pool_is_replaced_without_losing_the_add(
-    memory: KVStore,
+    memory: KVStore, health_checks: None
 ) -> None:
+    """Django's health check, at the start of the next request, finds it dead and connects
+    again before the add."""
     assert count_once(store=memory, commit=lambda: True, rows=[delta()])
     pid = connection.connection.info.backend_pid
     with psycopg.connect(**connection.get_connection_params(), autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    new_request()
     commits: list[int] = []
     assert count_once(store=memory, commit=lambda: commits.append(1) or True, rows=[delta()])
     assert commits == [1] and cell() == 2
@@ -224,50 +237,37 @@ def test_a_failed_add_outside_a_transaction_counts_in_the_kv_store_and_poisons(
     assert memory.get(keys.poison_key(CHAT, DAY, "messages")) is not None
 
 
-@pytest.mark.django_db
-def test_the_queries_sent_straight_on_libpq_carry_only_values_the_writer_makes() -> None:
-    """Nothing is bound: integers, dates, times and the writer's own names are written in;
-    any other value is refused, not quoted."""
-    at = datetime(2026, 12, 1, 17, 5, 6, 7, tzinfo=UTC)
-    sql = libpq.render("SELECT %s, %s, %s, %s, %s::bigint[]", [-100, DAY, at, "live", [3, -4]])
-    assert sql == (
-        f"SELECT (-100), '{DAY.isoformat()}'::date, "
-        "'2026-12-01T17:05:06.000007+00:00'::timestamptz, 'live', '{3,-4}'::bigint[]"
-    )
-    with connection.cursor() as cursor:  # the smallest bigint, as a day's lock key may be
-        cursor.execute(libpq.render("SELECT %s::bigint", [-(2**63)]))
-        assert cursor.fetchone()[0] == -(2**63)
-    for value in ("it's", "a;b", "live\n", True, 1.5, None, ["1"]):
-        with pytest.raises(TypeError):
-            libpq.render("SELECT %s", [value])
-    with pytest.raises(ValueError, match="placeholders"):
-        libpq.render("SELECT %s, %s", [1])
-    # A value repeated (a many-row statement's dates and times) is written the same each time,
-    # and a day is never taken for the midnight that starts it.
-    midnight = datetime(DAY.year, DAY.month, DAY.day, tzinfo=UTC)
-    repeated = libpq.render("%s %s %s %s %s", [DAY, midnight, DAY, midnight, 0])
-    day, time = f"'{DAY.isoformat()}'::date", f"'{midnight.isoformat()}'::timestamptz"
-    assert repeated == f"{day} {time} {day} {time} 0"
-    noon = datetime(2026, 12, 1, 12, tzinfo=UTC)  # the same instant in another zone: its own
-    same = noon.astimezone(timezone(timedelta(hours=1)))
-    assert libpq.render("%s %s", [noon, same]) == (
-        "'2026-12-01T12:00:00+00:00'::timestamptz '2026-12-01T13:00:00+01:00'::timestamptz"
-    )
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("path", ["own transaction", "atomic"])
+def test_the_smallest_day_lock_key_is_bound_and_taken(
+    memory: KVStore, monkeypatch: pytest.MonkeyPatch, path: str
+) -> None:
+    """A day's lock key may be -2**63: bound client-side it is written ``-9223372036854775808``,
+    which a cast would apply to before the minus (out of range) without the parentheses."""
+    monkeypatch.setattr(daylock, "day_lock_key", lambda chat_id, day: -(2**63))
+    if path == "atomic":
+        with transaction.atomic():
+            assert count_once(store=memory, commit=lambda: True, rows=[delta()])
+    else:
+        assert count_once(store=memory, commit=lambda: True, rows=[delta()])
+    assert cell() == 1
+    assert not DailyCoverage.objects.filter(chat_id=CHAT, poisoned_at__isnull=False).exists()
 
 
 # --- the whole webhook path --------------------------------------------------------------------
 @pytest.mark.django_db(transaction=True)
-def test_a_group_message_through_the_webhook_costs_two_database_round_trips(
+def test_a_group_message_through_the_webhook_costs_two_database_statements(
     live_bot: Any, post_update: Any, health_checks: None
 ) -> None:
-    """The served settings check a pooled connection once a request (``SELECT 1``); the group
-    message path does without: BEGIN + lock + add, then COMMIT, and nothing else."""
+    """BEGIN + lock + add, then COMMIT, and nothing else; and the health check the served
+    settings make once a request on a pooled connection (``SELECT 1``)."""
     for user_id in (1, 2):  # connections, caches, the coverage memo
         assert post_update(group_message(user_id)).status_code == 200
+    new_request()
     with RoundTrips() as trips:
         assert post_update(group_message(3)).status_code == 200
     assert trips.sql == ["BEGIN", "COMMIT"]
-    assert trips.waits == 2
+    assert trips.waits == 3
     assert DailyUserStat.objects.filter(chat_id=CHAT).count() == 3
 
 
