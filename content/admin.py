@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpRequest
 from django.urls import reverse
+from django.utils.functional import lazy
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
@@ -27,8 +28,24 @@ from telegram_bot.audit_admin import admin_actor
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.models import Job
 from telegram_bot.ops.admin_site import register_view
+from telegram_bot.ops.zones import ZonedDateTimeField, zone_name
 
 _FAILED_FLAG = "_content_admin_failed"
+
+
+def _publication_help() -> str:
+    return _(
+        "Empty: a draft. A time ahead, in %(zone)s: published then. To publish at once, "
+        "save, then use the action 'Publish now' in the list."
+    ) % {"zone": zone_name()}
+
+
+def _publish_at_label() -> str:
+    return _("Publish at (%(zone)s)") % {"zone": zone_name()}
+
+
+_PUBLICATION_HELP = lazy(_publication_help, str)()
+_PUBLISH_AT_LABEL = lazy(_publish_at_label, str)()
 
 
 def post_photo(request: HttpRequest, post_id: int) -> Any:
@@ -107,10 +124,7 @@ class PostAdmin(admin.ModelAdmin):
             gettext_lazy("Publication"),
             {
                 "fields": ("publish_at",),
-                "description": gettext_lazy(
-                    "Empty: a draft. A time ahead (UTC): published then. To publish "
-                    "at once, save, then use the action 'Publish now' in the list."
-                ),
+                "description": _PUBLICATION_HELP,
             },
         ),
         (
@@ -135,6 +149,8 @@ class PostAdmin(admin.ModelAdmin):
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "buttons":
             return ButtonsField(label=gettext_lazy("Buttons"))
+        if db_field.name == "publish_at":
+            return ZonedDateTimeField(label=_PUBLISH_AT_LABEL, required=False)
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Post | None = None) -> Any:

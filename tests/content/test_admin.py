@@ -34,8 +34,7 @@ def form(**fields: Any) -> dict[str, Any]:
         "channel": CHANNEL,
         "text": "Hello from the admin",
         "buttons": "",
-        "publish_at_0": "",
-        "publish_at_1": "",
+        "publish_at": "",
         "_save": "Save",
     }
     data.update(fields)
@@ -72,7 +71,7 @@ def test_it_creates_a_photo_post_with_buttons(
         ({"channel": "news"}, "@username"),
         ({"buttons": "Site | ftp://example.org"}, "not an http"),
         ({"buttons": "\n".join(["A | https://a.io"] * 11)}, "At most 10 rows"),
-        ({"publish_at_0": "2020-01-01", "publish_at_1": "10:00:00"}, "in the past"),
+        ({"publish_at": "2020-01-01T10:00"}, "in the past"),
     ],
 )
 def test_the_form_refuses_what_telegram_would_refuse(
@@ -88,9 +87,7 @@ def test_the_form_refuses_what_telegram_would_refuse(
 
 def test_a_time_ahead_schedules_the_post_and_its_job(admin_client: Client) -> None:
     when = timezone.now() + timedelta(days=2)
-    response = admin_client.post(
-        ADD, form(publish_at_0=f"{when:%Y-%m-%d}", publish_at_1=f"{when:%H:%M:00}")
-    )
+    response = admin_client.post(ADD, form(publish_at=f"{when:%Y-%m-%dT%H:%M}"))
     assert response.status_code == 302
     post = Post.objects.get()
     assert post.status == PostStatus.SCHEDULED
@@ -256,8 +253,7 @@ def test_adding_posts_without_the_change_permission_saves_drafts_only(
         "channel": "@news_channel",
         "text": "Written for review",
         "buttons": "",
-        "publish_at_0": when.strftime("%Y-%m-%d"),
-        "publish_at_1": when.strftime("%H:%M:%S"),
+        "publish_at": when.strftime("%Y-%m-%dT%H:%M"),
         "_save": "Save",
     }
     writer = staff_client("view_post", "add_post")

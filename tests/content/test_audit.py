@@ -32,7 +32,7 @@ def test_admin_site_post_actions_are_recorded(
     bot: FakeTelegramServer, admin_client: Client
 ) -> None:
     when = timezone.now() + timedelta(days=2)
-    admin_client.post(ADD, form(publish_at_0=f"{when:%Y-%m-%d}", publish_at_1=f"{when:%H:%M:00}"))
+    admin_client.post(ADD, form(publish_at=f"{when:%Y-%m-%dT%H:%M}"))
     scheduled = Post.objects.get()
     admin_client.post(LIST, {"action": "unschedule", "_selected_action": [scheduled.pk]})
     bot.fail_next("sendMessage", status=400, description="Bad Request: chat not found")

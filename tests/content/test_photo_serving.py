@@ -55,8 +55,7 @@ def test_an_admin_upload_named_html_is_served_as_a_sandboxed_png(admin_client: C
             "text": "caption",
             "buttons": "",
             "photo": upload,
-            "publish_at_0": "",
-            "publish_at_1": "",
+            "publish_at": "",
         },
     )
     assert response.status_code == 302, response.content[:500]

@@ -43,7 +43,7 @@ def form_body(photo: bytes) -> bytes:
     upload = io.BytesIO(photo)
     upload.name = "big.png"
     fields = {"channel": CHANNEL, "text": "caption", "buttons": "", "photo": upload}
-    return encode_multipart(BOUNDARY, {**fields, "publish_at_0": "", "publish_at_1": ""})
+    return encode_multipart(BOUNDARY, {**fields, "publish_at": ""})
 
 
 def post_raw(client: Client, body: bytes, *, length: int) -> tuple[Any, CountingInput]:
