@@ -11,10 +11,18 @@ from django.utils.translation import gettext_lazy as _
 from community.models import BotChat, ChatPolicy, MemberMovement, MemberPolicy
 from telegram_bot.audit_admin import AuditedDeletesMixin, AuditedModelAdmin
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
+from telegram_bot.ops.durations import Duration, DurationFieldsMixin
 
 
 @admin.register(ChatPolicy)
-class ChatPolicyAdmin(AuditedModelAdmin):
+class ChatPolicyAdmin(DurationFieldsMixin, AuditedModelAdmin):
+    durations = {
+        "timeout_seconds": Duration(
+            _("time to answer"),
+            _("30s to 5m (Telegram allows the private message for 5 minutes after the request)."),
+        ),
+    }
+
     list_display = ("chat_id", "title", "mode", "on_timeout", "welcome_enabled", "updated_at")
     list_filter = ("mode", "welcome_enabled")
     search_fields = ("chat_id", "title")
@@ -38,7 +46,18 @@ class ChatPolicyAdmin(AuditedModelAdmin):
 
 
 @admin.register(MemberPolicy)
-class MemberPolicyAdmin(AuditedModelAdmin):
+class MemberPolicyAdmin(DurationFieldsMixin, AuditedModelAdmin):
+    durations = {
+        "captcha_seconds": Duration(
+            _("captcha time"),
+            _("30s to 10m; no answer removes the member (they may join again)."),
+        ),
+        "raid_window_seconds": Duration(_("anti-raid window"), _("5s to 1h.")),
+        "raid_strict_minutes": Duration(
+            _("strict mode lasts"), _("How long the strict mode lasts, 1m to 24h."), unit=60
+        ),
+    }
+
     list_display = (
         "chat_id",
         "title",

@@ -1,10 +1,11 @@
 """The community's cards on the admin overview: members who joined and left today (against
-yesterday), and the join requests waiting for a decision."""
+yesterday by the same time), and the join requests waiting for a decision."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django.db.models import Count, Q
 from django.urls import reverse
@@ -12,7 +13,14 @@ from django.utils.translation import gettext as _
 
 from community.models import MemberMovement
 from community.records import RECORD_PREFIX, JoinRequestRecord
-from telegram_bot.overview import Card, capped, day_bounds, local_today, versus_yesterday
+from telegram_bot.overview import (
+    Card,
+    capped,
+    day_bounds,
+    local_today,
+    same_time_yesterday,
+    versus_yesterday,
+)
 from telegram_bot.state import get_store
 
 # Join requests are counted from one page of their records: beyond this the card says "100+".
@@ -29,17 +37,22 @@ def community_cards(user: Any) -> list[Card]:
 
 
 def _movement_cards() -> list[Card]:
-    """One query: joins and leaves of today and yesterday in the TIME_ZONE setting."""
+    """One query: joins and leaves of today so far and of yesterday up to the same time, in
+    the TIME_ZONE setting. Each card opens the list of exactly today's movements of its kind."""
     today = local_today()
     start, _end = day_bounds(today - timedelta(days=1))
     middle, end = day_bounds(today)
+    cutoff = same_time_yesterday()
     counts = MemberMovement.objects.filter(at__gte=start, at__lt=end).aggregate(
         joins_today=Count("pk", filter=Q(kind="join", at__gte=middle)),
-        joins_yesterday=Count("pk", filter=Q(kind="join", at__lt=middle)),
+        joins_yesterday=Count("pk", filter=Q(kind="join", at__lt=cutoff)),
         leaves_today=Count("pk", filter=Q(kind="leave", at__gte=middle)),
-        leaves_yesterday=Count("pk", filter=Q(kind="leave", at__lt=middle)),
+        leaves_yesterday=Count("pk", filter=Q(kind="leave", at__lt=cutoff)),
     )
-    changelist = reverse("admin:community_membermovement_changelist")
+    changelist = (
+        f"{reverse('admin:community_membermovement_changelist')}?"
+        f"{urlencode({'at__gte': middle.isoformat(), 'at__lt': end.isoformat()})}&"
+    )
     return [
         Card(
             key="new-members",
@@ -47,7 +60,7 @@ def _movement_cards() -> list[Card]:
             title=_("New members today"),
             value=f"{counts['joins_today']:,}",
             detail=versus_yesterday(counts["joins_today"], counts["joins_yesterday"]),
-            url=f"{changelist}?kind__exact=join",
+            url=f"{changelist}kind__exact=join",
         ),
         Card(
             key="departed-members",
@@ -55,7 +68,7 @@ def _movement_cards() -> list[Card]:
             title=_("Departed members today"),
             value=f"{counts['leaves_today']:,}",
             detail=versus_yesterday(counts["leaves_today"], counts["leaves_yesterday"]),
-            url=f"{changelist}?kind__exact=leave",
+            url=f"{changelist}kind__exact=leave",
         ),
     ]
 

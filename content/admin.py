@@ -153,6 +153,16 @@ class PostAdmin(admin.ModelAdmin):
             return ZonedDateTimeField(label=_PUBLISH_AT_LABEL, required=False)
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
+    def get_fieldsets(self, request: HttpRequest, obj: Post | None = None) -> Any:
+        """A new post's form shows only what its author sets: no state, job, message id or
+        second "Photo" row before there is anything to show."""
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is not None:
+            return fieldsets
+        content, publication = fieldsets[0], fieldsets[1]
+        fields = tuple(name for name in content[1]["fields"] if name != "photo_preview")
+        return [(content[0], {**content[1], "fields": fields}), publication]
+
     def get_readonly_fields(self, request: HttpRequest, obj: Post | None = None) -> Any:
         fields = list(self.readonly_fields)
         if obj is None and not self.has_change_permission(request):

@@ -14,10 +14,29 @@ from moderation.services import audit_settings
 from telegram_bot.audit import Actor
 from telegram_bot.audit_admin import AuditedDeletesMixin
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
+from telegram_bot.ops.durations import Duration, DurationFieldsMixin
 
 
 @admin.register(ChatSettings)
-class ChatSettingsAdmin(AuditedDeletesMixin, admin.ModelAdmin):
+class ChatSettingsAdmin(DurationFieldsMixin, AuditedDeletesMixin, admin.ModelAdmin):
+    durations = {
+        "warn_action_seconds": Duration(
+            _("duration of the action at the limit"),
+            _("How long the warning action lasts, 30s to 366d."),
+        ),
+        "flood_seconds": Duration(
+            _("flood window"), _("... within this time is flooding, 2s to 5m.")
+        ),
+        "flood_action_seconds": Duration(
+            _("anti-flood action duration"),
+            _("How long the anti-flood mute or ban lasts, 30s to 366d."),
+        ),
+        "violation_action_seconds": Duration(
+            _("violation action duration"),
+            _("How long a violation's mute or ban lasts, 30s to 366d."),
+        ),
+    }
+
     list_display = (
         "chat_id",
         "title",

@@ -1,8 +1,7 @@
-"""Durations typed by moderators: ``30s``, ``30m``, ``2h``, ``7d``, ``2w``, and their sums
-(``1h30m``), with Latin or Russian unit letters (``30м``, ``2ч``, ``7д``), within Telegram's
-range for restrictions (30 seconds to 366 days; outside it Telegram means "forever", which a
-typo must never silently become: anything that starts like a number and is not a duration is
-refused, never read as the reason)."""
+"""Durations typed by moderators (``telegram_bot.durations``: ``30m``, ``2h``, ``1h30m``, one
+word of a command), within Telegram's range for restrictions (30 seconds to 366 days; outside
+it Telegram means "forever", which a typo must never silently become: anything that starts
+like a number and is not a duration is refused, never read as the reason)."""
 
 from __future__ import annotations
 
@@ -12,14 +11,8 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from moderation.models import MAX_SECONDS, MIN_SECONDS
+from telegram_bot.durations import seconds_of
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-# Russian unit letters (s, m, h, d, w: sek, min, chas, den, nedelya), escaped: ruff refuses
-# letters that look like Latin ones.
-_UNITS |= {"\u0441": 1, "\u043c": 60, "\u0447": 3600, "\u0434": 86400, "\u043d": 7 * 86400}
-_LETTERS = "".join(_UNITS)
-_PART = re.compile(rf"([0-9]{{1,7}})([{_LETTERS}])")
-_DURATION = re.compile(rf"(?:[0-9]{{1,7}}[{_LETTERS}]){{1,5}}")
 # What looks like an attempt at a duration: a number first, whatever follows ("-5h", "1.5h",
 # "10 min" is "10" then a reason): refused rather than read as the reason, which is forever.
 _LOOKS_LIKE = re.compile(r"^[-+]?\d")  # any digit: "٣m" is refused too
@@ -36,12 +29,11 @@ def looks_like_duration(token: str) -> bool:
 
 def parse_duration(token: str) -> int:
     """Seconds of ``token``; DurationError (with a one-line answer) otherwise."""
-    text = token.lower()
-    if _DURATION.fullmatch(text) is None:
+    seconds = None if any(char.isspace() for char in token) else seconds_of(token)
+    if seconds is None:
         raise DurationError(
             _("%(token)r is not a duration.") % {"token": quoted(token)} + f" {HELP}"
         )
-    seconds = sum(int(number) * _UNITS[unit] for number, unit in _PART.findall(text))
     if not MIN_SECONDS <= seconds <= MAX_SECONDS:
         raise DurationError(_("%(token)s is out of range.") % {"token": quoted(token)} + f" {HELP}")
     return seconds

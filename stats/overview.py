@@ -1,5 +1,5 @@
-"""The statistics' cards on the admin overview: messages today against yesterday and the
-members active in the last 7 days, across every counted chat.
+"""The statistics' cards on the admin overview: messages today against yesterday by the same
+hour, and the members active in the last 7 days, across every counted chat.
 
 Rows are kept per UTC day with 24 UTC hour columns, so a day in the ``TIME_ZONE`` setting is
 summed exactly from the hours of the (up to three) UTC days it overlaps; whole-hour zones are
@@ -20,7 +20,13 @@ from django.utils.translation import gettext as _
 
 from stats.api import PERMISSION
 from stats.models import DailyUserStat
-from telegram_bot.overview import Card, day_bounds, local_today, versus_yesterday
+from telegram_bot.overview import (
+    Card,
+    day_bounds,
+    local_today,
+    same_time_yesterday,
+    versus_yesterday,
+)
 
 ACTIVE_DAYS = 7
 _HOURS = [f"hour_{hour:02d}" for hour in range(24)]
@@ -32,7 +38,8 @@ def stats_cards(user: Any) -> list[Card]:
     if not user.has_perm(PERMISSION):
         return []
     today = local_today()
-    messages = local_day_messages([today - timedelta(days=1), today])
+    yesterday = today - timedelta(days=1)
+    messages = local_day_messages([yesterday, today], until={yesterday: same_time_yesterday()})
     utc_today = timezone.now().astimezone(UTC).date()
     active = (
         DailyUserStat.objects.filter(
@@ -45,7 +52,7 @@ def stats_cards(user: Any) -> list[Card]:
         .count()
     )
     dashboard = reverse("admin:stats-dashboard")
-    today_count, yesterday_count = messages[today], messages[today - timedelta(days=1)]
+    today_count, yesterday_count = messages[today], messages[yesterday]
     return [
         Card(
             key="messages-today",
@@ -66,10 +73,17 @@ def stats_cards(user: Any) -> list[Card]:
     ]
 
 
-def local_day_messages(days: list[date]) -> dict[date, int]:
+def local_day_messages(
+    days: list[date], *, until: dict[date, datetime] | None = None
+) -> dict[date, int]:
     """Messages of each of ``days`` (consecutive days in the ``TIME_ZONE`` setting), summed
-    over every chat from the UTC hour columns, in one query."""
+    over every chat from the UTC hour columns, in one query. A day in ``until`` counts only
+    its hours up to the one holding that moment (the same hours as today so far)."""
     spans = {day: day_bounds(day) for day in days}
+    for day, moment in (until or {}).items():
+        start, end = spans[day]
+        last_hour = moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+        spans[day] = (start, min(end, last_hour + timedelta(hours=1)))
     first = min(start for start, _end in spans.values()).astimezone(UTC)
     last = max(end for _start, end in spans.values()).astimezone(UTC)
     rows = (

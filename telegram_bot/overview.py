@@ -81,16 +81,25 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
 
 
 def versus_yesterday(today: int, yesterday: int) -> str:
-    """``yesterday 12 (+3)``: the detail line of a today-versus-yesterday card."""
+    """``by this time yesterday 12 (+3)``: the detail line of a card that compares today so
+    far with yesterday up to the same time (``same_time_yesterday``), never with a whole day."""
     if today == yesterday:
-        return _("as many as yesterday")
+        return _("as many as by this time yesterday")
     difference = today - yesterday
     sign = "+" if difference > 0 else ""
-    return _("yesterday %(count)s (%(sign)s%(difference)s)") % {
+    return _("by this time yesterday %(count)s (%(sign)s%(difference)s)") % {
         "count": f"{yesterday:,}",
         "sign": sign,
         "difference": f"{difference:,}",
     }
+
+
+def same_time_yesterday() -> datetime:
+    """This moment a day ago (in the ``TIME_ZONE`` setting, so a DST change keeps the local
+    time): where yesterday's part of a today-versus-yesterday card ends."""
+    zone = timezone.get_default_timezone()
+    now = timezone.now().astimezone(zone)
+    return (now.replace(tzinfo=None) - timedelta(days=1)).replace(tzinfo=zone)
 
 
 def capped(count: int, more: bool) -> str:

@@ -3,11 +3,12 @@
 Apps add pages with ``register_view`` from their ``admin.py``. Each page is staff-only
 (``admin_view``) and names the permissions that open it (any one of them): the site checks
 them before the view runs, so a page cannot be registered without a permission check, and
-the index lists under "Operations" only the pages the user may open. The index opens on the
-overview cards the apps contribute (``telegram_bot.overview``).
+the start page and the sidebar list only the pages the user may open, grouped with the models
+as an operator works (``telegram_bot.ops.navigation``). The index opens on the overview cards
+the apps contribute (``telegram_bot.overview``).
 
 A feature switched off (``FEATURES_DISABLED``, ``telegram_bot.features``) is left out of the
-index, the navigation and "Operations", and every page of it (its models' pages, its app
+index and the navigation, and every page of it (its models' pages, its app
 page, the operation pages its package registered) answers 404.
 """
 
@@ -32,6 +33,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from telegram_bot import features
+from telegram_bot.ops.navigation import grouped, view_entry
 from telegram_bot.overview import overview_cards
 
 log = logging.getLogger(__name__)
@@ -122,11 +124,21 @@ class OperatorsAdminSite(admin.AdminSite):
         return _feature_enabled(checked, label) if label is not None else checked
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
-        return [
+        """One app's page lists that app's models; the start page and the sidebar list the
+        operator's sections (``telegram_bot.ops.navigation``), pages included."""
+        apps = [
             app
             for app in super().get_app_list(request, app_label)
             if features.is_enabled(app["app_label"])
         ]
+        if app_label is not None:
+            return apps
+        views = {
+            view.name: view_entry(view.name, view.title, reverse(f"admin:{view.name}"))
+            for view in _views
+            if view.title and view.allows(request) and _enabled(view.view)
+        }
+        return grouped(apps, views)
 
     def app_index(
         self, request: HttpRequest, app_label: str, extra_context: dict[str, Any] | None = None
@@ -159,12 +171,7 @@ class OperatorsAdminSite(admin.AdminSite):
         return {**super().each_context(request), "product_version": VERSION}
 
     def index(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> Any:
-        links = [
-            (view.title, reverse(f"admin:{view.name}"))
-            for view in _views
-            if view.title and view.allows(request) and _enabled(view.view)
-        ]
-        context = {"operations_links": links, "overview_cards": overview_cards(request.user)}
+        context = {"overview_cards": overview_cards(request.user)}
         return super().index(request, {**(extra_context or {}), **context})
 
 

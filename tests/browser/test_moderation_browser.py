@@ -73,12 +73,12 @@ def test_chat_settings_are_edited_validated_and_audited(
     page.goto(f"{live_server.url}/admin/moderation/chatsettings/add/")
     page.fill("#id_chat_id", str(GROUP))
     page.fill("#id_title", "Test group")
-    page.fill("#id_flood_action_seconds", "5")  # under Telegram's 30 seconds
+    page.fill("#id_flood_action_seconds", "5s")  # under Telegram's 30 seconds
     page.select_option("#id_violation_high", "ban")
     page.click("input[name=_save]")
     assert "30" in page.inner_text(".errorlist")
     assert not ChatSettings.objects.exists()
-    page.fill("#id_flood_action_seconds", "900")
+    page.fill("#id_flood_action_seconds", "15m")
     page.click("input[name=_save]")
     page.wait_for_selector(".messagelist")
     row = ChatSettings.objects.get(chat_id=GROUP)

@@ -51,7 +51,7 @@ def test_policy_edits_in_the_admin_site_are_recorded(admin_client: Client) -> No
         "mode": "auto_approve",
         "question": "",
         "answers": "",
-        "timeout_seconds": "120",
+        "timeout_seconds": "2m",
         "on_timeout": "decline",
         "on_wrong_answer": "admins",
         "welcome_text": "",

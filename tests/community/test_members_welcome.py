@@ -179,10 +179,10 @@ def test_operators_configure_members_in_the_admin_site(admin_client: Any) -> Non
         "welcome_buttons": "FAQ https://example.org",
         "goodbye_text": "",
         "rules_text": "Be kind",
-        "captcha_seconds": "120",
+        "captcha_seconds": "2m",
         "raid_joins": "10",
-        "raid_window_seconds": "60",
-        "raid_strict_minutes": "15",
+        "raid_window_seconds": "1m",
+        "raid_strict_minutes": "15m",
         "raid_mode": "requests",
     }
     page = admin_client.post(url, form).content.decode()

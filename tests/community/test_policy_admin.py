@@ -70,7 +70,7 @@ def test_operators_configure_the_policy_in_the_admin_site(admin_client: Client) 
         "mode": "question",
         "question": "",
         "answers": "",
-        "timeout_seconds": "120",
+        "timeout_seconds": "2m",
         "on_timeout": "decline",
         "on_wrong_answer": "admins",
         "welcome_text": "Hi {who}",

@@ -264,3 +264,12 @@ def test_adding_posts_without_the_change_permission_saves_drafts_only(
     editor = staff_client("view_post", "add_post", "change_post")
     assert editor.post(f"{LIST}add/", {**form, "text": "Scheduled"}).status_code == 302
     assert Post.objects.get(text="Scheduled").status == PostStatus.SCHEDULED
+
+
+def test_a_new_posts_form_shows_only_what_its_author_sets(admin_client: Client) -> None:
+    page = admin_client.get(ADD).content.decode()
+    for field in ("id_channel", "id_text", "id_photo", "id_buttons", "id_publish_at"):
+        assert f'id="{field}"' in page, field
+    for shown in ("field-publication_job", "field-channel_message_id", "field-photo_file_id"):
+        assert shown not in page, shown
+    assert "field-photo_preview" not in page

@@ -52,16 +52,18 @@ def stat(day: str, user_id: int, hours: dict[int, int], chat_id: int = CHAT) -> 
 
 
 def seed(store: KVStore) -> None:
-    # Messages: 2026-03-10 (UTC) 5 + 3 in two chats, 2026-03-09 4; one writer 8 days ago.
+    # Messages: 2026-03-10 (UTC) 5 + 3 in two chats; 2026-03-09 6 by 12:00 (the same hours as
+    # today so far) and 4 later that day; one writer 8 days ago.
     stat("2026-03-10", 1, {9: 5})
     stat("2026-03-10", 2, {1: 3}, chat_id=-100777)
-    stat("2026-03-09", 1, {23: 4})
+    stat("2026-03-09", 1, {12: 6, 23: 4})
     stat("2026-03-02", 3, {12: 9})
     for user_id, kind, at in [
         (10, "join", NOW - timedelta(hours=1)),
         (11, "join", NOW - timedelta(hours=2)),
         (12, "leave", NOW - timedelta(hours=3)),
-        (13, "join", NOW - timedelta(hours=20)),  # yesterday
+        (13, "join", NOW - timedelta(hours=25)),  # yesterday, by this time
+        (14, "join", NOW - timedelta(hours=20)),  # yesterday, later than this time
     ]:
         MemberMovement.objects.create(
             chat_id=CHAT, user_id=user_id, stay=f"s{user_id}", kind=kind, at=at, day=at.date()
@@ -129,11 +131,12 @@ def test_the_overview_shows_each_figure_and_links_to_its_list(
     ]
     assert (found["messages-today"].value, found["messages-today"].detail) == (
         "8",
-        "yesterday 4 (+4)",
+        "by this time yesterday 6 (+2)",
     )
     assert found["active-members"].value == "2"  # user 3 wrote 8 days ago
-    assert (found["new-members"].value, found["new-members"].detail) == ("2", "yesterday 1 (+1)")
-    assert found["departed-members"].detail == "yesterday 0 (+1)"
+    assert found["new-members"].value == "2"
+    assert found["new-members"].detail == "by this time yesterday 1 (+1)"
+    assert found["departed-members"].detail == "by this time yesterday 0 (+1)"
     assert found["departed-members"].value == "1"
     assert found["open-tickets"].value == "2"
     assert found["open-tickets"].detail == "oldest waiting: #2, 5h 30m"
@@ -144,6 +147,10 @@ def test_the_overview_shows_each_figure_and_links_to_its_list(
     for card in found.values():
         if card.url:
             assert client.get(card.url).status_code == 200, card.key
+    # A member card opens the list of exactly its figure (today's joins, not every join ever).
+    for key in ("new-members", "departed-members"):
+        listed = client.get(found[key].url).context["cl"].result_count
+        assert listed == int(found[key].value), key
     html = response.content.decode()
     assert 'id="card-open-tickets" href="/admin/support/ticket/?status__exact=open"' in html
 
@@ -153,18 +160,21 @@ def test_today_is_the_day_in_the_time_zone_setting(
 ) -> None:
     # 12:00 UTC is 15:00 in Moscow (UTC+3): its day began at 21:00 UTC the day before.
     # In New York (UTC-4 in March, daylight time) it is 08:00: the day began at 04:00 UTC.
-    stat("2026-03-09", 1, {20: 1, 21: 2, 23: 4})
+    # Yesterday counts only its hours up to the one holding this time of day (15:00 in Moscow,
+    # 08:00 in New York): 05:00 UTC is 08:00 in Moscow and 01:00 in New York, so it counts in
+    # both; 20:00 UTC (23:00 Moscow, 16:00 New York) in neither.
+    stat("2026-03-09", 1, {5: 64, 20: 1, 21: 2, 23: 4})
     stat("2026-03-10", 1, {3: 8, 4: 16, 11: 32})
     settings.TIME_ZONE = "Europe/Moscow"
     found = cards(admin_client(django_user_model).get("/admin/"))
     assert found["messages-today"].value == "62"  # 2 + 4 + 8 + 16 + 32
-    assert found["messages-today"].detail == "yesterday 1 (+61)"
+    assert found["messages-today"].detail == "by this time yesterday 64 (-2)"
     settings.TIME_ZONE = "America/New_York"
     client = Client()
     client.force_login(django_user_model.objects.get(username="op"))
     found = cards(client.get("/admin/"))
     assert found["messages-today"].value == "48"  # 16 + 32
-    assert found["messages-today"].detail == "yesterday 15 (+33)"  # 1 + 2 + 4 + 8
+    assert found["messages-today"].detail == "by this time yesterday 64 (-16)"
 
 
 def test_a_user_sees_only_the_cards_of_lists_they_may_open(django_user_model: Any) -> None:

@@ -40,21 +40,21 @@ def test_admin_site_validates_and_audits() -> None:
         "title": "Test group",
         "warn_limit": 5,
         "warn_action": "ban",
-        "warn_action_seconds": 10,  # under Telegram's 30 s
+        "warn_action_seconds": "10s",  # under Telegram's 30 s
         "warn_expiry_days": 30,
         "flood_action": "mute",
         "flood_messages": 8,
-        "flood_seconds": 10,
-        "flood_action_seconds": 600,
+        "flood_seconds": "10s",
+        "flood_action_seconds": "10m",
         "violation_low": "none",
         "violation_medium": "delete",
         "violation_high": "ban",
-        "violation_action_seconds": 3600,
+        "violation_action_seconds": "1h",
     }
     refused = client.post(url, form)
     assert refused.status_code == 200 and b"30" in refused.content
     assert not ChatSettings.objects.exists()
-    form["warn_action_seconds"] = 7200
+    form["warn_action_seconds"] = "2h"
     assert client.post(url, form).status_code == 302
     row = ChatSettings.objects.get(chat_id=GROUP)
     assert (row.warn_limit, row.violation_high) == (5, "ban")

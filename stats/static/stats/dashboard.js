@@ -49,6 +49,9 @@
       });
   }
 
+  // A change is coloured by what it means, not by its sign: more leaves is bad news.
+  const UP_IS_BAD = { leaves: true };
+
   function card(label, value, previous, key) {
     const box = el("div", null, "stats-card");
     box.dataset.figure = key;
@@ -57,8 +60,10 @@
     if (previous !== null && previous !== undefined && value !== null) {
       const change = value - previous;
       const percent = previous ? " (" + (change >= 0 ? "+" : "") + Math.round((100 * change) / previous) + "%)" : "";
+      const better = UP_IS_BAD[key] ? change < 0 : change > 0;
+      const worse = UP_IS_BAD[key] ? change > 0 : change < 0;
       const delta = el("div", (change >= 0 ? "+" : "") + number(change) + percent + " · " + text.textPrevious + " " + number(previous),
-        "delta " + (change > 0 ? "up" : change < 0 ? "down" : ""));
+        "delta " + (better ? "good" : worse ? "bad" : ""));
       box.appendChild(delta);
     }
     return box;
@@ -125,7 +130,8 @@
       { type: "bar", label: text.textLeaves, data: days.map(function (d) { return -d.leaves; }), backgroundColor: "#c62828" },
     ];
     if (days.some(function (d) { return d.members !== null; })) {  // counts fetched once a day
-      options.scales.members = { position: "right", ticks: { color: options.scales.y.ticks.color, precision: 0 }, grid: { display: false } };
+      // Anchored at zero: a chat of 180 members that gains 3 is not drawn as a jump.
+      options.scales.members = { position: "right", beginAtZero: true, ticks: { color: options.scales.y.ticks.color, precision: 0 }, grid: { display: false } };
       datasets.push({ type: "line", label: text.textMembers, yAxisID: "members", data: days.map(function (d) { return d.members; }), borderColor: "#79aec8", spanGaps: true, pointRadius: 0 });
     }
     return new window.Chart(document.getElementById("growth-chart"), {

@@ -1,0 +1,77 @@
+"""The console's navigation (telegram_bot.ops.navigation): the start page and the sidebar are
+grouped as an operator works, with the engineers' tables last, and list only what the user may
+open."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.test import Client
+
+from telegram_bot.ops.navigation import grouped
+
+pytestmark = pytest.mark.django_db
+
+
+def sections(client: Client, url: str = "/admin/") -> dict[str, list[str]]:
+    response = client.get(url)
+    apps = response.context["app_list" if url == "/admin/" else "available_apps"]
+    return {str(app["name"]): [str(row["name"]) for row in app["models"]] for app in apps}
+
+
+def test_the_start_page_is_grouped_as_an_operator_works(admin_client: Client) -> None:
+    found = sections(admin_client)
+    assert list(found)[:6] == [
+        "Community and members",
+        "Moderation",
+        "Support",
+        "Posts",
+        "Statistics",
+        "Settings",
+    ]
+    assert list(found)[-1] == "System"
+    assert found["Statistics"] == ["Statistics"]
+    assert "Dead letters" in found["System"] and "Jobs" in found["System"]
+    assert "Tickets" in found["Support"] and "Posts" in found["Posts"]
+    assert "Daily user aggregates" not in found["Statistics"]
+    page = admin_client.get("/admin/").content.decode()
+    assert page.index("Community and members") < page.index("System")
+    # The sidebar of every page is the same grouping.
+    assert list(sections(admin_client, "/admin/content/post/")) == list(found)
+
+
+def test_a_user_sees_only_what_they_may_open(client: Client, django_user_model: Any) -> None:
+    user = django_user_model.objects.create_user("writer", password="pw-x-12345", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_post"))
+    client.force_login(user)
+    assert sections(client) == {"Posts": ["Posts"]}
+
+
+def test_a_model_no_section_names_keeps_its_apps_group() -> None:
+    apps = [
+        {
+            "name": "Rules",
+            "app_label": "rules",
+            "app_url": "/admin/rules/",
+            "models": [{"name": "Locks", "object_name": "Lock", "admin_url": "/admin/rules/lock/"}],
+        },
+        {
+            "name": "Posts",
+            "app_label": "content",
+            "app_url": "/admin/content/",
+            "models": [
+                {"name": "Posts", "object_name": "Post", "admin_url": "/admin/content/post/"}
+            ],
+        },
+    ]
+    result = grouped(apps, {})
+    assert [str(app["name"]) for app in result] == ["Posts", "Rules"]
+    assert result[0]["app_url"] == "/admin/content/post/"
+
+
+def test_the_sections_are_named_in_russian(admin_client: Client) -> None:
+    page = admin_client.get("/admin/", HTTP_ACCEPT_LANGUAGE="ru").content.decode()
+    for title in ("Сообщество и участники", "Модерация", "Посты", "Настройки", "Система"):
+        assert title in page, title
