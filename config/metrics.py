@@ -3,9 +3,10 @@
 Unset ``METRICS_TOKEN`` and the endpoint does not exist (404); with it, a request without
 ``Authorization: Bearer <token>`` gets 401. Besides the event counters of telegram_bot.metrics
 (added up over the processes of this machine when ``PROMETHEUS_MULTIPROC_DIR`` is set), a scrape
-reads the state that lives in the database: jobs by status and the age of the oldest, the
-statistics backfill's progress, and when a worker last finished a task. It lives in ``config``
-because it reads a feature app (stats), which the core may not import.
+reads the state that lives in the database: jobs by status and the age of the oldest, when a
+worker last finished a task, and what each feature app reports of its own state (its
+``FeatureConfig.metrics``: the statistics backfill's progress), so that ``config`` names no
+feature.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import hmac
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from django.conf import settings
@@ -34,6 +35,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from telegram_bot import metrics as _instruments  # noqa: F401 - registers the event metrics
+from telegram_bot.features import metric_collectors
 from telegram_bot.ops.health import worker_last_seen
 
 log = logging.getLogger(__name__)
@@ -79,11 +81,16 @@ class StateCollector(Collector):
     never failing the scrape."""
 
     def collect(self) -> Iterator[Any]:
-        for part in (self._jobs, self._backfill, self._worker):
+        parts: list[tuple[str, Callable[[], Iterable[Any]]]] = [
+            ("jobs", self._jobs),
+            ("worker", self._worker),
+        ]
+        parts += [(label, collect) for label, collect in metric_collectors()]
+        for name, part in parts:
             try:
                 yield from part()
             except DatabaseError as exc:
-                log.warning("metrics: %s skipped: %s", part.__name__.strip("_"), exc)
+                log.warning("metrics: %s skipped: %s", name, exc)
 
     def _jobs(self) -> Iterator[Any]:
         from telegram_bot.jobs.models import Job, JobStatus
@@ -107,35 +114,6 @@ class StateCollector(Collector):
         age.add_metric(["queued"], (now - due).total_seconds() if due else 0.0)
         age.add_metric(["running"], (now - running).total_seconds() if running else 0.0)
         yield age
-
-    def _backfill(self) -> Iterator[Any]:
-        from stats.backfill import state_get
-        from stats.models import DailyCoverage
-
-        state = state_get()
-        running = GaugeMetricFamily(
-            "tgcp_backfill_running", "1 while a statistics backfill run is under way."
-        )
-        running.add_metric([], 1.0 if state and state.status == "running" else 0.0)
-        yield running
-        keys = GaugeMetricFamily("tgcp_backfill_keys_done", "KV keys done by the current run.")
-        keys.add_metric([], float(state.keys_done) if state else 0.0)
-        yield keys
-        finished = GaugeMetricFamily(
-            "tgcp_backfill_last_finished_timestamp_seconds",
-            "When the last backfill run finished (0: never).",
-        )
-        finished.add_metric([], state.finished_at.timestamp() if state and state.finished_at else 0)
-        yield finished
-        days = GaugeMetricFamily(
-            "tgcp_backfill_coverage",
-            "(chat, day, category) rows by coverage status.",
-            labels=["status"],
-        )
-        rows = DailyCoverage.objects.values_list("status").annotate(n=Count("pk")).order_by()
-        for status, n in rows:
-            days.add_metric([status], n)
-        yield days
 
     def _worker(self) -> Iterator[Any]:
         seen = worker_last_seen()

@@ -14,6 +14,7 @@ class StatsConfig(features.FeatureConfig):
     overview_cards = "stats.overview.stats_cards"
     start_line = gettext_lazy("statistics")
     privacy = "stats.privacy"
+    metrics = "stats.metrics.collect"
     key_families = {
         "msg": "raw message buffer, minimal fields, 7 days",
         "stats": "daily counters per chat, day and user; poison marks, joins, chat titles",

@@ -12,6 +12,8 @@ paths imported when first needed (never at app-loading time):
   (``telegram_bot.overview``);
 - ``privacy``: a module declaring the app's personal data (tables, key families) with its
   export, erasure and retention hooks (``telegram_bot.privacy``);
+- ``metrics``: a function yielding Prometheus metric families of the app's state, read at
+  each scrape of ``/metrics`` (``config/metrics.py``);
 
 and as values: ``key_families`` (the KV key families it owns, declared to the state layer
 when the app is ready), ``chat_settings_models`` (its models of one row per chat, keyed by
@@ -34,7 +36,7 @@ is queued for them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib import import_module
 from types import ModuleType
 from typing import Any, ClassVar
@@ -57,6 +59,7 @@ class FeatureConfig(AppConfig):
     api_module: ClassVar[str | None] = None
     overview_cards: ClassVar[str | None] = None
     privacy: ClassVar[str | None] = None
+    metrics: ClassVar[str | None] = None
     key_families: ClassVar[Mapping[str, str]] = {}
     chat_settings_models: ClassVar[tuple[str, ...]] = ()
     start_line: ClassVar[str | Promise] = ""
@@ -134,6 +137,16 @@ def api_modules() -> list[tuple[str, ModuleType]]:
         (config.label, import_module(config.api_module))
         for config in enabled_feature_configs()
         if config.api_module
+    ]
+
+
+def metric_collectors() -> list[tuple[str, Callable[[], Iterable[Any]]]]:
+    """``(app label, collect)`` of every installed app reporting state to ``/metrics``,
+    disabled ones included (their data is still there)."""
+    return [
+        (config.label, import_string(config.metrics))
+        for config in feature_configs()
+        if config.metrics
     ]
 
 
