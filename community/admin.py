@@ -9,9 +9,30 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from community.models import BotChat, ChatPolicy, MemberMovement, MemberPolicy
+from community.web import (
+    DECIDE_PERMISSION,
+    VIEW_PERMISSION,
+    join_request_decide_view,
+    join_request_list,
+)
 from telegram_bot.audit_admin import AuditedDeletesMixin, AuditedModelAdmin
-from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
+from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
+
+register_view(
+    "community/join-requests/",
+    join_request_list,
+    name="community-join-requests",
+    title=_("Join requests"),
+    permissions=(VIEW_PERMISSION,),
+)
+register_view(
+    "community/join-requests/<str:token>/decide/",
+    join_request_decide_view,
+    name="community-join-request-decide",
+    title="",
+    permissions=(DECIDE_PERMISSION,),
+)
 
 
 @admin.register(ChatPolicy)

@@ -84,6 +84,7 @@ def _join_request_card() -> Card:
         order=60,
         title=_("Pending join requests"),
         value=capped(pending, cursor is not None),
-        detail=_("decided in Telegram: /panel, Join requests"),
+        detail=_("decide here or in Telegram: /panel, Join requests"),
         alert=pending > 0,
+        url=reverse("admin:community-join-requests"),
     )

@@ -32,6 +32,7 @@ SECTIONS: tuple[Section, ...] = (
         "members",
         gettext_lazy("Community and members"),
         (
+            "view:community-join-requests",
             "community.botchat",
             "community.membermovement",
             "view:privacy-export",

@@ -101,6 +101,8 @@ RULES: dict[str, Rule] = {
     "admin:dead-letter-replay": perm(DEAD_LETTERS, "POST"),
     "admin:dead-letter-drop": perm(DEAD_LETTERS, "POST"),
     "admin:stats-dashboard": perm(STATS),
+    "admin:community-join-requests": perm(("community.view_chatpolicy",)),
+    "admin:community-join-request-decide": perm(("community.change_chatpolicy",), "POST"),
     "admin:privacy-export": perm(EXPORT_DATA),
     "admin:privacy-erase": perm(ERASE_DATA),
     "admin:stats-export": perm(STATS, query=STATS_QUERY),
