@@ -16,6 +16,14 @@ class CommunityConfig(features.FeatureConfig):
     start_line = gettext_lazy("members (join requests, welcome, captcha)")
     privacy = "community.privacy"
     chat_settings_models = ("community.ChatPolicy", "community.MemberPolicy", "community.BotChat")
+    console_sections = {
+        "members": (
+            "view:community-join-requests",
+            "community.botchat",
+            "community.membermovement",
+        ),
+        "settings": ("community.chatpolicy", "community.memberpolicy"),
+    }
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "
         "join counters and strict mode, the last welcome",

@@ -14,3 +14,4 @@ class ContentConfig(features.FeatureConfig):
     overview_cards = "content.overview.content_cards"
     start_line = gettext_lazy("channel posts")
     privacy = "content.privacy"
+    console_sections = {"posts": ("content.post",)}

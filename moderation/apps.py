@@ -17,6 +17,10 @@ class ModerationConfig(features.FeatureConfig):
     start_line = gettext_lazy("moderation (/warn, /mute, /ban... in groups)")
     privacy = "moderation.privacy"
     chat_settings_models = ("moderation.ChatSettings",)
+    console_sections = {
+        "safety": ("moderation.warning",),
+        "settings": ("moderation.chatsettings",),
+    }
 
     def ready(self) -> None:
         super().ready()

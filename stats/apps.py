@@ -15,6 +15,12 @@ class StatsConfig(features.FeatureConfig):
     start_line = gettext_lazy("statistics")
     privacy = "stats.privacy"
     metrics = "stats.metrics.collect"
+    console_sections = {
+        "safety": ("stats.violationrule",),
+        "statistics": ("view:stats-dashboard",),
+        "settings": ("stats.statssettings",),
+        "system": ("stats.dailycoverage", "stats.backfillstate", "stats.dailyuserstat"),
+    }
     key_families = {
         "msg": "raw message buffer, minimal fields, 7 days",
         "stats": "daily counters per chat, day and user; poison marks, joins, chat titles",

@@ -14,3 +14,4 @@ class SupportConfig(features.FeatureConfig):
     overview_cards = "support.overview.support_cards"
     start_line = gettext_lazy("support")
     privacy = "support.privacy"
+    console_sections = {"desk": ("support.ticket",)}

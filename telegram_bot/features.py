@@ -15,11 +15,13 @@ paths imported when first needed (never at app-loading time):
 - ``metrics``: a function yielding Prometheus metric families of the app's state, read at
   each scrape of ``/metrics`` (``config/metrics.py``);
 
-and as values: ``key_families`` (the KV key families it owns, declared to the state layer
-when the app is ready), ``chat_settings_models`` (its models of one row per chat, keyed by
-``chat_id``, that follow a group to the supergroup Telegram upgrades it to:
-``telegram_bot.chat_migration``) and ``start_line`` (what ``/start`` says the bot does for
-it; ``/help`` lists the commands with help text from the routes themselves). Adding a
+and as values: ``key_families`` (the KV key families it owns, declared to the state layer when
+the app is ready), ``console_sections`` (where its admin pages sit in the console's navigation:
+a section's key from ``telegram_bot.ops.navigation`` to its entries, models as
+``app_label.modelname`` and pages as ``view:<name>``), ``chat_settings_models`` (its models of
+one row per chat, keyed by ``chat_id``, that follow a group to the supergroup Telegram upgrades
+it to: ``telegram_bot.chat_migration``) and ``start_line`` (what ``/start`` says the bot does
+for it; ``/help`` lists the commands with help text from the routes themselves). Adding a
 feature is adding its app to ``INSTALLED_APPS``; the core names no feature. The order of
 ``INSTALLED_APPS`` is the routing order.
 
@@ -61,6 +63,7 @@ class FeatureConfig(AppConfig):
     privacy: ClassVar[str | None] = None
     metrics: ClassVar[str | None] = None
     key_families: ClassVar[Mapping[str, str]] = {}
+    console_sections: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     chat_settings_models: ClassVar[tuple[str, ...]] = ()
     start_line: ClassVar[str | Promise] = ""
 
@@ -138,6 +141,16 @@ def api_modules() -> list[tuple[str, ModuleType]]:
         for config in enabled_feature_configs()
         if config.api_module
     ]
+
+
+def console_sections() -> dict[str, list[str]]:
+    """The console's sections' entries contributed by the enabled features, in the order of
+    ``INSTALLED_APPS``."""
+    found: dict[str, list[str]] = {}
+    for config in enabled_feature_configs():
+        for section, entries in config.console_sections.items():
+            found.setdefault(section, []).extend(entries)
+    return found
 
 
 def metric_collectors() -> list[tuple[str, Callable[[], Iterable[Any]]]]:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.utils import translation
 
 from stats import write_behind
 from telegram_bot import languages
@@ -77,6 +78,14 @@ def _forget_languages() -> Iterator[None]:
     languages.forget_all()
     yield
     languages.forget_all()
+
+
+@pytest.fixture(autouse=True)
+def _operators_language_ends_with_the_test() -> Iterator[None]:
+    """Django's LocaleMiddleware leaves the language of a request's Accept-Language active in
+    the thread: a test that asks for a Russian page would run the next test in Russian."""
+    yield
+    translation.deactivate()
 
 
 @pytest.fixture(autouse=True)

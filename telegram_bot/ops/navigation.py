@@ -3,63 +3,58 @@
 "System" at the end, in place of Django's one group per app.
 
 A section lists models (``app_label.modelname``) and pages registered with ``register_view``
-(``view:<name>``). A model no section names is shown under its own app's name before "System",
-so a new feature's pages appear without an edit here. Only what the user may open is listed:
-the entries come from Django's own app list (``AdminSite.get_app_list``), which has already
-checked their permissions.
+(``view:<name>``): the core's own here, a feature's in its AppConfig's ``console_sections`` (the
+core names no feature). A model no section names is shown under its own app's name before
+"System", so a new feature's pages appear without an edit here. Only what the user may open is
+listed: the entries come from Django's own app list (``AdminSite.get_app_list``), which has
+already checked their permissions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy
 
+from telegram_bot import features
+
 
 @dataclass(frozen=True)
 class Section:
     key: str
     title: str | Promise
-    entries: tuple[str, ...]
+    entries: tuple[str, ...]  # the core's own pages; the features' come first (or after, in System)
+    core_first: bool = False
 
 
-SYSTEM = "system"
+# A section's key is what a feature's ``console_sections`` names (``telegram_bot.features``).
+MEMBERS, SAFETY, DESK, POSTS, STATISTICS, SETTINGS, SYSTEM = (
+    "members",
+    "safety",
+    "desk",
+    "posts",
+    "statistics",
+    "settings",
+    "system",
+)
 
 SECTIONS: tuple[Section, ...] = (
     Section(
-        "members",
+        MEMBERS,
         gettext_lazy("Community and members"),
-        (
-            "view:community-join-requests",
-            "community.botchat",
-            "community.membermovement",
-            "view:privacy-export",
-            "view:privacy-erase",
-        ),
+        ("view:privacy-export", "view:privacy-erase"),
     ),
+    Section(SAFETY, gettext_lazy("Moderation"), ("telegram_bot.auditentry",)),
+    Section(DESK, gettext_lazy("Support"), ()),
+    Section(POSTS, gettext_lazy("Posts"), ()),
+    Section(STATISTICS, gettext_lazy("Statistics"), ()),
     Section(
-        "moderation",
-        gettext_lazy("Moderation"),
-        ("moderation.warning", "telegram_bot.auditentry", "stats.violationrule"),
-    ),
-    Section("support", gettext_lazy("Support"), ("support.ticket",)),
-    Section("posts", gettext_lazy("Posts"), ("content.post",)),
-    Section("statistics", gettext_lazy("Statistics"), ("view:stats-dashboard",)),
-    Section(
-        "settings",
+        SETTINGS,
         gettext_lazy("Settings"),
-        (
-            "community.chatpolicy",
-            "community.memberpolicy",
-            "moderation.chatsettings",
-            "stats.statssettings",
-            "telegram_bot.chatpreference",
-            "telegram_bot.botadmin",
-            "auth.user",
-            "auth.group",
-        ),
+        ("telegram_bot.chatpreference", "telegram_bot.botadmin", "auth.user", "auth.group"),
     ),
     Section(
         SYSTEM,
@@ -69,15 +64,13 @@ SECTIONS: tuple[Section, ...] = (
             "telegram_bot.job",
             "telegram_bot.deliveryfailure",
             "telegram_bot.blockedchat",
-            "stats.dailycoverage",
-            "stats.backfillstate",
-            "stats.dailyuserstat",
         ),
+        core_first=True,
     ),
 )
 
 # Apps whose unlisted models belong to the engineers' section rather than a group of their own.
-SYSTEM_APPS = frozenset({"django_q", "axes", "telegram_bot", "stats", "auth", "sites"})
+SYSTEM_APPS = frozenset({"django_q", "axes", "telegram_bot", "auth", "sites"})
 
 
 def view_entry(name: str, title: str | Promise, url: str) -> dict[str, Any]:
@@ -93,9 +86,16 @@ def view_entry(name: str, title: str | Promise, url: str) -> dict[str, Any]:
     }
 
 
-def grouped(apps: list[dict[str, Any]], views: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def grouped(
+    apps: list[dict[str, Any]],
+    views: dict[str, dict[str, Any]],
+    contributed: Mapping[str, list[str]] | None = None,
+) -> list[dict[str, Any]]:
     """Django's app list (``apps``) and the pages the user may open (``views``, by name) as
-    the sections above, each in the shape of an app of the list; empty sections are left out."""
+    the sections above, each in the shape of an app of the list; empty sections are left out.
+    ``contributed`` is the features' entries by section (by default from their AppConfigs)."""
+    if contributed is None:
+        contributed = features.console_sections()
     models: dict[str, dict[str, Any]] = {}
     own_app: dict[str, dict[str, Any]] = {}
     for app in apps:
@@ -107,9 +107,13 @@ def grouped(apps: list[dict[str, Any]], views: dict[str, dict[str, Any]]) -> lis
     sections: list[dict[str, Any]] = []
     for section in SECTIONS:
         rows = []
-        for entry in section.entries:
+        theirs = tuple(contributed.get(section.key, ()))
+        ordered = section.entries + theirs if section.core_first else theirs + section.entries
+        for entry in ordered:
             if entry.startswith("view:"):
                 row = views.get(entry.removeprefix("view:"))
+            elif entry in placed:  # a model is listed once, where it is first named
+                continue
             else:
                 row = models.get(entry)
                 placed.add(entry)

@@ -75,3 +75,37 @@ def test_the_sections_are_named_in_russian(admin_client: Client) -> None:
     page = admin_client.get("/admin/", HTTP_ACCEPT_LANGUAGE="ru").content.decode()
     for title in ("Сообщество и участники", "Модерация", "Посты", "Настройки", "Система"):
         assert title in page, title
+
+
+def test_a_feature_places_its_pages_in_a_section_from_its_app_config() -> None:
+    """The core names no feature: a feature's ``console_sections`` put its models in a section
+    (before the core's own entries, after them in System)."""
+    apps = [
+        {
+            "name": "Rules",
+            "app_label": "rules",
+            "app_url": "/admin/rules/",
+            "models": [{"name": "Locks", "object_name": "Lock", "admin_url": "/admin/rules/lock/"}],
+        },
+        {
+            "name": "Telegram bot",
+            "app_label": "telegram_bot",
+            "app_url": "/admin/telegram_bot/",
+            "models": [
+                {"name": "Jobs", "object_name": "Job", "admin_url": "/admin/telegram_bot/job/"},
+                {"name": "Audit", "object_name": "AuditEntry", "admin_url": "/x/"},
+            ],
+        },
+    ]
+    result = grouped(apps, {}, {"safety": ["rules.lock"], "system": ["rules.lock"]})
+    by_name = {str(app["name"]): [str(row["name"]) for row in app["models"]] for app in result}
+    assert by_name == {"Moderation": ["Locks", "Audit"], "System": ["Jobs"]}
+
+
+def test_the_shipped_features_fill_the_sections(settings: Any) -> None:
+    from telegram_bot import features
+
+    placed = features.console_sections()
+    assert "support.ticket" in placed["desk"] and "content.post" in placed["posts"]
+    settings.FEATURES_DISABLED = ["support"]
+    assert "desk" not in features.console_sections()
