@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?= -n 2
 
-.PHONY: run test lint lock bench superuser clean
+.PHONY: run test lint lock bench superuser screenshots clean
 
 # Settings come from the environment and .env (config/startup.py). Without
 # DJANGO_SECRET_KEY(_FILE) every process (this target's and any manage.py run by hand) uses
@@ -33,6 +33,12 @@ superuser: $(VENV)/.runtime ## create an operator account for /admin/
 	else \
 	  $(BIN)/python manage.py createsuperuser --noinput; \
 	fi
+
+# The main pages at 1440x900 and 390x844, in English and Russian, into docs/screenshots/
+# (the README links them); the same test checks that each fits its window.
+screenshots: $(VENV)/.dev ## refresh docs/screenshots/ from seeded data in headless Chromium
+	SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(BIN)/python -m pytest -q -p no:xdist \
+	  tests/browser/test_screenshots.py
 
 # Every benchmark against PostgreSQL and Redis (DATABASE_URL / REDIS_URL, else local ones; see
 # bench/run.py), then bench/RESULTS.md and the README's table. BENCH_ARGS="--only webhook --quick".

@@ -1,10 +1,13 @@
-"""Screenshots of the operators' main pages at a desktop width and a phone width, kept under
-``var/screenshots/`` (gitignored; the path is printed). A page fails when, at 390 px, it is
-wider than the window (the whole page scrolls sideways) or when its JavaScript logs an error.
+"""Screenshots of the operators' main pages at a desktop width and a phone width, in English
+and in Russian, kept under ``var/screenshots/`` (gitignored; the path is printed) or
+``SCREENSHOTS_DIR`` (``make screenshots`` writes the ones in ``docs/screenshots/``). A page
+fails when, at 390 px, it is wider than the window (the whole page scrolls sideways), when its
+JavaScript logs an error, or when the Russian page shows the English page's title.
 """
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,9 @@ from support.models import Ticket, TicketMessage
 from telegram_bot.audit import Actor, audit_record
 from telegram_bot.jobs.models import Job, JobStatus
 
-SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
+SHOTS = Path(
+    os.environ.get("SCREENSHOTS_DIR") or Path(__file__).resolve().parents[2] / "var" / "screenshots"
+)
 CHAT = -1001234567890
 WIDTHS = {"desktop": (1440, 900), "phone": (390, 844), "phone-dark": (390, 844)}
 
@@ -97,31 +102,46 @@ def seed() -> dict[str, str]:
 
 
 CASES = [
-    pytest.param(name, width, id=f"{name}-{width}")
+    pytest.param(name, width, language, id=f"{name}-{width}-{language}")
     for name in ("overview", "dashboard", "ticket", "post-form", "audit-log")
     for width in WIDTHS
+    for language in ("en", "ru")
     if width != "phone-dark" or name == "overview"
 ]
+# Each page's title in the two languages (the Russian one must not fall back to English).
+TITLES = {
+    "overview": ("Overview", "Обзор"),
+    "dashboard": ("Statistics", "Статистика"),
+    "ticket": ("Ticket #", "Обращение #"),
+    "post-form": ("Add post", "Добавить пост"),
+    "audit-log": ("audit", "аудит"),
+}
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize(("name", "width"), CASES)
+@pytest.mark.parametrize(("name", "width", "language"), CASES)
 def test_the_page_fits_the_window_without_script_errors(
-    admin_page: Any, live_server: Any, name: str, width: str, capsys: Any
+    admin_page: Any, live_server: Any, name: str, width: str, language: str, capsys: Any
 ) -> None:
     paths = seed()
     page = admin_page
+    page.set_extra_http_headers({"Accept-Language": language})
     errors = watch_errors(page)
     page.set_viewport_size(dict(zip(("width", "height"), WIDTHS[width], strict=True)))
     page.emulate_media(color_scheme="dark" if width.endswith("-dark") else "light")
     page.goto(f"{live_server.url}{paths[name]}")
     page.wait_for_load_state("networkidle")
     SHOTS.mkdir(parents=True, exist_ok=True)
-    shot = SHOTS / f"{name}-{width}.png"
+    shot = SHOTS / f"{name}-{width}-{language}.png"
     page.screenshot(path=str(shot), full_page=True)
     with capsys.disabled():
         print(f"\nscreenshot: {shot}")
     assert errors == [], f"JavaScript errors on {name}: {errors}"
+    english, russian = TITLES[name]
+    title = page.title()
+    assert (russian if language == "ru" else english).lower() in title.lower(), title
+    if language == "ru":
+        assert english.lower() not in title.lower(), title
     if width.endswith("-dark"):
         # The cards follow the admin's dark theme (its CSS variables), not a fixed light look.
         background = page.evaluate(
