@@ -168,11 +168,6 @@ def buffer_key(chat_id: int, ts: int, message_id: int) -> str:
     return f"msg:{chat_id}:{ts}:{message_id}"
 
 
-def day_prefix(family: str, chat_id: int, day: date) -> str:
-    """The scan prefix of one family's keys for one chat and day."""
-    return f"{family}{chat_id}:{_iso(day)}:"
-
-
 def parse_counter_key(key: str) -> CounterKey | None:
     """The column a counter key feeds, or None for a key that is not a well-formed counter."""
     for family in COUNTER_FAMILIES:
@@ -191,14 +186,6 @@ def parse_counter_key(key: str) -> CounterKey | None:
     if column_category is None:
         return None
     return CounterKey(family, *head, *column_category)
-
-
-def parse_activity_key(key: str) -> tuple[int, date] | None:
-    parts = key.removeprefix(ACTIVITY).split(":")
-    if not key.startswith(ACTIVITY) or len(parts) != 2:
-        return None
-    chat_day = _chat_day(parts[0], parts[1])
-    return chat_day
 
 
 def parse_chat_day(text: str) -> tuple[int, date] | None:

@@ -97,11 +97,6 @@ def failed_record(store: KVStore, rows: Iterable[tuple[int, date, int, Iterable[
             log.error("cannot record failed stats writes of %s %s: %s", chat_id, day, exc)
 
 
-def failed_read(store: KVStore, chat_id: int, day: date) -> dict[int, set[str]]:
-    """The columns failed writes missed, per user, for one chat and day ({} when none)."""
-    return _failed_users(store.get(keys.failed_key(chat_id, day)))
-
-
 def failed_decode(value: Any) -> dict[int, set[str]]:
     """The failed-writes index's value (as read with ``get_many``) per user."""
     return _failed_users(value)

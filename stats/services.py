@@ -12,7 +12,7 @@ from django.conf import settings
 from stats import keys
 from stats.config import counting_config
 from stats.counting import MessageFacts, _violations, counting_ops, join_ops, message_facts
-from stats.live_writer import RowDelta, count_once, live_write
+from stats.live_writer import RowDelta, count_once
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op
 from telegram_bot.updates import Message
@@ -73,15 +73,6 @@ def message_violations(message: Message, store: KVStore) -> dict[str, int]:
 
 def joins_to_record(message: Message) -> list[Op]:
     return join_ops(message, counting_config(), now_ms=int(time.time() * 1000))
-
-
-def stats_live_write(*, store: KVStore, facts: MessageFacts) -> bool:
-    """Add a counted message to ``stats_daily_user`` (call after its KV commit applied).
-
-    Not ordered against the backfill for the commit made before it: the update path uses
-    ``stats_count_once``, which holds the day's lock across both writes."""
-    row = RowDelta(facts.chat_id, facts.day, facts.user_id, facts.deltas())
-    return live_write(store=store, rows=[row])
 
 
 def stats_command_cooldown_take(*, store: KVStore, chat_id: int) -> str | None:

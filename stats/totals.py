@@ -19,12 +19,10 @@ rows again until the next verification).
 
 from __future__ import annotations
 
-import zoneinfo
 from collections.abc import Mapping
 from datetime import date, timedelta, tzinfo
 from typing import Any
 
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -46,12 +44,6 @@ COLUMNS = (*SUM_COLUMNS, "straddlers", *HOUR_COLUMNS)
 
 def zone_name(zone: object) -> str:
     return str(getattr(zone, "key", zone))
-
-
-def zone_of(name: str | None) -> tzinfo:
-    """A chat's zone from its preference's name (None: the ``TIME_ZONE`` setting), as
-    ``telegram_bot.models.chat_zone`` reads it."""
-    return zoneinfo.ZoneInfo(name or settings.TIME_ZONE)
 
 
 def day_totals_write(cursor: Any, chat_id: int, day: date, zone: tzinfo | None = None) -> bool:

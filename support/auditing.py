@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from support.delivery import Delivery
 from support.models import Ticket
-from telegram_bot.audit import Actor, Step, audit_step, update_step
+from telegram_bot.audit import Actor, Step, audit_step
 from telegram_bot.audit_admin import admin_actor
 
 if TYPE_CHECKING:
@@ -24,12 +24,6 @@ def _target(ticket: Ticket | None) -> dict[str, Any]:
 def admin_site_step(request: Any, ticket: Ticket, action: str) -> AbstractContextManager[Step]:
     """An action of the ticket page in the admin site."""
     return audit_step(action, actor=admin_actor(request), source="admin", **_target(ticket))
-
-
-def telegram_step(update: Any, ticket: Ticket | None, action: str) -> AbstractContextManager[Step]:
-    """An action taken in Telegram (a button, an answer); once per update."""
-    source = "button" if update.callback_query is not None else "command"
-    return update_step(update, action, source=source, **_target(ticket))
 
 
 def incoming_step(

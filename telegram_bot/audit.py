@@ -112,11 +112,6 @@ def clean(text: str, limit: int) -> str:
     return text.replace("\x00", "")[:limit]
 
 
-def audit_recorded(*, update_id: int, action: str) -> bool:
-    """True when this update already recorded ``action`` (a re-delivery)."""
-    return AuditEntry.objects.filter(update_id=update_id, action=action).exists()
-
-
 # -- one line per action ---------------------------------------------------------------------
 
 

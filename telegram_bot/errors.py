@@ -1,4 +1,4 @@
-"""The error classes of the bot (DESIGN section 5, seed 003 section 21).
+"""The error classes of the bot (seed 003 section 21).
 
 Every error says whether retrying can help (`retryable`, or its negation `permanent`), carries a
 stable machine `code` for logs and job records, and a short `user_message` that is safe to show

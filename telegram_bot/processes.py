@@ -96,16 +96,6 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def wait_gone(pids: list[int], deadline: float) -> list[int]:
-    """Wait until none of ``pids`` runs or ``time.monotonic()`` passes ``deadline``; returns
-    those still running."""
-    running = [pid for pid in pids if alive(pid)]
-    while running and time.monotonic() < deadline:
-        time.sleep(0.05)
-        running = [pid for pid in running if alive(pid)]
-    return running
-
-
 def bounded_cluster_class() -> type[Any]:
     """django-q2's ``Cluster`` whose stop on SIGTERM/SIGINT ends within WORKER_STOP_SECONDS.
 

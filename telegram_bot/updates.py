@@ -254,10 +254,6 @@ class Message(TelegramObject):
         extra = self.model_extra
         return extra is not None and not SERVICE_FIELDS.isdisjoint(extra)
 
-    @property
-    def is_inaccessible(self) -> bool:
-        return self.date == 0
-
 
 # The service fields Message declares are attributes; the others arrive as extras.
 _DECLARED_SERVICE_FIELDS = frozenset(SERVICE_FIELDS & Message.model_fields.keys())

@@ -26,10 +26,6 @@ def unregister_classifier(name: str) -> None:
     _classifiers.pop(name, None)
 
 
-def has_classifiers() -> bool:
-    return bool(_classifiers)
-
-
 def classify(message: Message, store: KVStore) -> dict[str, int]:
     """Every registered classifier's counts, summed by severity (unknown severities dropped)."""
     counts: dict[str, int] = {}

@@ -1,7 +1,7 @@
 """The backfill ``daily_aggregates_v1``: KV counters -> ``stats_daily_user``, absolute values
 that never lower a cell, under the days' exclusive locks (``stats.daylock``).
 
-Seeds 000-001 (DESIGN section 8). A singleton job with its state in ``stats_backfill_state``;
+Seeds 000-001. A singleton job with its state in ``stats_backfill_state``;
 a run fixes its cutoff day (today UTC) at start and walks, phase by phase, the counter
 families below it: activity hours (with each member-day's messages and words counters read
 along, so that one row write carries them all), base (messages, plus member and chat names),

@@ -1,4 +1,4 @@
-"""The single Telegram Bot API client (DESIGN section 5). Only this package talks to Telegram."""
+"""The single Telegram Bot API client. Only this package talks to Telegram."""
 
 from __future__ import annotations
 

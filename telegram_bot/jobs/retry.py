@@ -1,5 +1,5 @@
 """The retry policy: exponential backoff with bounded jitter, a cap, a maximum, and
-classification of errors into retryable and permanent (DESIGN section 6)."""
+classification of errors into retryable and permanent."""
 
 from __future__ import annotations
 

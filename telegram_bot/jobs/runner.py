@@ -74,15 +74,6 @@ class JobRun:
         )
         return updated
 
-    def still_owned(self) -> bool:
-        """True while this worker holds the job's lease (check before a final side effect)."""
-        return Job.objects.filter(
-            pk=self.job_id,
-            status=JobStatus.RUNNING,
-            lease_owner=self.owner,
-            lease_expires_at__gt=timezone.now(),
-        ).exists()
-
 
 def claim_due(owner: str, *, limit: int = 10, lease_seconds: int | None = None) -> list[Job]:
     """Lease up to ``limit`` due jobs (queued and due, or running with an expired lease)."""

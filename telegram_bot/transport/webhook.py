@@ -1,6 +1,6 @@
 """``POST /telegram/webhook``: a django-ninja operation on its own API, transport checks only.
 
-Order (DESIGN section 3): 405 method, 415 content type, 413 size, 401 secret (constant-time;
+Order: 405 method, 415 content type, 413 size, 401 secret (constant-time;
 nothing else happens), all decided before the body is read. A refused body is then read and
 dropped, up to ``DISCARD_LIMIT_BYTES``, so that the answer reaches a client still sending it
 (a server that closes a connection with unread bytes resets it, and the client sees the reset

@@ -59,7 +59,7 @@ def test_addadmin_of_a_stand_in_account_is_answered_not_dead_lettered(
 
 # --- /help in the member's language ---------------------------------------------------------
 def test_the_forgetme_line_of_help_is_translated(bot: Any, post_update: Any) -> None:
-    """Every text the bot sends goes through gettext (DESIGN.md section 11); every other line
+    """Every text the bot sends goes through gettext; every other line
     of /help is ``gettext_lazy``, the /forgetme one is a plain English string."""
     update = make_message_update("/help", chat_id=4242, user_id=4242)
     update["message"]["from"]["language_code"] = "ru"
