@@ -138,7 +138,8 @@ def _seed_core(store: KVStore) -> None:
         target_id=OTHER,
         target_name="Olga",
     )
-    # A finished one: a job still to run about them defers the erasure (test_erasure_review).
+    # A finished one: a job still to run about them defers the erasure
+    # (test_erasure_of_data_in_flight_and_shared).
     Job.objects.create(
         kind="moderation.act",
         payload={"user_id": USER, "name": FIRST},

@@ -1,4 +1,4 @@
-"""Review of this round's changes, gaps and regressions: an unknown REDIS_URL option stops the
+"""Start checks and erasure: an unknown REDIS_URL option stops the
 start; the kick task keeps the tick's window; /forgetme deferred by a captcha blames no
 moderator; a refused replay keeps a committed old letter from running again; a password changed
 on the site's own page is audited. Each test failed on the code before."""

@@ -1,4 +1,4 @@
-"""Jobs and delivery, found in review: two notices that read alike keep their own retry jobs;
+"""Jobs and delivery: two notices that read alike keep their own retry jobs;
 the jobs tick starts no job after its window; an unreadable 200 is an unknown outcome, not a
 refusal; a long transient error keeps its "retrying" mark; a notice job killed mid-send is
 not sent again. Each test failed on the code before."""

@@ -1,4 +1,4 @@
-"""Review of the latest changes: a replay that fails again keeps its letter; a ban committed
+"""Replays and erasure after failures: a replay that fails again keeps its letter; a ban committed
 after the erasure's check is not deleted; a deferred resume keeps the crashed run; the admins hear
 of a ticket message when the database failed before the notice. Each failed before."""
 
@@ -60,7 +60,7 @@ def test_a_ban_committed_after_the_cores_blocker_check_is_not_deleted(
     from telegram_bot.jobs.models import Job
     from tests.privacy.seed import OTHER
     from tests.privacy.seed import USER as MEMBER
-    from tests.privacy.test_erasure_review import moderation_job
+    from tests.privacy.test_erasure_of_data_in_flight_and_shared import moderation_job
 
     real = privacy_core.erasure_blockers
     queued: list[Job] = []
@@ -94,7 +94,7 @@ def test_a_deferred_resume_keeps_the_anonymous_id_of_the_crashed_run(
     from telegram_bot.audit import Actor
     from tests.privacy.seed import OTHER
     from tests.privacy.seed import USER as MEMBER
-    from tests.privacy.test_erasure_review import moderation_job
+    from tests.privacy.test_erasure_of_data_in_flight_and_shared import moderation_job
 
     crashed = privacy.start_run(memory_store, MEMBER)  # the run a killed erasure left
     memory_store.set(crashed.marker("stats:day:2026-01-01"), 1)  # a step it had finished

@@ -1,4 +1,4 @@
-"""The statistics read side, found in review: /stats fits one message; "last seen" counts
+"""The statistics read side: /stats fits one message; "last seen" counts
 neither messages after the range nor misses the KV-repaired days; a range across two winters
 counts a member of a summer day once; the members CSV exports more than 1,000 members. Each
 test failed on the code before."""

@@ -1,4 +1,4 @@
-"""Suspected defects confirmed in review: a ban queued between the erasure's check and its
+"""Erasure, exports and cooldowns: a ban queued between the erasure's check and its
 deletions is kept (the erasure waits); a support answer waiting for its retry is not sent to an
 erased user's anonymous id; manage.py export_user audits only an export it writes; /stats that
 did not answer gives its cooldown back. Each test failed on the code before."""
@@ -31,7 +31,7 @@ def test_a_ban_queued_between_the_blocker_check_and_the_erasure_is_not_deleted(
     from telegram_bot.jobs.models import Job
     from tests.privacy.seed import OTHER
     from tests.privacy.seed import USER as MEMBER
-    from tests.privacy.test_erasure_review import moderation_job
+    from tests.privacy.test_erasure_of_data_in_flight_and_shared import moderation_job
 
     real_start = privacy.start_run
     queued: list[Job] = []

@@ -1,4 +1,4 @@
-"""The operators' web side against what a review found: bad object ids in admin links, the
+"""The operators' web side: bad object ids in admin links, the
 stats API's cache headers, deletions that left no audit entry. Each test failed before."""
 
 from __future__ import annotations

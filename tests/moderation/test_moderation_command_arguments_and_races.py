@@ -1,4 +1,4 @@
-"""Moderation commands and the moderation panel against what a review found: a mention in
+"""Moderation commands and the moderation panel: a mention in
 the reason, mistyped durations, stale buttons, forum topics, long arguments, races. Each test
 failed on the code before its fix."""
 

@@ -1,4 +1,4 @@
-"""The core update path, found in review: a REDIS_URL redis-py would misread stops the start;
+"""The core update path: a REDIS_URL redis-py would misread stops the start;
 DATABASE_URL options are decoded; a slow Redis answer neither runs a command twice nor holds
 the update for the claim's TTL; a Redis refusing writes is a 503; a letter whose replay was
 refused runs when replayed again. Each test failed on the code before."""

@@ -1,4 +1,4 @@
-"""Personal data and permissions, found in review: the admin history keeps no id of an erased
+"""Personal data and permissions: the admin history keeps no id of an erased
 user; an admin's export holds nobody else's data; an anti-raid removal outlives the erasure;
 /addadmin of a stand-in is answered; staff rights changes are audited; /help's /forgetme line is
 translated; a bot admin added in the admin site has its history. Each failed before."""

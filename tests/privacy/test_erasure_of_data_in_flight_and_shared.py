@@ -1,4 +1,4 @@
-"""Erasure and export against what a review found: a message in flight during an erasure, an
+"""Erasure and export: a message in flight during an erasure, an
 audit entry whose words name the id, another member's pending moderation, and an admin's
 export of other people's join requests."""
 
