@@ -24,6 +24,11 @@ class CommunityConfig(features.FeatureConfig):
         ),
         "settings": ("community.chatpolicy", "community.memberpolicy"),
     }
+    audit_phrases = {
+        "join_request.approve": gettext_lazy("{actor} approved the join request of {target}"),
+        "join_request.decline": gettext_lazy("{actor} declined the join request of {target}"),
+    }
+    chat_titles = "community.selectors.chat_titles"
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "
         "join counters and strict mode, the last welcome",

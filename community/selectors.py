@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from community.models import ChatPolicy
+from collections.abc import Iterable
+
+from community.models import BotChat, ChatPolicy
 from community.records import JoinRequestRecord, JoinRequestStore
 from telegram_bot.state import get_store
 
@@ -23,3 +25,9 @@ def join_requests_pending() -> list[JoinRequestRecord]:
     records = [record for record in JoinRequestStore(get_store()).all() if record.pending]
     # expires_at_ms is creation time plus a constant: it orders requests of the same second.
     return sorted(records, key=lambda record: (record.requested_at, record.expires_at_ms))
+
+
+def chat_titles(chat_ids: Iterable[int]) -> dict[int, str]:
+    """The titles of the bot's chats among ``chat_ids`` (``FeatureConfig.chat_titles``)."""
+    rows = BotChat.objects.filter(chat_id__in=list(chat_ids)).exclude(title="")
+    return dict(rows.values_list("chat_id", "title"))

@@ -15,3 +15,16 @@ class ContentConfig(features.FeatureConfig):
     start_line = gettext_lazy("channel posts")
     privacy = "content.privacy"
     console_sections = {"posts": ("content.post",)}
+    audit_phrases = {
+        "post.create": gettext_lazy("{actor} wrote {target}"),
+        "post.edit": gettext_lazy("{actor} edited {target}"),
+        "post.schedule": gettext_lazy("{actor} scheduled {target}"),
+        "post.unschedule": gettext_lazy("{actor} unscheduled {target}"),
+        "post.publish": gettext_lazy("{actor} published {target}"),
+        "post.mark_published": gettext_lazy("{actor} marked {target} as published"),
+        "post.archive": gettext_lazy("{actor} archived {target}"),
+        "post.archive_delete": gettext_lazy(
+            "{actor} archived {target} and deleted it from the channel"
+        ),
+        "post.delete": gettext_lazy("{actor} deleted {target}"),
+    }

@@ -21,6 +21,17 @@ class ModerationConfig(features.FeatureConfig):
         "safety": ("moderation.warning",),
         "settings": ("moderation.chatsettings",),
     }
+    audit_phrases = {
+        "warn": gettext_lazy("{actor} warned {target}"),
+        "unwarn": gettext_lazy("{actor} took back a warning of {target}"),
+        "mute": gettext_lazy("{actor} muted {target} {detail}"),
+        "unmute": gettext_lazy("{actor} unmuted {target}"),
+        "ban": gettext_lazy("{actor} banned {target} {detail}"),
+        "unban": gettext_lazy("{actor} unbanned {target}"),
+        "kick": gettext_lazy("{actor} removed {target} from the chat"),
+        "delete": gettext_lazy("{actor} deleted a message of {target}"),
+        "settings": gettext_lazy("{actor} changed the chat's moderation settings"),
+    }
 
     def ready(self) -> None:
         super().ready()

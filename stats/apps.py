@@ -15,6 +15,7 @@ class StatsConfig(features.FeatureConfig):
     start_line = gettext_lazy("statistics")
     privacy = "stats.privacy"
     metrics = "stats.metrics.collect"
+    chat_titles = "stats.selectors.chat_titles"
     console_sections = {
         "safety": ("stats.violationrule",),
         "statistics": ("view:stats-dashboard",),

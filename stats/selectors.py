@@ -703,3 +703,9 @@ def _coverage(
     ).values_list("day", "category", "status", "reason", "poisoned_at"):
         rows.setdefault(day, {})[category] = CoverageRow(status, reason, poisoned_at is not None)
     return rows
+
+
+def chat_titles(chat_ids: Iterable[int]) -> dict[int, str]:
+    """The titles the statistics saw of ``chat_ids`` (``FeatureConfig.chat_titles``)."""
+    rows = StatsChat.objects.filter(chat_id__in=list(chat_ids)).exclude(title="")
+    return dict(rows.values_list("chat_id", "title"))

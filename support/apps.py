@@ -15,3 +15,9 @@ class SupportConfig(features.FeatureConfig):
     start_line = gettext_lazy("support")
     privacy = "support.privacy"
     console_sections = {"desk": ("support.ticket",)}
+    audit_phrases = {
+        "ticket.reply": gettext_lazy("{actor} answered {target}"),
+        "ticket.resolve": gettext_lazy("{actor} resolved {target}"),
+        "ticket.reopen": gettext_lazy("{actor} reopened {target}"),
+        "ticket.retry_delivery": gettext_lazy("{actor} sent an answer in {target} again"),
+    }

@@ -14,9 +14,12 @@ from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone, translation
-from django.utils.translation import gettext_lazy
+from django.utils.functional import Promise
+from django.utils.html import format_html
+from django.utils.translation import gettext, gettext_lazy
 
-from telegram_bot.audit import Actor, audit_step
+from telegram_bot import features
+from telegram_bot.audit import BOT, Actor, audit_step
 from telegram_bot.ids import is_person
 from telegram_bot.models import AuditEntry
 from telegram_bot.numbers import ascii_int
@@ -46,29 +49,36 @@ BOM = "\ufeff"
 
 @admin.register(AuditEntry)
 class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = (
-        "created_at",
-        "actor",
-        "source",
-        "chat_id",
-        "action",
-        "target",
-        "reason",
-        "outcome",
-    )
+    list_display = ("created_at", "what", "chat", "reason", "outcome")
     list_filter = ("action", "outcome", "source", ("created_at", admin.DateFieldListFilter))
     search_fields = ("actor_name", "target_name", "reason", "detail")
     date_hierarchy = "created_at"
     actions = ("export_csv",)
     list_per_page = 100
 
-    @admin.display(description=gettext_lazy("who"))
-    def actor(self, entry: AuditEntry) -> str:
-        return _person(entry.actor_id, entry.actor_name)
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        """The page's chats named by their titles, looked up once for the page."""
+        response = super().changelist_view(request, extra_context)
+        changelist = getattr(response, "context_data", {}).get("cl")
+        if changelist is not None:
+            entries = list(changelist.result_list)
+            titles = features.chat_titles(entry.chat_id for entry in entries)
+            for entry in entries:
+                entry.chat_title = titles.get(entry.chat_id, "")
+        return response
 
-    @admin.display(description=gettext_lazy("on whom"))
-    def target(self, entry: AuditEntry) -> str:
-        return _person(entry.target_id, entry.target_name)
+    @admin.display(description=gettext_lazy("what happened"))
+    def what(self, entry: AuditEntry) -> str:
+        return sentence(entry, phrases())
+
+    @admin.display(description=gettext_lazy("chat"), ordering="chat_id")
+    def chat(self, entry: AuditEntry) -> str:
+        if entry.chat_id is None:
+            return "-"
+        title = entry.chat_title
+        if not title:
+            return str(entry.chat_id)
+        return format_html('{}<br><span class="quiet">{}</span>', title, entry.chat_id)
 
     def get_search_results(
         self, request: HttpRequest, queryset: QuerySet[AuditEntry], search_term: str
@@ -118,10 +128,63 @@ def csv_cell(value: Any) -> str:
     return text
 
 
-def _person(telegram_id: int | None, name: str) -> str:
-    if telegram_id is None:
-        return name or "-"
-    return f"{name} ({telegram_id})" if name else str(telegram_id)
+# -- the log's entries as sentences ----------------------------------------------------------
+
+# The core's own actions; a feature's come from its AppConfig's ``audit_phrases``.
+CORE_PHRASES: dict[str, str | Promise] = {
+    "admin.add": gettext_lazy("{actor} made {target} a bot admin"),
+    "admin.remove": gettext_lazy("{actor} removed {target} from the bot admins"),
+    "user.change": gettext_lazy("{actor} changed the console account {target}"),
+    "privacy_export": gettext_lazy("{actor} exported the personal data of {target}"),
+    "privacy_erase": gettext_lazy("{actor} erased the personal data of {target}"),
+    "job.retry": gettext_lazy("{actor} ran again {target}"),
+    "job.cancel": gettext_lazy("{actor} cancelled {target}"),
+    "task.resubmit": gettext_lazy("{actor} resubmitted {target}"),
+}
+# Saves and deletions in the console (``<model>.add`` ...: ``AuditedModelAdmin``).
+SUFFIX_PHRASES: dict[str, str | Promise] = {
+    ".add": gettext_lazy("{actor} added {target}"),
+    ".change": gettext_lazy("{actor} changed {target}"),
+    ".delete": gettext_lazy("{actor} deleted {target}"),
+}
+
+
+def phrases() -> dict[str, str | Promise]:
+    return {**CORE_PHRASES, **features.audit_phrases()}
+
+
+def sentence(entry: AuditEntry, known: dict[str, str | Promise]) -> str:
+    """``Anna muted Bob for 1h``: who did what to whom, the detail where the phrase puts it
+    (or after it), and how it ended when it did not go through."""
+    template = known.get(entry.action)
+    if template is None:
+        suffix = "." + entry.action.rpartition(".")[2]
+        template = SUFFIX_PHRASES.get(suffix, gettext_lazy("{actor}: {action} {target}"))
+    done = entry.outcome == AuditEntry.Outcome.DONE
+    text = str(template).format(
+        actor=_who(entry.actor_id, entry.actor_name) or gettext("someone"),
+        target=_who(entry.target_id, entry.target_name),
+        detail=entry.detail if done else "",
+        action=entry.action,
+    )
+    text = " ".join(text.split())
+    if done and entry.detail and "{detail}" not in str(template):
+        text = f"{text} ({entry.detail})"
+    if not done:
+        ending = entry.get_outcome_display()
+        text = f"{text}: {ending}" + (f", {entry.detail}" if entry.detail else "")
+    return text
+
+
+def _who(telegram_id: int | None, name: str) -> str:
+    """A person by name (a console user by login, the bot as itself); the id when no name."""
+    if name.startswith("admin:"):
+        return name.removeprefix("admin:")
+    if name == BOT.name and telegram_id is None:
+        return gettext("the bot")
+    if name:
+        return name
+    return f"#{telegram_id}" if telegram_id is not None else ""
 
 
 # -- recording the admin-site actions of every app --------------------------------------------

@@ -14,16 +14,20 @@ paths imported when first needed (never at app-loading time):
   export, erasure and retention hooks (``telegram_bot.privacy``);
 - ``metrics``: a function yielding Prometheus metric families of the app's state, read at
   each scrape of ``/metrics`` (``config/metrics.py``);
+- ``chat_titles``: a function of chat ids returning the titles the app knows (``{id: title}``),
+  so that the core's pages name chats;
 
 and as values: ``key_families`` (the KV key families it owns, declared to the state layer when
 the app is ready), ``console_sections`` (where its admin pages sit in the console's navigation:
 a section's key from ``telegram_bot.ops.navigation`` to its entries, models as
-``app_label.modelname`` and pages as ``view:<name>``), ``chat_settings_models`` (its models of
-one row per chat, keyed by ``chat_id``, that follow a group to the supergroup Telegram upgrades
-it to: ``telegram_bot.chat_migration``) and ``start_line`` (what ``/start`` says the bot does
-for it; ``/help`` lists the commands with help text from the routes themselves). Adding a
-feature is adding its app to ``INSTALLED_APPS``; the core names no feature. The order of
-``INSTALLED_APPS`` is the routing order.
+``app_label.modelname`` and pages as ``view:<name>``), ``audit_phrases`` (its audit actions as
+sentences for the audit log: ``{"warn": gettext_lazy("{actor} warned {target}")}``, with
+``{detail}`` where the entry's detail belongs), ``chat_settings_models`` (its models of one row
+per chat, keyed by ``chat_id``, that follow a group to the supergroup Telegram upgrades it to:
+``telegram_bot.chat_migration``) and ``start_line`` (what ``/start`` says the bot does for it;
+``/help`` lists the commands with help text from the routes themselves). Adding a feature is
+adding its app to ``INSTALLED_APPS``; the core names no feature. The order of ``INSTALLED_APPS``
+is the routing order.
 
 ``FEATURES_DISABLED`` (app labels) switches features off without a code change: every
 collector here leaves them out, so their handlers, observers and panel entries are not routed
@@ -64,6 +68,8 @@ class FeatureConfig(AppConfig):
     metrics: ClassVar[str | None] = None
     key_families: ClassVar[Mapping[str, str]] = {}
     console_sections: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    audit_phrases: ClassVar[Mapping[str, str | Promise]] = {}
+    chat_titles: ClassVar[str | None] = None
     chat_settings_models: ClassVar[tuple[str, ...]] = ()
     start_line: ClassVar[str | Promise] = ""
 
@@ -150,6 +156,28 @@ def console_sections() -> dict[str, list[str]]:
     for config in enabled_feature_configs():
         for section, entries in config.console_sections.items():
             found.setdefault(section, []).extend(entries)
+    return found
+
+
+def audit_phrases() -> dict[str, str | Promise]:
+    """Every installed app's audit actions as sentences (disabled ones too: their entries stay
+    in the log)."""
+    found: dict[str, str | Promise] = {}
+    for config in feature_configs():
+        found.update(config.audit_phrases)
+    return found
+
+
+def chat_titles(chat_ids: Iterable[int]) -> dict[int, str]:
+    """The titles the installed apps know of ``chat_ids`` (the first app's that has one)."""
+    wanted = {chat_id for chat_id in chat_ids if chat_id is not None}
+    found: dict[int, str] = {}
+    for config in feature_configs():
+        if not wanted - found.keys():
+            break
+        if config.chat_titles:
+            titles = import_string(config.chat_titles)(wanted - found.keys())
+            found.update((chat_id, title) for chat_id, title in titles.items() if title)
     return found
 
 

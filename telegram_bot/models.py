@@ -161,6 +161,8 @@ class AuditEntry(models.Model):
     The log is append-only in the admin site (no add, change or delete).
     """
 
+    chat_title: str = ""  # not a column: the audit log's page sets it (audit_admin)
+
     class Outcome(models.TextChoices):
         DONE = "done", _("done")
         REFUSED = "refused", _("refused")
