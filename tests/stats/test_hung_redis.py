@@ -14,12 +14,8 @@ runs every minute), the KV store and the table agree: 41, never 42.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,12 +29,10 @@ from stats.daylock import lock_days
 from stats.models import DailyUserStat
 from stats.reconcile import reconcile_run
 from telegram_bot.state import KVStore, open_store
-from tests.content.test_processes import database_url
 from tests.ports import free_port
-from tests.processes import kill_group, start_web, wait_until_healthy
 from tests.redis_server import RedisServer, wait_redis_ready
+from tests.webhook_process import post, webhook_server
 
-SECRET = "hung-redis-webhook-secret"
 WARM_UP = 40
 
 pytestmark = [
@@ -71,40 +65,10 @@ def store(redis_server: RedisServer) -> Iterator[KVStore]:
 
 @pytest.fixture
 def web(tmp_path: Path, redis_server: RedisServer, store: KVStore) -> Iterator[int]:
-    """The web server on the private Redis; yields its port."""
-    port = free_port()
-    metrics = tmp_path / "metrics"
-    metrics.mkdir()
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("DJANGO_", "TELEGRAM_", "WEB_", "STATS_", "PROMETHEUS_", "UPDATE_"))
-        and k not in ("DATABASE_URL", "REDIS_URL", "PORT", "HOST")
-    }
-    env.update(
-        {
-            "ENV_FILE": os.devnull,
-            "DATABASE_URL": database_url(),
-            "REDIS_URL": redis_server.url,
-            "DJANGO_SECRET_KEY": "h" * 50,
-            "TELEGRAM_WEBHOOK_SECRET": SECRET,
-            "WEB_CONCURRENCY": "1",
-            "HOST": "127.0.0.1",
-            "PORT": str(port),
-            "PROMETHEUS_MULTIPROC_DIR": str(metrics),
-            # The process's liveness key stays fresh across the test: the frozen message's
-            # first Redis command is its commit, not a liveness write.
-            "UPDATE_LIVENESS_TTL_SECONDS": "120",
-        }
-    )
-    log_path = tmp_path / "web.log"
-    with log_path.open("wb") as log:
-        process = start_web(env, log)
-    try:
-        wait_until_healthy(port)
+    """The web server on the private Redis; yields its port. The process's liveness key stays
+    fresh across the test: the frozen message's first Redis command is its commit."""
+    with webhook_server(tmp_path, redis_server.url, UPDATE_LIVENESS_TTL_SECONDS="120") as port:
         yield port
-    finally:
-        kill_group(process)
 
 
 def message(chat_id: int, n: int) -> dict[str, object]:
@@ -118,20 +82,6 @@ def message(chat_id: int, n: int) -> dict[str, object]:
             "text": "three words here",
         },
     }
-
-
-def post(port: int, update: dict[str, object]) -> tuple[int, str]:
-    """The webhook's status and ``X-Update-Outcome`` for ``update``."""
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/telegram/webhook",
-        data=json.dumps(update).encode(),
-        headers={"Content-Type": "application/json", "X-Telegram-Bot-Api-Secret-Token": SECRET},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback
-            return response.status, str(response.headers["X-Update-Outcome"])
-    except urllib.error.HTTPError as exc:
-        return exc.code, str(exc.headers.get("X-Update-Outcome"))
 
 
 def warm_up(port: int, chat_id: int) -> None:
