@@ -57,7 +57,8 @@ from stats import keys, write_behind
 from stats.daylock import day_lock_key, lock_statement
 from stats.models import CATEGORIES
 from stats.poison import failed_record, poison_mark
-from telegram_bot.errors import StateError
+from stats.unsettled import unsettled_record
+from telegram_bot.errors import StateError, StateOutcomeUnknownError
 from telegram_bot.state import KVStore
 
 log = logging.getLogger(__name__)
@@ -92,9 +93,21 @@ def count_once(*, store: KVStore, commit: Commit, rows: Sequence[RowDelta]) -> b
     The add is written first, in the transaction that takes the lock (on PostgreSQL the lock
     and the add are one round trip), and that transaction commits only once ``commit``
     applied: a duplicate or a commit that raises rolls it back. So the database never holds
-    an add whose KV commit did not happen, as if the add came after the commit.
+    an add whose KV commit did not happen, as if the add came after the commit. A commit
+    whose outcome is unknown (``StateOutcomeUnknownError``: sent, never answered; it may
+    still run) is rolled back too and its rows recorded, for the reconciliation to settle
+    from the counters once the store answers (``stats.unsettled``).
     """
     merged = merge_rows(rows)
+    try:
+        return _count_once(store, commit, merged)
+    except StateOutcomeUnknownError:
+        if merged:
+            unsettled_record(merged)
+        raise
+
+
+def _count_once(store: KVStore, commit: Commit, merged: list[RowDelta]) -> bool:
     db = connections[DEFAULT_DB_ALIAS]
     if merged and _own_transaction(store, db):
         behind = write_behind.get() if _all_today(merged) else None
@@ -380,6 +393,15 @@ def poison(*, store: KVStore, triples: Sequence[tuple[int, date, str]]) -> None:
             _coverage_poisoned(triples, at)
     except DatabaseError as exc:
         log.warning("coverage not marked poisoned (the KV mark stays): %s", exc)
+
+
+def coverage_live(triples: Sequence[tuple[int, date, str]]) -> None:
+    """Mark (chat, day, category) ``triples`` live, as an add does (``stats.unsettled``)."""
+    statement = _coverage_live_statement(triples)
+    if statement is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(*statement)
+    memo_remember(triples)
 
 
 def coverage_memo_clear() -> None:

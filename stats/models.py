@@ -271,6 +271,26 @@ class DailyCoverage(models.Model):
         return self.poisoned_at is not None
 
 
+class UnsettledCount(models.Model):
+    """A counted message whose KV commit may or may not have applied (``stats.unsettled``):
+    its KV store did not answer (a timeout after the commit was sent), so its add is not in
+    ``stats_daily_user``; the reconciliation's next run settles the cells from the counters."""
+
+    chat_id = models.BigIntegerField(_("chat id"))
+    day = models.DateField(_("day"))
+    user_id = models.BigIntegerField(_("user id"))
+    columns = models.JSONField(_("columns"), default=list)
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        db_table = "stats_unsettled"
+        verbose_name = _("unsettled count")
+        verbose_name_plural = _("unsettled counts")
+
+    def __str__(self) -> str:
+        return f"{self.chat_id} {self.day} {self.user_id}"
+
+
 class BackfillStatus(models.TextChoices):
     IDLE = "idle", _("idle")
     RUNNING = "running", _("running")

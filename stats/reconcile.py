@@ -8,6 +8,8 @@ otherwise stay verified and wrong until its counters expire.
 
 Every minute (schedule ``stats_reconcile``), ``reconcile_run``:
 
+0. settles the counted messages whose KV commit's outcome was unknown (``stats.unsettled``:
+   one query when there are none);
 1. reads the flag; if it equals ``stats:late_seen`` (the value the last complete pass ended
    with) there is nothing to do: one get, no scan (on Redis a scan walks the whole keyspace);
 2. otherwise scans the markers, and for at most ``STATS_RECONCILE_MAX_DAYS`` (20) closed days,
@@ -25,9 +27,9 @@ Until a verification has seen a late message, its day is not served as verified:
 ``stats.recheck`` (the day's recheck mark, read here under the day's lock and retired once the
 verification committed).
 
-Cost per run: 2 gets when nothing was late; else one scan of the markers plus, per day, 34
-gets for its totals and one for its recheck mark, one lock and a few statements, and, only for
-a day that disagrees, one get per marked member and differing column.
+Cost per run: one query and 2 gets when nothing was late or unsettled; else one scan of the
+markers plus, per day, 34 gets for its totals and one for its recheck mark, one lock and a few
+statements, and, only for a day that disagrees, one get per marked member and differing column.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from stats.backfill.sql import Fenced
 from stats.backfill.state import now_ms
 from stats.daylock import lock_days
 from stats.recheck import rechecks_done
+from stats.unsettled import unsettled_settle
 from telegram_bot.state import KVStore, get_store
 
 log = logging.getLogger(__name__)
@@ -60,6 +63,7 @@ class ReconcileReport:
     days: int = 0
     verified: int = 0
     reopened: int = 0
+    settled: int = 0  # counts of unknown outcome settled (``stats.unsettled``)
 
 
 def max_days() -> int:
@@ -73,9 +77,10 @@ def reconcile_run(
     store = store or get_store()
     today = today or datetime.now(UTC).date()
     limit = limit or max_days()
+    settled = unsettled_settle(store=store, today=today)
     flag = store.get(keys.LATE_FLAG)
     if flag is None or flag == store.get(keys.LATE_SEEN):
-        return ReconcileReport("idle")
+        return ReconcileReport("idle", settled=settled)
     marked: dict[tuple[int, date], dict[int, object]] = {}
     open_days = False
     for key in store.scan_all(keys.LATE):
@@ -110,7 +115,9 @@ def reconcile_run(
     left = len(todo) > limit
     if not left and not open_days:
         store.set(keys.LATE_SEEN, flag)
-    return ReconcileReport("more" if left else "done", min(len(todo), limit), verified, reopened)
+    return ReconcileReport(
+        "more" if left else "done", min(len(todo), limit), verified, reopened, settled
+    )
 
 
 def reconcile_day(store: KVStore, chat_id: int, day: date, user_ids: list[int]) -> tuple[bool, Any]:

@@ -172,6 +172,15 @@ class StateUnavailableError(StateError):
     code = "state_unavailable"
 
 
+class StateOutcomeUnknownError(StateUnavailableError):
+    """A write was sent to the KV store and no answer came (a timeout, a connection lost after
+    the command left): the store may have run it, now or later (a hung Redis runs what sits in
+    its sockets when it resumes). Callers that keep a copy of the write elsewhere must treat
+    it as neither applied nor refused (``stats.unsettled``)."""
+
+    code = "state_outcome_unknown"
+
+
 class WorkflowError(BotError):
     """A conversation workflow is missing, expired or in the wrong step."""
 

@@ -27,11 +27,17 @@ if TYPE_CHECKING:
     from telegram_bot.state import KVStore
 
 
-def start_server(binary: str, port: int, workdir: Path) -> subprocess.Popen[bytes]:
-    """redis-server on 127.0.0.1:``port``, without persistence."""
-    no_persistence = ["--save", "", "--appendonly", "no", "--dir", str(workdir)]
+def start_server(
+    binary: str, port: int, workdir: Path, *, persistent: bool = False
+) -> subprocess.Popen[bytes]:
+    """redis-server on 127.0.0.1:``port``, without persistence (``persistent``: every write
+    in its append-only file before it answers, so that a kill -9 loses no answered write)."""
+    if persistent:
+        persistence = ["--save", "", "--appendonly", "yes", "--appendfsync", "always"]
+    else:
+        persistence = ["--save", "", "--appendonly", "no"]
     return subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", *no_persistence],
+        [binary, "--port", str(port), "--bind", "127.0.0.1", *persistence, "--dir", str(workdir)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -76,15 +82,31 @@ def command_calls(client: redis.Redis) -> int:
 
 
 class RedisServer:
-    """A redis-server of a test's own, without persistence, on 127.0.0.1:``port``;
-    ``restart`` kills it (-9) and starts an empty one on the same port."""
+    """A redis-server of a test's own, without persistence (unless ``persistent``), on
+    127.0.0.1:``port``; ``restart`` kills it (-9) and starts one on the same port (empty,
+    unless ``persistent``); ``freeze`` and ``thaw`` stop and continue it (SIGSTOP, SIGCONT):
+    a hung server, whose sockets still accept what clients send."""
 
-    def __init__(self, port: int, workdir: Path) -> None:
-        self.port, self.workdir = port, workdir
+    def __init__(self, port: int, workdir: Path, *, persistent: bool = False) -> None:
+        self.port, self.workdir, self.persistent = port, workdir, persistent
         self.process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
     def start(self) -> None:
-        self.process = start_server("redis-server", self.port, self.workdir)
+        self.process = start_server(
+            "redis-server", self.port, self.workdir, persistent=self.persistent
+        )
+
+    def freeze(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -12,6 +12,11 @@ than a third of its TTL has its TTL renewed by compare-and-set, so a handler slo
 ``UPDATE_CLAIM_TTL_SECONDS`` (a few Telegram calls of up to 55 s each) keeps its update, and a
 re-delivery meanwhile is answered ``in_progress`` instead of running it a second time.
 
+A release that failed (``owe_release``: the store did not answer when the update was given up
+with a 503) is retried by the heartbeat every ``RELEASE_RETRY_SECONDS`` until the store answers:
+a claim left in place (the claim's write may even run late, when a hung Redis resumes) would
+answer the update's re-delivery ``in_progress`` until its TTL, its owner being alive.
+
 The heartbeat is a thread of its own, so a slow handler (waiting on Telegram) does not stop it:
 only a whole process frozen for longer than the TTL (SIGSTOP, a stalled VM) is taken for dead,
 the trade-off of every lease, and the process logs it when it wakes. A process beats into a
@@ -43,6 +48,9 @@ from telegram_bot.state import KVStore
 
 log = logging.getLogger(__name__)
 _PROCESS_ID_RE = re.compile(r"^[0-9a-f]{32}$")
+# How often an owed release is tried again (``owe_release``), and how many are kept at most.
+RELEASE_RETRY_SECONDS = 1.0
+MAX_OWED = 10_000
 
 
 def liveness_key(process_id: str) -> str:
@@ -79,6 +87,18 @@ class _Held:
 
 
 @dataclass
+class _Owed:
+    """A claim to give up that the store did not answer about (``owe_release``)."""
+
+    store: weakref.ref[KVStore]
+    key: str
+    claim: dict[str, Any]
+    released: Any  # the value that gives it up
+    until: float  # monotonic: the claim has expired by then
+    answered: bool = False  # a try was answered (and found another value there)
+
+
+@dataclass
 class _Beat:
     store: weakref.ref[KVStore]
     until: float  # monotonic: beat until then (the last claim's TTL)
@@ -94,8 +114,10 @@ class Liveness:
         self._lock = threading.Lock()
         self._beats: dict[int, _Beat] = {}
         self._held: dict[int, _Held] = {}  # by a token of the holding call
+        self._owed: list[_Owed] = []
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
+        self._wake = threading.Event()
 
     def hold(self, store: KVStore) -> str:
         """The process id a new claim in ``store`` names; its liveness key is written now
@@ -109,10 +131,7 @@ class Liveness:
                 self._beats[id(store)] = beat
             beat.until = max(beat.until, now + hold_for)
             fresh = now - beat.last_ok < ttl_seconds() / 2
-            if self._thread is None:
-                self._stopped.clear()
-                self._thread = threading.Thread(target=self._run, name="tgcp-liveness", daemon=True)
-                self._thread.start()
+            self._start()
         if not fresh:
             self._write(store, beat, now)  # raises when the store is unavailable: no claim then
         return self.process_id
@@ -130,12 +149,37 @@ class Liveness:
             with self._lock:
                 self._held.pop(token, None)
 
+    def owe_release(self, store: KVStore, key: str, claim: dict[str, Any], released: Any) -> None:
+        """Give up ``claim`` at ``key`` (compare-and-set to ``released``, TTL 1 ms) from the
+        heartbeat, as soon as ``store`` answers: the caller's own try failed.
+
+        A try answered False twice is dropped: the key holds another value (done, another
+        claim), and a write of the claim that waited in a hung store has run by the second
+        answer (a resumed Redis serves its sockets' waiting commands first)."""
+        until = time.monotonic() + float(settings.UPDATE_CLAIM_TTL_SECONDS)
+        with self._lock:
+            if len(self._owed) >= MAX_OWED:
+                log.warning("%d releases owed: the oldest is left to its TTL", MAX_OWED)
+                self._owed.pop(0)
+            self._owed.append(_Owed(weakref.ref(store), key, claim, released, until))
+            self._start()
+        self._wake.set()
+
+    def _start(self) -> None:
+        """The heartbeat thread, started if it is not running (call holding the lock)."""
+        if self._thread is None:
+            self._stopped.clear()
+            self._thread = threading.Thread(target=self._run, name="tgcp-liveness", daemon=True)
+            self._thread.start()
+
     def stop(self) -> None:
         """Stop beating and forget the liveness keys (a clean shutdown; tests)."""
         with self._lock:
             beats, self._beats = list(self._beats.values()), {}
             thread, self._thread = self._thread, None
+            self._owed = []
         self._stopped.set()
+        self._wake.set()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
         for beat in beats:
@@ -161,11 +205,50 @@ class Liveness:
 
     def _run(self) -> None:
         try:
-            while not self._stopped.wait(_beat_seconds()):
-                if not self._tick():
+            next_beat = time.monotonic() + _beat_seconds()
+            while True:
+                self._wake.wait(self._pause(next_beat))
+                self._wake.clear()
+                if self._stopped.is_set():
                     return
+                self._retry_releases()
+                if time.monotonic() >= next_beat:
+                    if not self._tick():
+                        return
+                    next_beat = time.monotonic() + _beat_seconds()
         finally:
             connections.close_all()  # this thread's own database connections, if any
+
+    def _pause(self, next_beat: float) -> float:
+        """Until the next beat, or the next retry of an owed release if that comes first."""
+        left = max(0.0, next_beat - time.monotonic())
+        with self._lock:
+            return min(left, RELEASE_RETRY_SECONDS) if self._owed else left
+
+    def _retry_releases(self) -> None:
+        """Try the owed releases once more (``owe_release``)."""
+        now = time.monotonic()
+        with self._lock:
+            self._owed = [o for o in self._owed if o.until > now and o.store() is not None]
+            owed = list(self._owed)
+        settled = []
+        for entry in owed:
+            store = entry.store()
+            if store is None:
+                continue
+            try:
+                released = store.compare_and_set(entry.key, entry.claim, entry.released, 1)
+            except Exception as exc:  # still not answering: the next retry
+                log.info("owed release of %s not done yet: %s", entry.key, redact(str(exc)))
+                continue
+            if released or entry.answered:
+                settled.append(entry)
+            entry.answered = True
+        if owed:
+            connections.close_all()
+        gone = {id(entry) for entry in settled}
+        with self._lock:
+            self._owed = [entry for entry in self._owed if id(entry) not in gone]
 
     @staticmethod
     def _renew(held: _Held, now: float, claim_ttl: float) -> None:
@@ -190,7 +273,7 @@ class Liveness:
             for key, beat in list(self._beats.items()):
                 if beat.store() is None or (now > beat.until and key not in holding):
                     del self._beats[key]
-            if not self._beats:
+            if not self._beats and not self._owed:
                 self._thread = None
                 return False
             beats = list(self._beats.values())

@@ -8,7 +8,8 @@ an update whose observers all say beforehand what they will do, and that has no 
 is done in one KV step instead (``_finish_foreseen``).
 A handler that raises sends the update to the dead-letter queue and the update counts as done.
 The KV store or the database being unreachable is the one UNAVAILABLE case: the claim is
-released and nothing is marked, so the update comes back later.
+released (by the heartbeat once the store answers, if it does not now) and nothing is marked,
+so the update comes back later.
 """
 
 from __future__ import annotations
@@ -535,10 +536,13 @@ def _claim_counters(update: Update, *, replay: bool) -> dict[str, list[ClaimCoun
 
 
 def _release(store: KVStore, update_id: int, claim: dict[str, Any] | None) -> None:
-    """Give the claim up (if still ours) so the re-delivery is not answered IN_PROGRESS."""
+    """Give the claim up (if still ours) so the re-delivery is not answered IN_PROGRESS. If
+    the store does not answer, the heartbeat gives it up once it does (``owe_release``): its
+    owner alive, the claim would hold the update until its TTL."""
     if claim is None:
         return
+    key = idempotency.marker_key(update_id)
     try:
-        store.compare_and_set(idempotency.marker_key(update_id), claim, idempotency.RELEASED, 1)
+        store.compare_and_set(key, claim, idempotency.RELEASED, 1)
     except (StateError, *UNAVAILABLE_ERRORS):
-        pass  # it expires on its own
+        liveness.current().owe_release(store, key, claim, idempotency.RELEASED)

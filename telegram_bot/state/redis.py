@@ -31,7 +31,7 @@ from redis.exceptions import (
 )
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from telegram_bot.errors import StateError, StateUnavailableError
+from telegram_bot.errors import StateError, StateOutcomeUnknownError, StateUnavailableError
 from telegram_bot.numbers import ascii_int
 from telegram_bot.processes import this_pid
 from telegram_bot.state.base import (
@@ -254,6 +254,23 @@ def _text(value: bytes | str) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
+class _UnansweredError(Exception):
+    """A command sent whole whose answer did not come (``RedisStore._command``)."""
+
+    def __init__(self, cause: RedisError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _answer(connection: Any) -> Any:
+    """The answer to the command just sent on ``connection``."""
+    try:
+        return connection.read_response()
+    except (RedisTimeoutError, RedisConnectionError) as exc:
+        connection.disconnect()
+        raise _UnansweredError(exc) from exc
+
+
 class _Script:
     """A Lua script sent as EVALSHA, or whole (EVAL) when the server does not know it."""
 
@@ -311,7 +328,9 @@ class RedisStore(KVStore):
         client retries; one that fails on its first command raises. A timeout is never sent
         again: the server is slow, not gone, and may have run the command (an increment sent
         twice counted twice). Either way a command may have run once on the server without
-        its answer arriving.
+        its answer arriving: a command sent whole whose answer did not come raises
+        ``StateOutcomeUnknownError`` (through ``_errors``), one that could not be sent (no
+        connection, its handshake timed out) ``StateUnavailableError``.
         """
         pinned = self._pinned
         connection = pinned.connection
@@ -324,17 +343,27 @@ class RedisStore(KVStore):
         packed = connection.pack_command(*args)
         reused = connection._sock is not None
         try:
-            connection.send_packed_command(packed)
-            return connection.read_response()
+            connection.send_packed_command(packed)  # connects first when it has to
         except RedisTimeoutError:
             connection.disconnect()
-            raise
+            raise  # not sent whole: an incomplete command goes with its connection
         except RedisConnectionError:
             connection.disconnect()
             if not reused:
                 raise
+            connection.send_packed_command(packed)
+            return _answer(connection)
+        try:
+            return connection.read_response()
+        except RedisTimeoutError as exc:
+            connection.disconnect()
+            raise _UnansweredError(exc) from exc
+        except RedisConnectionError as exc:
+            connection.disconnect()
+            if not reused:
+                raise _UnansweredError(exc) from exc
         connection.send_packed_command(packed)
-        return connection.read_response()
+        return _answer(connection)
 
     def _eval(self, script: _Script, keys: list[str], args: list[Any]) -> Any:
         try:
@@ -346,6 +375,8 @@ class RedisStore(KVStore):
     def _errors(self) -> Iterator[None]:
         try:
             yield
+        except _UnansweredError as exc:
+            raise StateOutcomeUnknownError(f"Redis KV store did not answer: {exc.cause}") from exc
         except (RedisConnectionError, RedisTimeoutError) as exc:
             raise StateUnavailableError(f"Redis KV store unavailable: {exc}") from exc
         except _REFUSING_CLASSES as exc:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from telegram_bot.errors import StateUnavailableError
 from telegram_bot.pipeline import idempotency, liveness
 from telegram_bot.pipeline.process import Outcome, _claim, process_update
 from telegram_bot.state import KVStore, override_store
@@ -140,6 +141,39 @@ def test_the_heartbeat_keeps_the_key_while_claims_may_live_then_stops(
     finally:
         process.stop()
     assert not liveness.alive(kv, process_id)
+
+
+def test_an_owed_release_is_retried_until_the_store_answers(
+    memory_store: KVStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release that failed (the store did not answer) is done by the heartbeat once the
+    store answers again; one whose claim is no longer there is dropped, the value left."""
+    process = liveness.Liveness()
+    claim = {"s": "claim", "o": "owed", "p": process.process_id}
+    memory_store.set("upd:7", claim, ttl_ms=60_000)
+    memory_store.set("upd:8", idempotency.DONE, ttl_ms=60_000)
+    failures = {"left": 2}
+    answering = memory_store.compare_and_set
+
+    def hung_at_first(*args: Any, **kwargs: Any) -> bool:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise StateUnavailableError("no answer")
+        return answering(*args, **kwargs)
+
+    monkeypatch.setattr(memory_store, "compare_and_set", hung_at_first)
+    process.hold(memory_store)
+    try:
+        process.owe_release(memory_store, "upd:7", claim, idempotency.RELEASED)
+        process.owe_release(memory_store, "upd:8", claim, idempotency.RELEASED)
+        deadline = time.monotonic() + 10
+        while memory_store.get("upd:7") is not None or process._owed:
+            assert time.monotonic() < deadline, (memory_store.get("upd:7"), process._owed)
+            time.sleep(0.05)
+    finally:
+        process.stop()
+    assert failures["left"] == 0
+    assert memory_store.get("upd:8") == idempotency.DONE
 
 
 # --- real processes, on the shared backends ------------------------------------------------------
