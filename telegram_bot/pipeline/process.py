@@ -370,9 +370,9 @@ def _claim_counting(
         return Outcome.DUPLICATE
     if current is None and store.set_if_absent(key, claim, ttl):  # expired meanwhile
         return claim, None
-    # Given up a moment ago (its 1 ms TTL not over): as if absent, or a re-delivery that
-    # follows the 503 at once would be answered "in progress". It may expire between the read
-    # and the compare-and-set: then it is absent.
+    # Given up a moment ago by an older version (a marker with a 1 ms TTL; claims are now
+    # given up by deleting them): as if absent. It may expire between the read and the
+    # compare-and-set: then it is absent.
     if idempotency.is_released(current) and (
         store.compare_and_set(key, current, claim, ttl) or store.set_if_absent(key, claim, ttl)
     ):
@@ -535,10 +535,11 @@ def _claim_counters(update: Update, *, replay: bool) -> dict[str, list[ClaimCoun
 
 
 def _release(store: KVStore, update_id: int, claim: dict[str, Any] | None) -> None:
-    """Give the claim up (if still ours) so the re-delivery is not answered IN_PROGRESS."""
+    """Give the claim up (if still ours) so the re-delivery is not answered IN_PROGRESS. A
+    delete, not a write: a Redis that is full (the likely reason we are here) still takes it."""
     if claim is None:
         return
     try:
-        store.compare_and_set(idempotency.marker_key(update_id), claim, idempotency.RELEASED, 1)
+        store.delete_if_equal(idempotency.marker_key(update_id), claim)
     except (StateError, *UNAVAILABLE_ERRORS):
         pass  # it expires on its own

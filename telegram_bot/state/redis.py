@@ -37,6 +37,7 @@ from telegram_bot.numbers import ascii_int
 from telegram_bot.state.base import (
     InvalidValueError,
     KVStore,
+    MemoryStatus,
     RawFinish,
     RawOp,
     compact_json_encoder,
@@ -50,6 +51,12 @@ local current = redis.call('GET', KEYS[1])
 if current ~= ARGV[1] then return 0 end
 if ARGV[3] == '' then redis.call('SET', KEYS[1], ARGV[2])
 else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return 1
+"""
+# delete_if_equal: a GET and a DEL, nothing that takes memory (a full Redis runs it).
+_DELETE_IF_EQUAL = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
 return 1
 """
 # The TTL applies only when this increment creates the key.
@@ -194,14 +201,16 @@ local function drop_expired(index, expiry, now)
 end
 """
 # KEYS: the key, its family's index, its family's expiry set. ARGV: mode ('set', 'nx': only if
-# absent, 'eq': only if it holds ARGV[4], 'del'), the value, the TTL in ms or ''.
+# absent, 'eq': only if it holds ARGV[4], 'del', 'deleq': delete only if it holds ARGV[4]), the
+# value, the TTL in ms or ''.
 _INDEXED_WRITE = (
     _DROP_EXPIRED
     + """
 local now = now_ms()
 drop_expired(KEYS[2], KEYS[3], now)
 local mode = ARGV[1]
-if mode == 'del' then
+if mode == 'del' or mode == 'deleq' then
+  if mode == 'deleq' and redis.call('GET', KEYS[1]) ~= ARGV[4] then return 0 end
   redis.call('DEL', KEYS[1])
   redis.call('ZREM', KEYS[2], KEYS[1])
   redis.call('ZREM', KEYS[3], KEYS[1])
@@ -291,6 +300,7 @@ class RedisStore(KVStore):
         self._indexed_scan_script = client.register_script(_INDEXED_SCAN)
         self._indexed_checked: set[str] = set()  # families whose upgrade index is known built
         self._replace = client.register_script(_REPLACE_IF_EQUAL)
+        self._delete_if_equal_lua = client.register_script(_DELETE_IF_EQUAL)
         self._increment_lua = client.register_script(_INCREMENT)
         self._apply_once_lua = client.register_script(_APPLY_ONCE)
         self._claim_lua = client.register_script(_SET_IF_ABSENT_AND_INCREMENT)
@@ -364,6 +374,12 @@ class RedisStore(KVStore):
             return
         with self._errors():
             self.client.delete(raw_key)
+
+    def _delete_if_equal(self, raw_key: str, expected: str) -> bool:
+        if (indexes := self._indexes(raw_key)) is not None:
+            return self._indexed_write(raw_key, indexes, "deleq", expected=expected)
+        with self._errors():
+            return bool(self._delete_if_equal_lua(keys=[raw_key], args=[expected]))
 
     def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
         if (indexes := self._indexes(raw_key)) is not None:
@@ -560,6 +576,28 @@ class RedisStore(KVStore):
         with self._errors():
             done = self._apply_once_lua(keys=[raw_marker, *(op.key for op in ops)], args=args)
         return bool(done)
+
+    def memory_status(self) -> MemoryStatus:
+        """``maxmemory-policy``, ``used_memory`` and ``maxmemory`` from INFO memory (the
+        policy from CONFIG GET where INFO does not say it). Managed Redis often refuses CONFIG
+        and may refuse INFO: what it refuses is None."""
+        with self._errors():
+            try:
+                info: dict[str, Any] = self.client.info("memory")
+            except ResponseError:  # NOPERM, or a renamed command
+                info = {}
+            policy = info.get("maxmemory_policy")
+            if policy is None:
+                try:
+                    policy = self.client.config_get("maxmemory-policy").get("maxmemory-policy")
+                except ResponseError:
+                    policy = None
+        used, limit = info.get("used_memory"), info.get("maxmemory")
+        return MemoryStatus(
+            policy=None if policy is None else _text(policy),
+            used_bytes=None if used is None else int(used),
+            max_bytes=None if limit is None else int(limit),
+        )
 
     def _ping(self) -> None:
         with self._errors():
