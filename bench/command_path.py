@@ -165,7 +165,6 @@ def counting() -> Iterator[Counter[str]]:
     from django.db import connections
 
     from stats import write_behind
-    from telegram_bot.state.redis import RedisStore
 
     counts: Counter[str] = Counter()
     patches: list[tuple[Any, str, Any]] = []
@@ -179,13 +178,6 @@ def counting() -> Iterator[Counter[str]]:
         def wrapped(self: Any, *command: Any, **options: Any) -> Any:
             counts[f"redis {command[0]}"] += 1
             return old(self, *command, **options)
-
-        return wrapped
-
-    def store_command(old: Any) -> Any:  # the store's own commands (its thread's connection)
-        def wrapped(self: Any, *command: Any) -> Any:
-            counts[f"redis {command[0]}"] += 1
-            return old(self, *command)
 
         return wrapped
 
@@ -216,7 +208,6 @@ def counting() -> Iterator[Counter[str]]:
         return execute(query, params, many, context)
 
     patch(redis.Redis, "execute_command", redis_command)
-    patch(RedisStore, "_command", store_command)
     patch(redis.client.Pipeline, "execute", redis_pipeline)
     patch(write_behind, "_execute", epoch_execute)
     # Every Bot API call reaches the client's transport, httpx's own.

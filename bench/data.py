@@ -140,21 +140,13 @@ def backfill(quick: bool) -> Section:
         calls["redis"] += 1
         return execute_command(*args, **options)
 
-    own_command = store._command  # type: ignore[attr-defined]
-
-    def count_own(*args: Any) -> Any:  # the store's own commands (its thread's connection)
-        calls["redis"] += 1
-        return own_command(*args)
-
     client.execute_command = count_redis
-    store._command = count_own  # type: ignore[attr-defined]
     started = time.perf_counter()
     budget = None if quick else BACKFILL_SECONDS
     with connection.execute_wrapper(count_sql):
         report = backfill_run(owner="bench", store=store, force=True, max_seconds=budget)
     seconds = time.perf_counter() - started
     client.execute_command = execute_command
-    del store._command  # type: ignore[attr-defined]
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*), coalesce(sum(message_count), 0) FROM stats_daily_user")
         written, messages_db = cursor.fetchone()

@@ -120,18 +120,12 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
     redis_client = getattr(store, "client", None)
     if redis_client is not None:  # every command but a pipeline's (the path has none)
         send = redis_client.execute_command
-        own = store._command  # the store's own commands (its thread's connection)
 
         def count_command(*command: Any, **options: Any) -> Any:
             commands[f"redis {command[0]}"] += 1
             return send(*command, **options)
 
-        def count_own(*command: Any) -> Any:
-            commands[f"redis {command[0]}"] += 1
-            return own(*command)
-
         redis_client.execute_command = count_command
-        store._command = count_own
     commit = connection.commit
 
     def count_commit() -> None:
@@ -170,7 +164,6 @@ def profile(args: argparse.Namespace, store: Any, client: Any, headers: dict[str
         write_behind._execute = epoch_execute
         if redis_client is not None:
             del redis_client.execute_command
-            del store._command
     lines = [
         f"statements and KV commands per message ({n} unique group messages; SQL through "
         "Django's execute wrappers, which do not see its health check's SELECT 1):"

@@ -1,6 +1,8 @@
 """Health endpoints: ``/healthz`` (the process serves, and which version) and ``/readyz`` (its
 backends answer; and whether a worker cluster was seen recently, which informs but does not
-fail readiness: a web node can serve webhooks while the worker restarts)."""
+fail readiness: a web node can serve webhooks while the worker restarts). ``/readyz`` also
+reports a Redis that may evict state or is nearly full (``kv_memory_findings``): a warning in
+its answer, not a failure, since taking every node out of service would not help."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from django.views.decorators.http import require_GET
 
 from telegram_bot.errors import StateError
 from telegram_bot.state import get_store
+from telegram_bot.state.base import MemoryStatus
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +44,8 @@ def readyz(request: HttpRequest) -> JsonResponse:
     }
     if failed:
         body["failed"] = failed
+    if checks["kv"]:
+        body.update(_kv_memory())
     body["worker"] = _worker_status() if checks["database"] else None
     response = JsonResponse(body, status=503 if failed else 200)
     if failed:
@@ -48,6 +53,55 @@ def readyz(request: HttpRequest) -> JsonResponse:
         # "ERROR django.request" per probe on top.
         response._has_been_logged = True  # type: ignore[attr-defined]
     return response
+
+
+def kv_memory_findings(status: MemoryStatus | None) -> tuple[str | None, list[str]]:
+    """(problem, warnings) about the KV server's memory: a policy other than ``noeviction``
+    is a problem (an evicted done-marker makes a re-delivered update act twice); a policy it
+    would not say, and memory above 80% of ``maxmemory``, are warnings."""
+    if status is None:  # a backend that never evicts
+        return None, []
+    problem, warnings = None, []
+    if status.policy is None:
+        warnings.append(
+            "Redis's maxmemory-policy could not be checked (the server refused INFO and "
+            "CONFIG GET): make sure it is noeviction"
+        )
+    elif status.policy != "noeviction":
+        problem = (
+            f"Redis's maxmemory-policy is {status.policy}: it may evict done-markers and "
+            "counters (a re-delivered update would then act twice); it must be noeviction"
+        )
+    used, limit = status.used_bytes, status.max_bytes
+    if used is not None and limit and used > limit * 0.8:
+        warnings.append(
+            f"Redis uses {used * 100 // limit}% of its maxmemory ({used // 2**20} MiB of "
+            f"{limit // 2**20} MiB): when full it refuses writes and updates are answered 503"
+        )
+    return problem, warnings
+
+
+def _kv_memory() -> dict[str, object]:
+    """``/readyz``'s report of the KV server's memory: nothing for a store that never evicts
+    or a server that does not answer (the kv check says so)."""
+    try:
+        status = get_store().memory_status()
+    except StateError as exc:
+        log.warning("readiness: KV store memory not checked: %s", exc)
+        return {}
+    if status is None:
+        return {}
+    problem, warnings = kv_memory_findings(status)
+    report: dict[str, object] = {
+        "kv_memory": {
+            "maxmemory_policy": status.policy,
+            "used_bytes": status.used_bytes,
+            "max_bytes": status.max_bytes,
+        }
+    }
+    if problem or warnings:
+        report["warnings"] = [problem, *warnings] if problem else warnings
+    return report
 
 
 def worker_last_seen() -> datetime | None:

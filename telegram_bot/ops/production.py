@@ -18,6 +18,7 @@ from telegram_bot.admins import check_admin_configuration
 from telegram_bot.bot import get_client
 from telegram_bot.errors import BotError
 from telegram_bot.ops import production_ops
+from telegram_bot.ops.health import kv_memory_findings
 from telegram_bot.pipeline.router import get_router
 from telegram_bot.scheduling import OWNED_PREFIX, declared_schedules
 from telegram_bot.state import get_store
@@ -36,7 +37,8 @@ class Check:
 class CheckResult:
     name: str
     problem: str | None
-    detail: str = ""  # what a passed check verified, when it says
+    detail: str = ""  # what a passed check verified, when it says, or its warning
+    warning: bool = False
 
 
 def run_checks(
@@ -66,6 +68,8 @@ def check_results(
                 outcome = f"{type(exc).__name__}: {exc}"
             if isinstance(outcome, production_ops.Passed):
                 results.append(CheckResult(check.name, None, str(outcome)))
+            elif isinstance(outcome, production_ops.Warned):
+                results.append(CheckResult(check.name, None, str(outcome), warning=True))
             else:
                 results.append(CheckResult(check.name, outcome))
     finally:
@@ -144,6 +148,27 @@ def _redis() -> str | None:
     except BotError as exc:
         return f"the KV store does not answer: {exc}"
     return None
+
+
+def _redis_evicts_nothing() -> str | None:
+    """Redis's ``maxmemory-policy`` is ``noeviction`` (an evicted done-marker: a re-delivered
+    update acts twice); a warning above 80% of ``maxmemory`` or when Redis would not say."""
+    if not settings.REDIS_URL:
+        return None  # "Redis reachable" fails already
+    try:
+        status = get_store().memory_status()
+    except BotError as exc:
+        return production_ops.Warned(f"could not be checked: the KV store does not answer: {exc}")
+    problem, warnings = kv_memory_findings(status)
+    if problem:
+        return problem
+    if warnings:
+        return production_ops.Warned("; ".join(warnings))
+    if status is None:
+        return None
+    used, limit = status.used_bytes, status.max_bytes
+    usage = f"{(used or 0) // 2**20} MiB used" + (f" of {limit // 2**20} MiB" if limit else "")
+    return production_ops.Passed(f"maxmemory-policy noeviction, {usage}")
 
 
 def _bot_configured() -> str | None:
@@ -249,6 +274,7 @@ CHECKS = [
     Check("PostgreSQL", _postgres),
     Check("migrations applied", _database_migrated),
     Check("Redis reachable", _redis),
+    Check("Redis never evicts state", _redis_evicts_nothing),
     Check("bot token and webhook secret", _bot_configured),
     Check("admin recovery path", _admin_recovery),
     Check("rate limiting", _rate_limits),

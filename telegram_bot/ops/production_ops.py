@@ -38,6 +38,11 @@ class Passed(str):
     """A check's result when it passed, with what it verified (printed by check_production)."""
 
 
+class Warned(str):
+    """A check's result when it passed with a warning: something to look at that does not
+    stop production (printed by check_production as ``[warn]``)."""
+
+
 def smoke_update() -> dict[str, Any]:
     update_id = 2**52 + secrets.randbelow(2**40)  # far beyond Telegram's own update ids
     return {

@@ -32,8 +32,9 @@ DONE: dict[str, Any] = {"s": "done"}
 # A dead-lettered update: final for re-deliveries (answered as duplicates), but unlike DONE it
 # does not stop commit_once, so a replay whose handler had not committed yet can commit.
 DEAD: dict[str, Any] = {"s": "dead"}
-# A claim given up (a 503): written by compare-and-set with a TTL of 1 ms, the store's
-# compare-and-delete; until it expires the next claimant takes it as absent.
+# A claim given up (a 503) by an older version: written by compare-and-set with a TTL of 1 ms;
+# until it expires the next claimant takes it as absent. Claims are now given up with
+# delete_if_equal (a full Redis refuses the write, not the delete).
 RELEASED: dict[str, Any] = {"s": "released"}
 
 

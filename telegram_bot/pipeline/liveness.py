@@ -93,7 +93,6 @@ class _Owed:
     store: weakref.ref[KVStore]
     key: str
     claim: dict[str, Any]
-    released: Any  # the value that gives it up
     until: float  # monotonic: the claim has expired by then
     answered: bool = False  # a try was answered (and found another value there)
 
@@ -149,9 +148,9 @@ class Liveness:
             with self._lock:
                 self._held.pop(token, None)
 
-    def owe_release(self, store: KVStore, key: str, claim: dict[str, Any], released: Any) -> None:
-        """Give up ``claim`` at ``key`` (compare-and-set to ``released``, TTL 1 ms) from the
-        heartbeat, as soon as ``store`` answers: the caller's own try failed.
+    def owe_release(self, store: KVStore, key: str, claim: dict[str, Any]) -> None:
+        """Give up ``claim`` at ``key`` (deleted if it still holds it) from the heartbeat, as
+        soon as ``store`` answers: the caller's own try failed.
 
         A try answered False twice is dropped: the key holds another value (done, another
         claim), and a write of the claim that waited in a hung store has run by the second
@@ -161,7 +160,7 @@ class Liveness:
             if len(self._owed) >= MAX_OWED:
                 log.warning("%d releases owed: the oldest is left to its TTL", MAX_OWED)
                 self._owed.pop(0)
-            self._owed.append(_Owed(weakref.ref(store), key, claim, released, until))
+            self._owed.append(_Owed(weakref.ref(store), key, claim, until))
             self._start()
         self._wake.set()
 
@@ -237,7 +236,7 @@ class Liveness:
             if store is None:
                 continue
             try:
-                released = store.compare_and_set(entry.key, entry.claim, entry.released, 1)
+                released = store.delete_if_equal(entry.key, entry.claim)
             except Exception as exc:  # still not answering: the next retry
                 log.info("owed release of %s not done yet: %s", entry.key, redact(str(exc)))
                 continue

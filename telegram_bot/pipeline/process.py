@@ -371,9 +371,9 @@ def _claim_counting(
         return Outcome.DUPLICATE
     if current is None and store.set_if_absent(key, claim, ttl):  # expired meanwhile
         return claim, None
-    # Given up a moment ago (its 1 ms TTL not over): as if absent, or a re-delivery that
-    # follows the 503 at once would be answered "in progress". It may expire between the read
-    # and the compare-and-set: then it is absent.
+    # Given up a moment ago by an older version (a marker with a 1 ms TTL; claims are now
+    # given up by deleting them): as if absent. It may expire between the read and the
+    # compare-and-set: then it is absent.
     if idempotency.is_released(current) and (
         store.compare_and_set(key, current, claim, ttl) or store.set_if_absent(key, claim, ttl)
     ):
@@ -536,13 +536,14 @@ def _claim_counters(update: Update, *, replay: bool) -> dict[str, list[ClaimCoun
 
 
 def _release(store: KVStore, update_id: int, claim: dict[str, Any] | None) -> None:
-    """Give the claim up (if still ours) so the re-delivery is not answered IN_PROGRESS. If
-    the store does not answer, the heartbeat gives it up once it does (``owe_release``): its
+    """Give the claim up (if still ours) so the re-delivery is not answered IN_PROGRESS: a
+    delete, not a write, so a Redis that is full (the likely reason we are here) still takes it.
+    If the store does not answer, the heartbeat gives it up once it does (``owe_release``): its
     owner alive, the claim would hold the update until its TTL."""
     if claim is None:
         return
     key = idempotency.marker_key(update_id)
     try:
-        store.compare_and_set(key, claim, idempotency.RELEASED, 1)
+        store.delete_if_equal(key, claim)
     except (StateError, *UNAVAILABLE_ERRORS):
-        liveness.current().owe_release(store, key, claim, idempotency.RELEASED)
+        liveness.current().owe_release(store, key, claim)

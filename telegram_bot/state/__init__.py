@@ -64,15 +64,9 @@ def get_store() -> KVStore:
 def _open_default() -> KVStore:
     from django.conf import settings
 
-    url = settings.KV_STORE_URL
-    if url and url == settings.REDIS_URL:
-        # Share django-redis's connection pool with the cache.
-        from django_redis import get_redis_connection
-
-        from telegram_bot.state.redis import RedisStore
-
-        return RedisStore(get_redis_connection("default"), url=url)
-    return open_store(url)
+    # A Redis store has a client and pool of its own, not django-redis's: the state's
+    # timeouts and retry policy (``state.redis.client_options``) are not the cache's.
+    return open_store(settings.KV_STORE_URL)
 
 
 @contextmanager

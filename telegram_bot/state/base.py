@@ -62,6 +62,17 @@ class Finished:
     values: list[int]
 
 
+@dataclass(frozen=True)
+class MemoryStatus:
+    """What a KV server that may run out of memory says about it (Redis): its eviction
+    policy (None: it would not say) and its memory in use and limit, in bytes (None: it would
+    not say; a limit of 0 is none)."""
+
+    policy: str | None
+    used_bytes: int | None
+    max_bytes: int | None
+
+
 class RawOp(NamedTuple):
     """An op checked and encoded: ``kind`` is "i" (increment) or "s" (set). A tuple: a
     counted message makes about a dozen, and a frozen dataclass is slower to build."""
@@ -187,6 +198,11 @@ class KVStore(ABC):
         if expected is None:
             return self._set_if_absent(raw, text, ttl)
         return self._replace_if_equal(raw, encode(expected), text, ttl)
+
+    def delete_if_equal(self, key: str, expected: Any) -> bool:
+        """Atomically delete the key if it holds ``expected``; say whether it did. Only a
+        delete, so a Redis that is full (and refuses writes) still takes it."""
+        return self._delete_if_equal(self._raw(check_key(key)), encode(expected))
 
     def set_if_absent(self, key: str, value: Any, ttl_ms: int | None = None) -> bool:
         """Atomically write ``value`` if the key is absent or expired; say whether it did."""
@@ -354,6 +370,11 @@ class KVStore(ABC):
         """Raise StateUnavailableError when the backend does not answer."""
         self._ping()
 
+    def memory_status(self) -> MemoryStatus | None:
+        """The server's eviction policy and memory use, where a server may evict keys or run
+        out of memory (Redis); None for the backends that never evict (memory, database)."""
+        return None
+
     def purge_expired(self, batch: int = 5000) -> int:
         """Delete expired entries where the backend keeps them (the database); return how many."""
         return 0
@@ -377,6 +398,9 @@ class KVStore(ABC):
 
     @abstractmethod
     def _delete(self, raw_key: str) -> None: ...
+
+    @abstractmethod
+    def _delete_if_equal(self, raw_key: str, expected: str) -> bool: ...
 
     @abstractmethod
     def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool: ...

@@ -109,6 +109,14 @@ class DatabaseStore(KVStore):
         with self._cursor() as cursor:
             cursor.execute(f'DELETE FROM {TABLE} WHERE "key" = %s', [raw_key])
 
+    def _delete_if_equal(self, raw_key: str, expected: str) -> bool:
+        with self._cursor() as cursor:
+            cursor.execute(
+                f'DELETE FROM {TABLE} WHERE "key" = %s AND "value" = %s AND {_LIVE}',
+                [raw_key, expected, _now_ms()],
+            )
+            return cursor.rowcount == 1
+
     def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
         now = _now_ms()
         with self._cursor() as cursor:

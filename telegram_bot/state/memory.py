@@ -80,6 +80,13 @@ class MemoryStore(KVStore):
         with self._lock:
             self._forget(raw_key)
 
+    def _delete_if_equal(self, raw_key: str, expected: str) -> bool:
+        with self._lock:
+            if self._live(raw_key, _now_ms()) != expected:
+                return False
+            self._forget(raw_key)
+            return True
+
     def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
         with self._lock:
             now = _now_ms()

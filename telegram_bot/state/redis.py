@@ -1,42 +1,44 @@
 """Redis backend: plain commands and Lua scripts, each operation atomic on the server.
 
-The operations of the update path (get, set, set-if-absent, compare-and-set, increment,
-``apply_once``...) send their command on a connection of their own thread (``_command``), not
-through redis-py's client: no pool lock to take and give back, no retry wrapper and response
-callbacks around a command that is one write and one read. A connection that broke while idle
-(a Redis restart) is replaced and the command sent once more, as the client's retry did; a
-script the server does not know (restarted, flushed) is sent whole once. Scans, the indexed
-families and the backfill's reads keep the client and its pool.
+Everything goes through one redis-py client and its connection pool (``client_options``): the
+scripts are ``Script`` objects (``register_script``: EVALSHA, and the script loaded again when
+the server forgot it), several commands that go together a pipeline. The pool hands each thread
+a connection of its own for the length of a command, checks on the way out that the server has
+not closed it (a Redis restart, an idle timeout: then it opens a new one), and, being made in
+this process, is replaced in a forked child (redis-py compares the pid). The client's retry
+policy sends a command once more when its connection broke (``ConnectionError``), never when
+its answer timed out: a slow server may have run it, and an increment sent twice counts twice.
+So a timed-out command's outcome is unknown: callers see ``StateOutcomeUnknownError`` (a
+``StateUnavailableError``), and ``StateUnavailableError`` for a connection that failed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import threading
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import (
     MasterDownError,
-    NoScriptError,
     OutOfMemoryError,
     ReadOnlyError,
     RedisError,
     ResponseError,
 )
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
 
 from telegram_bot.errors import StateError, StateOutcomeUnknownError, StateUnavailableError
 from telegram_bot.numbers import ascii_int
-from telegram_bot.processes import this_pid
 from telegram_bot.state.base import (
     InvalidValueError,
     KVStore,
+    MemoryStatus,
     RawFinish,
     RawOp,
     compact_json_encoder,
@@ -50,6 +52,12 @@ local current = redis.call('GET', KEYS[1])
 if current ~= ARGV[1] then return 0 end
 if ARGV[3] == '' then redis.call('SET', KEYS[1], ARGV[2])
 else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return 1
+"""
+# delete_if_equal: a GET and a DEL, nothing that takes memory (a full Redis runs it).
+_DELETE_IF_EQUAL = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
 return 1
 """
 # The TTL applies only when this increment creates the key.
@@ -194,14 +202,16 @@ local function drop_expired(index, expiry, now)
 end
 """
 # KEYS: the key, its family's index, its family's expiry set. ARGV: mode ('set', 'nx': only if
-# absent, 'eq': only if it holds ARGV[4], 'del'), the value, the TTL in ms or ''.
+# absent, 'eq': only if it holds ARGV[4], 'del', 'deleq': delete only if it holds ARGV[4]), the
+# value, the TTL in ms or ''.
 _INDEXED_WRITE = (
     _DROP_EXPIRED
     + """
 local now = now_ms()
 drop_expired(KEYS[2], KEYS[3], now)
 local mode = ARGV[1]
-if mode == 'del' then
+if mode == 'del' or mode == 'deleq' then
+  if mode == 'deleq' and redis.call('GET', KEYS[1]) ~= ARGV[4] then return 0 end
   redis.call('DEL', KEYS[1])
   redis.call('ZREM', KEYS[2], KEYS[1])
   redis.call('ZREM', KEYS[3], KEYS[1])
@@ -254,38 +264,6 @@ def _text(value: bytes | str) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
 
-class _UnansweredError(Exception):
-    """A command sent whole whose answer did not come (``RedisStore._command``)."""
-
-    def __init__(self, cause: RedisError) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-
-
-def _answer(connection: Any) -> Any:
-    """The answer to the command just sent on ``connection``."""
-    try:
-        return connection.read_response()
-    except (RedisTimeoutError, RedisConnectionError) as exc:
-        connection.disconnect()
-        raise _UnansweredError(exc) from exc
-
-
-class _Script:
-    """A Lua script sent as EVALSHA, or whole (EVAL) when the server does not know it."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
-
-
-class _Pinned(threading.local):
-    """This thread's connection (one per thread and store, made in this process)."""
-
-    connection: Any = None
-    pid: int = 0
-
-
 # Redis answering that it cannot take writes now, as if it were down (503, Retry-After): full
 # (OOM under noeviction), a failed snapshot (MISCONF), a replica after a failover (READONLY,
 # MASTERDOWN), a script running too long (BUSY). redis-py's classes drop the code from the
@@ -294,90 +272,56 @@ _REFUSING_CLASSES = (OutOfMemoryError, ReadOnlyError, MasterDownError)
 _REFUSING_WRITES = ("MISCONF ", "BUSY ", "OOM ", "READONLY ")
 
 
+def client_options() -> dict[str, Any]:
+    """The options of the store's redis-py client (options in the URL take precedence).
+
+    Two-second socket timeouts: a Redis that does not answer makes the update a 503, not a
+    hung worker. ``retry``: a command whose connection broke (``ConnectionError``: the server
+    closed it between the pool's check and the command) is sent once more on a new
+    connection, at once; a timeout is not in the list, so a command whose answer did not come
+    in time is never sent twice. ``health_check_interval``: a connection idle for longer is
+    checked with a PING (and replaced) before its next command."""
+    return {
+        "socket_timeout": 2,
+        "socket_connect_timeout": 2,
+        "health_check_interval": 30,
+        "retry": Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
+    }
+
+
 class RedisStore(KVStore):
-    """KV state in Redis. ``client`` may decode responses or not; both are handled."""
+    """KV state in Redis, through one redis-py client (its pool is shared by the threads).
+    ``client`` may decode responses or not; both are handled."""
 
     def __init__(self, client: redis.Redis, *, url: str = "redis://", prefix: str = "") -> None:
         super().__init__(prefix=prefix)
         self.client = client
         self.url = url
-        self._indexed_write_script: Callable[..., Any] = client.register_script(_INDEXED_WRITE)
-        self._indexed_scan_script: Callable[..., Any] = client.register_script(_INDEXED_SCAN)
+        self._indexed_write_script = client.register_script(_INDEXED_WRITE)
+        self._indexed_scan_script = client.register_script(_INDEXED_SCAN)
         self._indexed_checked: set[str] = set()  # families whose upgrade index is known built
-        self._replace = _Script(_REPLACE_IF_EQUAL)
-        self._increment_lua = _Script(_INCREMENT)
-        self._apply_once_lua = _Script(_APPLY_ONCE)
-        self._claim_lua = _Script(_SET_IF_ABSENT_AND_INCREMENT)
-        self._claim_or_finish_lua = _Script(_CLAIM_OR_FINISH)
-        self._pinned = _Pinned()
-        self._connections: weakref.WeakSet[Any] = weakref.WeakSet()  # for close()
-        self._connections_lock = threading.Lock()
+        self._replace = client.register_script(_REPLACE_IF_EQUAL)
+        self._delete_if_equal_lua = client.register_script(_DELETE_IF_EQUAL)
+        self._increment_lua = client.register_script(_INCREMENT)
+        self._apply_once_lua = client.register_script(_APPLY_ONCE)
+        self._claim_lua = client.register_script(_SET_IF_ABSENT_AND_INCREMENT)
+        self._claim_or_finish_lua = client.register_script(_CLAIM_OR_FINISH)
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = "") -> RedisStore:
-        client = redis.Redis.from_url(
-            url, socket_timeout=2, socket_connect_timeout=2, health_check_interval=30
-        )
-        return cls(client, url=url, prefix=prefix)
-
-    def _command(self, *args: Any) -> Any:
-        """Send one command on this thread's connection and return the server's answer.
-
-        A connection that fails after serving commands before (it broke while idle: a Redis
-        restart, an idle timeout) is replaced and the command sent once more, as redis-py's
-        client retries; one that fails on its first command raises. A timeout is never sent
-        again: the server is slow, not gone, and may have run the command (an increment sent
-        twice counted twice). Either way a command may have run once on the server without
-        its answer arriving: a command sent whole whose answer did not come raises
-        ``StateOutcomeUnknownError`` (through ``_errors``), one that could not be sent (no
-        connection, its handshake timed out) ``StateUnavailableError``.
-        """
-        pinned = self._pinned
-        connection = pinned.connection
-        if connection is None or pinned.pid != this_pid():
-            pool = self.client.connection_pool
-            connection = pool.connection_class(**pool.connection_kwargs)
-            pinned.connection, pinned.pid = connection, this_pid()
-            with self._connections_lock:
-                self._connections.add(connection)
-        packed = connection.pack_command(*args)
-        reused = connection._sock is not None
-        try:
-            connection.send_packed_command(packed)  # connects first when it has to
-        except RedisTimeoutError:
-            connection.disconnect()
-            raise  # not sent whole: an incomplete command goes with its connection
-        except RedisConnectionError:
-            connection.disconnect()
-            if not reused:
-                raise
-            connection.send_packed_command(packed)
-            return _answer(connection)
-        try:
-            return connection.read_response()
-        except RedisTimeoutError as exc:
-            connection.disconnect()
-            raise _UnansweredError(exc) from exc
-        except RedisConnectionError as exc:
-            connection.disconnect()
-            if not reused:
-                raise _UnansweredError(exc) from exc
-        connection.send_packed_command(packed)
-        return _answer(connection)
-
-    def _eval(self, script: _Script, keys: list[str], args: list[Any]) -> Any:
-        try:
-            return self._command("EVALSHA", script.sha, len(keys), *keys, *args)
-        except NoScriptError:
-            return self._command("EVAL", script.source, len(keys), *keys, *args)
+        """A store with a client (and pool) of its own, made with ``client_options``."""
+        return cls(redis.Redis.from_url(url, **client_options()), url=url, prefix=prefix)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
         try:
             yield
-        except _UnansweredError as exc:
-            raise StateOutcomeUnknownError(f"Redis KV store did not answer: {exc.cause}") from exc
-        except (RedisConnectionError, RedisTimeoutError) as exc:
+        except RedisTimeoutError as exc:
+            # redis-py raises it for a connect that timed out and for an answer that did not
+            # come in time; the second may still run on a hung server when it resumes, so the
+            # outcome of either is reported unknown (callers settle it: stats.unsettled).
+            raise StateOutcomeUnknownError(f"Redis KV store did not answer: {exc}") from exc
+        except RedisConnectionError as exc:
             raise StateUnavailableError(f"Redis KV store unavailable: {exc}") from exc
         except _REFUSING_CLASSES as exc:
             raise StateUnavailableError(f"Redis KV store refuses writes: {exc}") from exc
@@ -415,12 +359,12 @@ class RedisStore(KVStore):
 
     def _get(self, raw_key: str) -> str | None:
         with self._errors():
-            value = self._command("GET", raw_key)
+            value = self.client.get(raw_key)
         return None if value is None else _text(value)
 
     def _get_many(self, raw_keys: list[str]) -> list[str | None]:
         with self._errors():
-            values = self._command("MGET", *raw_keys)
+            values = self.client.mget(raw_keys)
         return [None if value is None else _text(value) for value in values]
 
     def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None:
@@ -428,40 +372,39 @@ class RedisStore(KVStore):
             self._indexed_write(raw_key, indexes, "set", text, ttl_ms)
             return
         with self._errors():
-            if ttl_ms is None:
-                self._command("SET", raw_key, text)
-            else:
-                self._command("SET", raw_key, text, "PX", ttl_ms)
+            self.client.set(raw_key, text, px=ttl_ms)
 
     def _delete(self, raw_key: str) -> None:
         if (indexes := self._indexes(raw_key)) is not None:
             self._indexed_write(raw_key, indexes, "del")
             return
         with self._errors():
-            self._command("DEL", raw_key)
+            self.client.delete(raw_key)
+
+    def _delete_if_equal(self, raw_key: str, expected: str) -> bool:
+        if (indexes := self._indexes(raw_key)) is not None:
+            return self._indexed_write(raw_key, indexes, "deleq", expected=expected)
+        with self._errors():
+            return bool(self._delete_if_equal_lua(keys=[raw_key], args=[expected]))
 
     def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
         if (indexes := self._indexes(raw_key)) is not None:
             return self._indexed_write(raw_key, indexes, "nx", text, ttl_ms)
         with self._errors():
-            if ttl_ms is None:
-                return self._command("SET", raw_key, text, "NX") is not None
-            return self._command("SET", raw_key, text, "PX", ttl_ms, "NX") is not None
+            return bool(self.client.set(raw_key, text, px=ttl_ms, nx=True))
 
     def _replace_if_equal(self, raw_key: str, expected: str, text: str, ttl_ms: int | None) -> bool:
         if (indexes := self._indexes(raw_key)) is not None:
             return self._indexed_write(raw_key, indexes, "eq", text, ttl_ms, expected)
         with self._errors():
-            done = self._eval(
-                self._replace, [raw_key], [expected, text, "" if ttl_ms is None else ttl_ms]
+            done = self._replace(
+                keys=[raw_key], args=[expected, text, "" if ttl_ms is None else ttl_ms]
             )
         return bool(done)
 
     def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int:
         with self._errors():
-            value = self._eval(
-                self._increment_lua, [raw_key], [by, "" if ttl_ms is None else ttl_ms]
-            )
+            value = self._increment_lua(keys=[raw_key], args=[by, "" if ttl_ms is None else ttl_ms])
         return int(value)
 
     def _set_if_absent_and_increment(
@@ -471,7 +414,7 @@ class RedisStore(KVStore):
         for op in ops:
             args += [op.arg, "" if op.ttl_ms is None else op.ttl_ms]
         with self._errors():
-            values = self._eval(self._claim_lua, [raw_key, *(op.key for op in ops)], args)
+            values = self._claim_lua(keys=[raw_key, *(op.key for op in ops)], args=args)
         return None if values is None else [int(value) for value in values]
 
     def _claim_or_finish(self, step: RawFinish) -> tuple[bool, list[int]] | None:
@@ -491,7 +434,7 @@ class RedisStore(KVStore):
         keys = [step.key, step.marker or step.key, *(op.key for op in step.increments)]
         keys += [op.key for op in step.ops]
         with self._errors():
-            answer = self._eval(self._claim_or_finish_lua, keys, args)
+            answer = self._claim_or_finish_lua(keys=keys, args=args)
         if answer is None:
             return None
         return int(answer[0]) == 1, [int(value) for value in answer[1:]]
@@ -637,18 +580,37 @@ class RedisStore(KVStore):
         packed = _pack([[op.kind, op.arg, _ttl_text(op.ttl_ms)] for op in ops])
         args = [marker_text, "" if marker_ttl_ms is None else marker_ttl_ms, packed]
         with self._errors():
-            done = self._eval(self._apply_once_lua, [raw_marker, *(op.key for op in ops)], args)
+            done = self._apply_once_lua(keys=[raw_marker, *(op.key for op in ops)], args=args)
         return bool(done)
+
+    def memory_status(self) -> MemoryStatus:
+        """``maxmemory-policy``, ``used_memory`` and ``maxmemory`` from INFO memory (the
+        policy from CONFIG GET where INFO does not say it). Managed Redis often refuses CONFIG
+        and may refuse INFO: what it refuses is None."""
+        with self._errors():
+            try:
+                info: dict[str, Any] = self.client.info("memory")
+            except ResponseError:  # NOPERM, or a renamed command
+                info = {}
+            policy = info.get("maxmemory_policy")
+            if policy is None:
+                try:
+                    policy = self.client.config_get("maxmemory-policy").get("maxmemory-policy")
+                except ResponseError:
+                    policy = None
+        used, limit = info.get("used_memory"), info.get("maxmemory")
+        return MemoryStatus(
+            policy=None if policy is None else _text(policy),
+            used_bytes=None if used is None else int(used),
+            max_bytes=None if limit is None else int(limit),
+        )
 
     def _ping(self) -> None:
         with self._errors():
-            self._command("PING")
+            self.client.ping()
 
     def close(self) -> None:
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            connection.disconnect()
+        """Close the client; its pool too when the client made it (``from_url``)."""
         self.client.close()
 
 

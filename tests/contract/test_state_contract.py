@@ -144,6 +144,29 @@ def test_compare_and_set_does_not_match_an_expired_value(kv: KVStore) -> None:
     assert kv.get("lock:cas") is None
 
 
+def test_delete_if_equal_deletes_only_the_expected_value(kv: KVStore) -> None:
+    kv.set("upd:77", {"s": "claim", "t": "a"})
+    assert kv.delete_if_equal("upd:77", {"s": "claim", "t": "b"}) is False
+    assert kv.get("upd:77") == {"s": "claim", "t": "a"}
+    assert kv.delete_if_equal("upd:77", {"t": "a", "s": "claim"}) is True  # as JSON
+    assert kv.get("upd:77") is None
+    assert kv.delete_if_equal("upd:77", {"s": "claim", "t": "a"}) is False  # absent
+
+
+def test_delete_if_equal_does_not_match_an_expired_value(kv: KVStore) -> None:
+    kv.set("lock:del", "v", ttl_ms=100)
+    time.sleep(0.2)
+    assert kv.delete_if_equal("lock:del", "v") is False
+
+
+def test_delete_if_equal_of_an_indexed_key_leaves_the_family_listing(kv: KVStore) -> None:
+    kv.set("dlq:1", {"u": 1})
+    kv.set("dlq:2", {"u": 2})
+    assert kv.delete_if_equal("dlq:1", {"u": 9}) is False
+    assert kv.delete_if_equal("dlq:1", {"u": 1}) is True
+    assert list(kv.scan_all("dlq:")) == ["dlq:2"]
+
+
 def test_compare_and_set_applies_its_ttl(kv: KVStore) -> None:
     assert kv.compare_and_set("lock:cas", None, 1, ttl_ms=150)
     assert kv.compare_and_set("lock:cas", 1, 2, ttl_ms=150)

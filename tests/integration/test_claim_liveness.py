@@ -153,7 +153,7 @@ def test_an_owed_release_is_retried_until_the_store_answers(
     memory_store.set("upd:7", claim, ttl_ms=60_000)
     memory_store.set("upd:8", idempotency.DONE, ttl_ms=60_000)
     failures = {"left": 2}
-    answering = memory_store.compare_and_set
+    answering = memory_store.delete_if_equal
 
     def hung_at_first(*args: Any, **kwargs: Any) -> bool:
         if failures["left"]:
@@ -161,11 +161,11 @@ def test_an_owed_release_is_retried_until_the_store_answers(
             raise StateUnavailableError("no answer")
         return answering(*args, **kwargs)
 
-    monkeypatch.setattr(memory_store, "compare_and_set", hung_at_first)
+    monkeypatch.setattr(memory_store, "delete_if_equal", hung_at_first)
     process.hold(memory_store)
     try:
-        process.owe_release(memory_store, "upd:7", claim, idempotency.RELEASED)
-        process.owe_release(memory_store, "upd:8", claim, idempotency.RELEASED)
+        process.owe_release(memory_store, "upd:7", claim)
+        process.owe_release(memory_store, "upd:8", claim)
         deadline = time.monotonic() + 10
         while memory_store.get("upd:7") is not None or process._owed:
             assert time.monotonic() < deadline, (memory_store.get("upd:7"), process._owed)

@@ -50,7 +50,8 @@ def entry(**overrides: Any) -> AuditEntry:
          "Anna banned @bob: refused, already banned"),
         ({"action": "admin.add", "target_name": "", "detail": ""}, "Anna made #2002 a bot admin"),
         ({"action": "post.delete", "target_name": "post #4", "detail": ""}, "Anna deleted post #4"),
-        ({"action": "ticket.add", "target_name": "ticket #9", "detail": ""}, "Anna added ticket #9"),
+        ({"action": "ticket.add", "target_name": "ticket #9", "detail": ""},
+         "Anna added ticket #9"),
         ({"action": "something.new", "detail": ""}, "Anna: something.new @bob"),
     ],
 )  # fmt: skip

@@ -46,6 +46,9 @@ class JitterStore(KVStore):
     def _delete(self, raw_key: str) -> None:
         self.inner._delete(raw_key)
 
+    def _delete_if_equal(self, raw_key: str, expected: str) -> bool:
+        return self.inner._delete_if_equal(raw_key, expected)
+
     def _set_if_absent(self, raw_key: str, text: str, ttl_ms: int | None) -> bool:
         return self.inner._set_if_absent(raw_key, text, ttl_ms)
 

@@ -41,7 +41,7 @@ class Command(BaseCommand):
             raise CommandError("--url must start with http:// or https://")
         results = check_results(offline=options["offline"], only=options["only"], base_url=url)
         for result in results:
-            mark = "ok  " if result.problem is None else "FAIL"
+            mark = "FAIL" if result.problem is not None else "warn" if result.warning else "ok  "
             reason = result.detail if result.problem is None else result.problem
             detail = f": {redact(reason)}" if reason else ""
             self.stdout.write(f"[{mark}] {result.name}{detail}")
