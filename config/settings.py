@@ -427,6 +427,9 @@ LOGGING = {
             "secrets": [TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET, METRICS_TOKEN, SECRET_KEY],
         },
         "context": {"()": "telegram_bot.log_context.ContextFilter"},
+        # Drops Django's "ERROR django.request" line of an expected 503 (a backend down, an
+        # update another worker holds), which its own WARNING has already explained.
+        "expected_failures": {"()": "telegram_bot.log_context.ExpectedFailureFilter"},
     },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
@@ -450,6 +453,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django-q": {"level": Q_LOG_LEVEL},
+        "django.request": {"filters": ["expected_failures"]},
         # httpx logs every request URL, and Telegram URLs carry the token.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
