@@ -161,10 +161,6 @@ ALLOWED_ELSEWHERE: dict[tuple[str, str], str] = {
     ("telegram_bot/admin.py", "class AccessAttemptAdmin"): PENDING,
     ("telegram_bot/management/commands/qcluster.py", "class Command"): PENDING,
     ("telegram_bot/processes.py", "class BoundedCluster"): PENDING,
-    ("telegram_bot/transport/middleware.py", "class SessionMiddleware"): PENDING,
-    ("telegram_bot/transport/middleware.py", "class AuthenticationMiddleware"): PENDING,
-    ("telegram_bot/transport/middleware.py", "class MessageMiddleware"): PENDING,
-    ("telegram_bot/transport/middleware.py", "class LocaleMiddleware"): PENDING,
 }
 
 
