@@ -408,7 +408,8 @@ AXES_RESET_ON_SUCCESS = True
 # chooses.
 TRUSTED_PROXY_COUNT = env.trusted_proxy_count
 AXES_CLIENT_IP_CALLABLE = "telegram_bot.login_throttle.client_ip"
-AXES_ENABLE_ADMIN = True
+# telegram_bot/admin.py registers the attempts and logs (the cleanup needs the delete permission).
+AXES_ENABLE_ADMIN = False
 AXES_VERBOSE = False
 
 LOG_LEVEL = env.LOG_LEVEL

@@ -158,7 +158,6 @@ ALLOWED_ELSEWHERE: dict[tuple[str, str], str] = {
     ("telegram_bot/state/redis.py", "connection._sock"): (
         "rewritten on redis-py's public API on branch redis"
     ),
-    ("telegram_bot/admin.py", "class AccessAttemptAdmin"): PENDING,
     ("telegram_bot/management/commands/qcluster.py", "class Command"): PENDING,
     ("telegram_bot/processes.py", "class BoundedCluster"): PENDING,
 }
