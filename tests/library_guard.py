@@ -24,7 +24,8 @@ The rules, each reported as a ``Finding``:
     ``DOCUMENTED_PRIVATE_NAMES`` are public API despite the underscore (``Model._meta``).
     Inside a class with a third-party base, ``self._name`` must be defined by first-party code
     (the class or a first-party ancestor), and a first-party class must not define a ``_name``
-    its third-party base already has (overriding a private hook).
+    its third-party base already has as a class attribute (overriding a private hook; an
+    attribute the base only sets on its instances is not seen: a static check's limit).
 
 An exception is a comment on the offending line: ``# library-guard: <the documented reason>``;
 ``check_product()`` returns those findings too, marked with the reason, so a test can list them.
