@@ -8,6 +8,7 @@ the last ones run it on the product.
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -235,3 +236,24 @@ def test_the_product_scan_covers_every_app_and_no_tests() -> None:
     )
     assert "manage" in tops
     assert not tops & {"tests", "bench"}
+
+
+def test_a_planted_violation_in_an_app_fails_the_product_scan(tmp_path: Any) -> None:
+    """The whole path: discovery of the apps (an ``apps.py`` makes one), tests/ and bench/
+    left out, the finding reported with its file and line."""
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "apps.py").write_text("from django.apps import AppConfig\n")
+    (tmp_path / "shop" / "views.py").write_text(
+        "import httpx\n\n\ndef fetch(client: httpx.Client):\n    return client._transport\n"
+    )
+    for skipped in ("tests", "bench"):
+        (tmp_path / skipped).mkdir()
+        (tmp_path / skipped / "__init__.py").write_text("from httpx._models import Request\n")
+    (finding,) = check_product(tmp_path)
+    assert (finding.path, finding.line, finding.rule, finding.code) == (
+        "shop/views.py",
+        5,
+        "private-attribute",
+        "client._transport",
+    )
+    assert finding.allowed is None
