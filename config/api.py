@@ -14,60 +14,51 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponse
-from django.utils.cache import add_never_cache_headers
+from django.views.decorators.cache import never_cache
 from ninja import NinjaAPI
 from ninja.errors import HttpError
-from ninja.security import SessionAuth
+from ninja.security import APIKeyCookie
 
 from telegram_bot.features import api_modules
 
 
-class StaffSessionAuth(SessionAuth):
+class StaffSessionAuth(APIKeyCookie):
     """The admin site's session, for staff users only (CSRF-checked on unsafe methods), and
-    with ``permission`` for users who hold it."""
+    with ``permission`` for users who hold it. django-ninja documents subclassing
+    ``APIKeyCookie`` with ``authenticate``; the session cookie is the key, and Django's
+    session and authentication middleware have already turned it into ``request.user``."""
+
+    param_name = settings.SESSION_COOKIE_NAME
 
     def __init__(self, permission: str | None = None) -> None:
-        super().__init__()
+        super().__init__()  # csrf=True: a cookie is sent by the browser on its own
         self.permission = permission
 
     def authenticate(self, request: HttpRequest, key: str | None) -> Any:
-        user = super().authenticate(request, key)
-        if user is None or not (user.is_staff and user.is_active):
+        user = request.user
+        if not (user.is_authenticated and user.is_staff and user.is_active):
             return None
         if self.permission is not None and not user.has_perm(self.permission):
             raise HttpError(403, "You do not have permission to use this endpoint.")
         return user
 
 
-class StaffAPI(NinjaAPI):
-    """Every answer is the staff's own view of personal data (members' names, usernames, last
-    seen): never stored by a browser or a proxy, as the admin site's pages are not."""
-
-    def create_response(
-        self,
-        request: HttpRequest,
-        data: Any,
-        *,
-        status: int | None = None,
-        temporal_response: HttpResponse | None = None,
-    ) -> HttpResponse:
-        response = super().create_response(
-            request, data, status=status, temporal_response=temporal_response
-        )
-        add_never_cache_headers(response)  # no-cache, no-store, must-revalidate, private
-        return response
-
-
 def build_api() -> NinjaAPI:
-    api = StaffAPI(
+    api = NinjaAPI(
         title="Community bot API",
         version="1",
         urls_namespace="api-v1",
         auth=StaffSessionAuth(),
         docs_decorator=_staff_only_docs(),
     )
+    # Every answer is the staff's own view of personal data (members' names, usernames, last
+    # seen): never stored by a browser or a proxy, as the admin site's pages are not. In
+    # "view" mode the decorator wraps ninja's whole handler, so the 401/403 answers of the
+    # authentication get the headers too.
+    api.add_decorator(never_cache, mode="view")
     for label, module in api_modules():
         permission = getattr(module, "PERMISSION", None)
         if not isinstance(permission, str) or "." not in permission:

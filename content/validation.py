@@ -16,6 +16,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.core.validators import URLValidator
+from django.db.models.fields.files import FieldFile
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -182,8 +183,11 @@ def reply_markup(rows: Buttons) -> dict[str, Any] | None:
 # --- photo ------------------------------------------------------------------------------------
 def check_photo_file(photo: File) -> None:
     """A JPEG, PNG or WebP of at most 10 MB whose sides fit Telegram's sendPhoto limits."""
-    if getattr(photo, "_committed", False):
-        return  # already stored: it was checked when it was uploaded
+    if isinstance(photo, FieldFile) and photo.name and photo.storage.exists(photo.name):
+        # Already stored (a post saved before): it was checked when it was uploaded. A new
+        # upload's FieldFile carries the uploaded name, which is not in the storage: uploads
+        # are stored under generated names (photo_upload_to).
+        return
     size = getattr(photo, "size", None)
     if size is not None and size > conf.PHOTO_MAX_BYTES:
         raise ValidationError(_("A photo is at most 10 MB."))

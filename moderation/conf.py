@@ -7,27 +7,38 @@ from __future__ import annotations
 import threading
 import time
 
+from cachetools import TTLCache
 from django.db.models.signals import post_delete, post_save
 
 from moderation.models import ChatSettings
 
 CACHE_SECONDS = 30.0
 CACHE_SIZE = 2048
-_cache: dict[int, tuple[float, ChatSettings]] = {}
-_lock = threading.Lock()
+
+
+def _clock() -> float:
+    return time.monotonic()
+
+
+# A chat's settings, kept CACHE_SECONDS; the least recently read go first past CACHE_SIZE.
+_cache: TTLCache[int, ChatSettings] = TTLCache(
+    CACHE_SIZE,
+    CACHE_SECONDS,
+    timer=lambda: _clock(),  # looked up per call: tests move it
+)
+_lock = threading.Lock()  # a TTLCache is not thread-safe, and a read reorders it
 
 
 def chat_settings(chat_id: int) -> ChatSettings:
     """The chat's settings (an unsaved row with the defaults when it has none)."""
-    now = time.monotonic()
-    hit = _cache.get(chat_id)
-    if hit is not None and hit[0] > now:
-        return hit[1]
+    try:
+        with _lock:
+            return _cache[chat_id]  # one look at the clock; .get() takes two
+    except KeyError:
+        pass
     found = ChatSettings.objects.filter(chat_id=chat_id).first() or ChatSettings(chat_id=chat_id)
     with _lock:
-        if len(_cache) >= CACHE_SIZE:
-            _cache.clear()
-        _cache[chat_id] = (now + CACHE_SECONDS, found)
+        _cache[chat_id] = found
     return found
 
 

@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import uuid
+import weakref
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -97,3 +98,25 @@ class ContextFilter(logging.Filter):
         record.request_id = request_id.get()
         record.update_id = current_update_id()
         return True
+
+
+# Requests whose error answer is expected and already logged with its reason (see
+# ``expected_failure``). Weak: an entry goes with its request.
+_expected_failures: weakref.WeakSet[HttpRequest] = weakref.WeakSet()
+
+
+def expected_failure(request: HttpRequest) -> None:
+    """This request's 4xx/5xx answer is expected and logged already with its reason (a 503
+    while a backend is down, an update another worker holds): Django's ``django.request``
+    line for it is dropped by ``ExpectedFailureFilter``."""
+    _expected_failures.add(request)
+
+
+class ExpectedFailureFilter(logging.Filter):
+    """On the ``django.request`` logger: drop the line of a request marked with
+    ``expected_failure``. Django documents the ``request`` and ``status_code`` that each of
+    that logger's records carries (topics/logging, django.request)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        request = getattr(record, "request", None)
+        return request is None or request not in _expected_failures

@@ -113,7 +113,7 @@ def observe_webhook(view: Callable[P, Any]) -> Callable[P, Any]:
         if response.status_code == 503:
             reason = _error_of(response)
             if reason in EXPECTED_503:
-                response._has_been_logged = True  # Django's log_response skips it
+                log_context.expected_failure(args[0])  # type: ignore[arg-type]
                 if reason == "in_progress":
                     log.warning(
                         "webhook: 503 %s (%s); Telegram retries after %s s",

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -96,41 +97,63 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def bounded_cluster_class() -> type[Any]:
-    """django-q2's ``Cluster`` whose stop on SIGTERM/SIGINT ends within WORKER_STOP_SECONDS.
+def wait_gone(pids: list[int], deadline: float) -> list[int]:
+    """Wait until none of ``pids`` runs or ``time.monotonic()`` passes ``deadline``; returns
+    those still running."""
+    running = [pid for pid in pids if alive(pid)]
+    while running and time.monotonic() < deadline:
+        time.sleep(0.05)
+        running = [pid for pid in running if alive(pid)]
+    return running
 
+
+def run_cluster(*, run_once: bool = False) -> None:
+    """Run django-q2's cluster until SIGTERM or SIGINT, whose stop ends within
+    WORKER_STOP_SECONDS: running tasks get that long, then the cluster's processes are killed.
+    A second signal kills them at once.
+
+    Through the ``Cluster`` API django-q2 documents (``start``, ``stop``, ``sentinel``): its
+    own signal handlers, which stop without a bound, are replaced by ours once it has set
+    them, and its ``stop`` runs in a thread that this one waits for with a deadline.
     Built on demand: importing django_q.cluster needs the app registry ready.
     """
     from django.conf import settings
     from django_q.cluster import Cluster
 
-    class BoundedCluster(Cluster):
-        stopping = False
+    grace = float(settings.WORKER_STOP_SECONDS)
+    stop_requested = threading.Event()
+    root = os.getpid()
 
-        def sig_handler(self, signum: int, frame: Any) -> None:
-            grace = float(settings.WORKER_STOP_SECONDS)
-            if self.stopping or self.sentinel is None:
-                # A second signal, or one before the sentinel exists: stop now.
-                kill_tree(os.getpid(), include_root=False)
-                return
-            self.stopping = True
-            log.info("worker: %s, stopping (at most %g s)", signal.Signals(signum).name, grace)
-            deadline = time.monotonic() + grace
-            stop_event = getattr(self, "stop_event", None)
-            if stop_event is not None:
-                stop_event.set()
-            self.sentinel.join(timeout=max(0.0, deadline - time.monotonic()))
-            busy = descendants(os.getpid())
-            if busy:
-                log.warning(
-                    "worker: %d process(es) still busy after %g s, killed; their jobs are "
-                    "claimed again when their lease runs out",
-                    len(busy),
-                    grace,
-                )
-                kill_tree(os.getpid(), include_root=False)
-                self.sentinel.join(timeout=5)
-            self.start_event = None
-            self.stop_event = None
+    def on_signal(signum: int, frame: Any) -> None:
+        if os.getpid() != root:
+            return  # a forked child before it set its own handlers
+        if stop_requested.is_set():
+            kill_tree(root, include_root=False)  # a second signal: now
+            return
+        log.info("worker: %s, stopping (at most %g s)", signal.Signals(signum).name, grace)
+        stop_requested.set()  # the main thread stops the cluster once it has started
 
-    return BoundedCluster
+    cluster = Cluster()  # sets django-q2's handlers, replaced here
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        cluster.start()
+    except RuntimeError:
+        if stop_requested.is_set():
+            return  # killed by a second signal while starting, as asked
+        raise
+    while not run_once and not stop_requested.wait(0.5):
+        pass
+    stopper = threading.Thread(target=cluster.stop, name="cluster-stop", daemon=True)
+    stopper.start()
+    stopper.join(grace)
+    if stopper.is_alive():
+        busy = descendants(root)
+        log.warning(
+            "worker: %d process(es) still busy after %g s, killed; their jobs are claimed "
+            "again when their lease runs out",
+            len(busy),
+            grace,
+        )
+        kill_tree(root, include_root=False)
+        stopper.join(5)

@@ -18,6 +18,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from telegram_bot.errors import StateError
+from telegram_bot.log_context import expected_failure
 from telegram_bot.state import get_store
 from telegram_bot.state.base import MemoryStatus
 
@@ -51,7 +52,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
     if failed:
         # Expected while a backend is down, and logged above with the reason: no
         # "ERROR django.request" per probe on top.
-        response._has_been_logged = True  # type: ignore[attr-defined]
+        expected_failure(request)
     return response
 
 

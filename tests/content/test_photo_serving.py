@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -32,6 +33,17 @@ def test_a_png_named_html_is_stored_under_a_generated_png_name(media_root: Path)
     assert re.fullmatch(r"content/photos/\d{4}/\d{2}/[0-9a-f]{32}\.png", name), name
     assert "evil" not in name
     assert (media_root / name).read_bytes() == HOSTILE_PNG
+
+
+def test_a_stored_photo_is_not_read_again_and_a_new_upload_is_checked(media_root: Path) -> None:
+    post = make_post("x", photo=SimpleUploadedFile("photo.png", png_bytes(), "image/png"))
+    # The stored file changed behind the post's back: a saved post is not checked again
+    # (it was when it was uploaded), so it still validates.
+    (media_root / post.photo.name).write_bytes(b"GIF89a....")
+    post.full_clean(exclude=["status", "source_update_id"])
+    post.photo = SimpleUploadedFile("photo.png", b"GIF89a....", "image/png")
+    with pytest.raises(ValidationError, match="JPEG, PNG or WebP"):
+        post.full_clean(exclude=["status", "source_update_id"])
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,10 @@ def test_the_stats_api_answers_with_personal_data_are_not_cacheable(
             path,
             response.get("Cache-Control"),
         )
+    # The refusals too: the decorator wraps ninja's whole view, authentication included.
+    refused = Client().get("/api/v1/stats/members", query)
+    assert refused.status_code == 401
+    assert "no-store" in refused.get("Cache-Control", "")
 
 
 def test_deleting_a_chats_moderation_settings_in_the_admin_site_is_audited(

@@ -117,3 +117,48 @@ def test_a_bad_throttling_setting_stops_the_start(env: dict[str, str], says: str
     result = run_manage({"DJANGO_SECRET_KEY": "x" * 50, **env}, "check")
     assert result.returncode == 2
     assert says in result.stderr
+
+
+# --- the admin site's pages of attempts and logs (registered by telegram_bot/admin.py) -------
+def test_cleaning_up_removes_the_attempts_past_the_cool_off_only(
+    operator: User, admin_client: Client
+) -> None:
+    old = AccessAttempt.objects.create(
+        username="x", ip_address="10.0.0.1", user_agent="", failures_since_start=5
+    )
+    AccessAttempt.objects.filter(pk=old.pk).update(
+        attempt_time=timezone.now() - timedelta(minutes=16)
+    )
+    fresh = AccessAttempt.objects.create(
+        username="y", ip_address="10.0.0.2", user_agent="", failures_since_start=5
+    )
+    response = admin_client.post(
+        "/admin/axes/accessattempt/",
+        {"action": "cleanup_expired_attempts", "_selected_action": [str(fresh.pk)]},
+        follow=True,
+    )
+    assert list(AccessAttempt.objects.values_list("pk", flat=True)) == [fresh.pk]
+    assert "1 expired attempt cleaned up." in response.content.decode()
+
+
+def test_a_viewer_of_the_attempts_is_not_offered_the_cleanup(operator: User) -> None:
+    from django.contrib.auth.models import Permission
+
+    operator.user_permissions.add(Permission.objects.get(codename="view_accessattempt"))
+    client = Client()
+    client.force_login(operator)
+    page = client.get("/admin/axes/accessattempt/")
+    assert page.status_code == 200
+    assert "cleanup_expired_attempts" not in page.content.decode()
+    for path in ("/admin/axes/accesslog/", "/admin/axes/accessfailurelog/"):
+        assert client.get(path).status_code == 403  # no view permission for the logs
+
+
+def test_the_logs_are_shown_to_who_may_view_them(admin_client: Client) -> None:
+    for path in (
+        "/admin/axes/accessattempt/",
+        "/admin/axes/accesslog/",
+        "/admin/axes/accessfailurelog/",
+    ):
+        assert admin_client.get(path).status_code == 200, path
+        assert admin_client.get(f"{path}add/").status_code == 403, path

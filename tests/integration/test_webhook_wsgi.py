@@ -321,3 +321,36 @@ def test_a_refused_body_is_read_and_dropped_up_to_a_bound(
     assert answer["status"].startswith("413" if secret == WEBHOOK_SECRET else "401")
     if read:
         assert body.read() == b""  # nothing of it left
+
+
+@pytest.mark.parametrize(("path", "made"), [(WEBHOOK_PATH, False), ("/admin/login/", True)])
+def test_the_browser_middleware_steps_aside_under_asgi_too(path: str, made: bool) -> None:
+    import asyncio
+
+    from django.test import AsyncRequestFactory
+
+    from telegram_bot.transport.middleware import AuthenticationMiddleware, SessionMiddleware
+
+    seen: dict[str, bool] = {}
+
+    async def view(request: HttpRequest) -> HttpResponse:
+        seen["session"] = hasattr(request, "session")
+        seen["user"] = hasattr(request, "user")
+        return HttpResponse()
+
+    chain = SessionMiddleware(AuthenticationMiddleware(view))
+    request = AsyncRequestFactory().post(path, b"{}", content_type="application/json")
+    asyncio.run(chain(request))
+    assert seen == {"session": made, "user": made}
+
+
+def test_the_admin_sites_middleware_is_checked_through_the_wrappers(settings: Any) -> None:
+    from telegram_bot.ops.checks import browser_middleware_configured
+
+    assert browser_middleware_configured(None) == []
+    settings.MIDDLEWARE = [
+        m for m in settings.MIDDLEWARE if m != "telegram_bot.transport.middleware.SessionMiddleware"
+    ]
+    (error,) = browser_middleware_configured(None)
+    assert error.id == "telegram_bot.E002"
+    assert "django.contrib.sessions.middleware.SessionMiddleware" in error.msg

@@ -13,14 +13,21 @@ import os
 from typing import Any
 
 from django.conf import settings
-from django_q.management.commands.qcluster import Command as DjangoQCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from config.startup import check_services
-from telegram_bot.processes import bounded_cluster_class
+from telegram_bot.processes import run_cluster
 
 
-class Command(DjangoQCommand):
+class Command(BaseCommand):
     help = "Start the django-q2 worker cluster; SIGTERM stops it within WORKER_STOP_SECONDS."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        # django-q2's own command's options.
+        parser.add_argument("--run-once", action="store_true", help="Run once and then stop.")
+        parser.add_argument(
+            "-n", "--name", dest="cluster_name", default=None, help="The cluster's name."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         settings.SECRET_KEY  # noqa: B018 - the cluster signs tasks with it
@@ -29,7 +36,4 @@ class Command(DjangoQCommand):
         check_services()
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
-        cluster = bounded_cluster_class()()
-        cluster.start()
-        if options.get("run_once", False):
-            cluster.stop()
+        run_cluster(run_once=options.get("run_once", False))
