@@ -24,6 +24,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET
 
 from stats.api import growth_permitted
@@ -70,6 +71,38 @@ DAILY_CSV_COLUMNS = (
 )
 
 
+# How the charts group days: "auto" picks days up to two months, weeks up to about half a
+# year, months beyond (dashboard.js does the grouping; the report is always per day).
+GROUPINGS = {
+    "auto": gettext_lazy("automatic"),
+    "day": gettext_lazy("days"),
+    "week": gettext_lazy("weeks"),
+    "month": gettext_lazy("months"),
+}
+QUICK_RANGES = (7, 30, 90, 365)
+
+
+def quick_ranges(
+    chat_id: int | None, today: date, shown: tuple[date, date], grouping: str
+) -> list[dict[str, object]]:
+    """The last 7, 30, 90 and 365 days of the chat, ending today, as links."""
+    ranges = []
+    for days in QUICK_RANGES:
+        start = max(FIRST_DAY, today - timedelta(days=days - 1))
+        query = {"chat_id": "" if chat_id is None else chat_id, "start": start, "end": today}
+        if grouping != "auto":
+            query["group"] = grouping
+        ranges.append(
+            {
+                "days": days,
+                "label": ngettext("%(days)d day", "%(days)d days", days) % {"days": days},
+                "url": f"?{urlencode(query)}",
+                "current": shown == (start, today),
+            }
+        )
+    return ranges
+
+
 @require_GET
 def stats_dashboard(request: HttpRequest) -> HttpResponse:
     store = get_store()
@@ -94,6 +127,9 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
     for error in errors:
         messages.error(request, error)
     query = urlencode({"chat_id": "" if chat_id is None else chat_id, "start": start, "end": end})
+    grouping = request.GET.get("group", "auto")
+    if grouping not in GROUPINGS:
+        grouping = "auto"
     context = {
         "title": _("Statistics"),
         "chats": chats,
@@ -107,6 +143,9 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
         "growth_permitted": growth_permitted(request.user),
         "csv_url": f"{reverse('admin:stats-export')}?{query}",
         "daily_csv_url": f"{reverse('admin:stats-export-daily')}?{query}",
+        "quick_ranges": quick_ranges(chat_id, today, (start, end), grouping),
+        "grouping": grouping,
+        "groupings": [(key, GROUPINGS[key]) for key in GROUPINGS],
         "has_permission": True,
         "site_header": admin.site.site_header,
         "site_title": admin.site.site_title,

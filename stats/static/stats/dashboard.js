@@ -102,20 +102,61 @@
     };
   }
 
-  function renderActivity(report) {
+  // Long ranges are drawn by week (from Monday) or by month: "auto" picks days up to two
+  // months, weeks up to about half a year, months beyond. The report is always per day.
+  function groupingFor(days) {
+    const chosen = text.grouping || "auto";
+    if (chosen !== "auto") return chosen;
+    return days.length <= 62 ? "day" : days.length <= 200 ? "week" : "month";
+  }
+
+  function periodOf(day, by) {
+    if (by === "month") return day.slice(0, 7);
+    if (by === "week") {
+      const date = new Date(day + "T00:00:00Z");
+      date.setUTCDate(date.getUTCDate() - ((date.getUTCDay() + 6) % 7));
+      return date.toISOString().slice(0, 10);
+    }
+    return day;
+  }
+
+  // Each period: the sum of `summed`, the mean of `averaged`, the last known of `latest`.
+  function grouped(days, by, summed, averaged, latest) {
+    const periods = [];
+    let current = null;
+    for (const day of days) {
+      const key = periodOf(day.day, by);
+      if (!current || current.day !== key) {
+        current = { day: key, count: 0 };
+        summed.concat(averaged).forEach(function (name) { current[name] = 0; });
+        latest.forEach(function (name) { current[name] = null; });
+        periods.push(current);
+      }
+      current.count += 1;
+      summed.concat(averaged).forEach(function (name) { current[name] += day[name] || 0; });
+      latest.forEach(function (name) { if (day[name] !== null && day[name] !== undefined) current[name] = day[name]; });
+    }
+    periods.forEach(function (period) {
+      averaged.forEach(function (name) { period[name] = Math.round((10 * period[name]) / period.count) / 10; });
+    });
+    return periods;
+  }
+
+  function renderActivity(report, by) {
+    const days = by === "day" ? report.days : grouped(report.days, by, ["messages"], ["members"], []);
     return new window.Chart(document.getElementById("activity-chart"), {
       data: {
-        labels: report.days.map(function (day) { return day.day; }),
+        labels: days.map(function (day) { return day.day; }),
         datasets: [
-          { type: "bar", label: text.textMessages, data: report.days.map(function (d) { return d.messages; }), backgroundColor: "#79aec8" },
-          { type: "line", label: text.textActive, data: report.days.map(function (d) { return d.members; }), borderColor: "#e69500", backgroundColor: "#e69500", pointRadius: 0 },
+          { type: "bar", label: text.textMessages, data: days.map(function (d) { return d.messages; }), backgroundColor: "#79aec8" },
+          { type: "line", label: by === "day" ? text.textActive : text.textActiveAverage, data: days.map(function (d) { return d.members; }), borderColor: "#e69500", backgroundColor: "#e69500", pointRadius: 0 },
         ],
       },
       options: chartOptions(),
     });
   }
 
-  function renderGrowth(report) {
+  function renderGrowth(report, by) {
     const missing = document.getElementById("growth-missing");
     if (!report.growth.available) {
       missing.textContent = text.textNoGrowth;
@@ -123,7 +164,7 @@
       document.getElementById("growth-box").hidden = true;
       return null;
     }
-    const days = report.growth.days;
+    const days = by === "day" ? report.growth.days : grouped(report.growth.days, by, ["joins", "leaves"], [], ["members"]);
     const options = chartOptions();
     const datasets = [
       { type: "bar", label: text.textJoins, data: days.map(function (d) { return d.joins; }), backgroundColor: "#2e7d32" },
@@ -239,9 +280,10 @@
       renderDays(report);
       renderMembers(report.members);
       renderHeatmap(report);
-      const activity = renderActivity(report);
-      const growth = renderGrowth(report);
-      window.statsDashboard = { report: report, chart: activity, growthChart: growth };
+      const by = groupingFor(report.days);
+      const activity = renderActivity(report, by);
+      const growth = renderGrowth(report, by);
+      window.statsDashboard = { report: report, chart: activity, growthChart: growth, grouping: by };
       status.textContent = report.totals.messages === 0 ? text.textEmpty : "";
       root.dataset.loaded = "true";
     })
