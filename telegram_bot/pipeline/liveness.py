@@ -230,15 +230,16 @@ class Liveness:
         with self._lock:
             self._owed = [o for o in self._owed if o.until > now and o.store() is not None]
             owed = list(self._owed)
-        settled = []
+        settled, silent = [], set()
         for entry in owed:
             store = entry.store()
-            if store is None:
+            if store is None or id(store) in silent:
                 continue
             try:
                 released = store.delete_if_equal(entry.key, entry.claim)
-            except Exception as exc:  # still not answering: the next retry
+            except Exception as exc:  # still not answering: its others wait for the next retry
                 log.info("owed release of %s not done yet: %s", entry.key, redact(str(exc)))
+                silent.add(id(store))
                 continue
             if released or entry.answered:
                 settled.append(entry)
