@@ -1,11 +1,10 @@
-"""A hung Redis (SIGSTOP on a private redis-server): a write sent whole whose answer does not
-come is an unknown outcome (``StateOutcomeUnknownError``: it runs when the server resumes),
-one that could not be sent is a plain ``StateUnavailableError`` (it never runs)."""
+"""A hung Redis (SIGSTOP on a private redis-server): a write whose answer does not come in
+time is an unknown outcome (``StateOutcomeUnknownError``: it runs when the server resumes);
+one that could not be sent (no server) is a plain ``StateUnavailableError``."""
 
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,21 +55,12 @@ def test_an_unanswered_write_is_an_unknown_outcome_and_runs_on_resume(
 def test_a_write_that_could_not_be_sent_is_not_an_unknown_outcome(
     server: RedisServer, store: KVStore
 ) -> None:
-    raised: list[Exception] = []
-
-    def fresh_thread() -> None:  # a connection of its own, its handshake unanswered
-        try:
-            store.increment("counter:unsent")
-        except Exception as exc:
-            raised.append(exc)
-
-    server.freeze()
-    try:
-        thread = threading.Thread(target=fresh_thread)
-        thread.start()
-        thread.join(30)
-    finally:
-        server.thaw()
-    assert len(raised) == 1 and isinstance(raised[0], StateUnavailableError), raised
-    assert not isinstance(raised[0], StateOutcomeUnknownError)
-    assert store.get("counter:unsent") is None
+    """No server to take it (the connection refused): the write never ran. (Through redis-py's
+    pool a frozen server still takes a command on a connection the kernel accepted, so a write
+    that times out there is unknown even on a fresh connection: it runs when the server
+    resumes, as the test above shows.)"""
+    store.increment("counter:unsent")
+    server.kill()
+    with pytest.raises(StateUnavailableError) as raised:
+        store.increment("counter:unsent")
+    assert not isinstance(raised.value, StateOutcomeUnknownError)
