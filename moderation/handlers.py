@@ -59,7 +59,9 @@ class Request:
         return Origin(self.chat_id, actor, "command", self.ctx.update.update_id)
 
 
-def _command(right: str) -> Callable[[Callable[[Request], str]], Callable[[Context], None]]:
+def moderator_command(
+    right: str,
+) -> Callable[[Callable[[Request], str]], Callable[[Context], None]]:
     """Wrap a command: admins fetched, the sender's and the bot's rights checked, refusals
     and Telegram errors answered in one line."""
 
@@ -229,7 +231,7 @@ def _penalty(
         )
 
     body.__name__ = action
-    return _command(RESTRICT)(body)
+    return moderator_command(RESTRICT)(body)
 
 
 mute = _penalty("mute", duration=True)
@@ -239,14 +241,14 @@ unban = _penalty("unban")
 kick = _penalty("kick", reason=True)
 
 
-@_command(RESTRICT)
+@moderator_command(RESTRICT)
 def warn(req: Request) -> str:
     target = resolve_target(req)
     reason = " ".join(req.args)[:300]
     return services.warn_and_act(req.ctx.client, req.origin, target, reason)
 
 
-@_command(RESTRICT)
+@moderator_command(RESTRICT)
 def unwarn(req: Request) -> str:
     target = resolve_target(req, protect=False)
     if services.unwarn(origin=req.origin, target=target):
@@ -258,7 +260,7 @@ def unwarn(req: Request) -> str:
     return _("%(name)s has no warnings.") % {"name": target.label}
 
 
-@_command(RESTRICT)
+@moderator_command(RESTRICT)
 def warns(req: Request) -> str:
     target = resolve_target(req, protect=False)
     active = services.warnings_of(req.chat_id, target.user_id)
@@ -274,7 +276,7 @@ def warns(req: Request) -> str:
     }
 
 
-@_command(DELETE)
+@moderator_command(DELETE)
 def delete(req: Request) -> str:
     reply = _replied(req.message)
     if reply is None:
@@ -286,7 +288,7 @@ def delete(req: Request) -> str:
     return ""
 
 
-@_command(DELETE)
+@moderator_command(DELETE)
 def purge(req: Request) -> str:
     reply = _replied(req.message)
     if reply is None:
@@ -438,6 +440,14 @@ OBSERVERS: list[Observer] = [
     Observer.on(
         "mod.violations",
         "message",
+        violations.act_on_violations,
+        chat_types=GROUPS,
+        order=110,
+        foresee=violations.foresee_violations,
+    ),
+    Observer.on(
+        "mod.violations-edit",
+        "edited_message",
         violations.act_on_violations,
         chat_types=GROUPS,
         order=110,
