@@ -113,14 +113,16 @@ class Entry:
 
 @dataclass
 class Blocklist:
-    """Entries indexed by their first word (see the module docstring)."""
+    """Entries indexed by their first word (see the module docstring). A wildcard entry is
+    tried only when its longest literal piece (``needle``) is in the folded text: one
+    substring test per wildcard entry and message, so a message that holds none of them costs
+    a dictionary lookup per word."""
 
     by_word: dict[str, list[Entry]] = field(default_factory=dict)
-    by_letter: dict[str, list[Entry]] = field(default_factory=dict)
-    anywhere: list[Entry] = field(default_factory=list)  # first word starts with *
+    wild: list[tuple[str, Entry]] = field(default_factory=list)  # (needle, entry)
 
     def __bool__(self) -> bool:
-        return bool(self.by_word or self.by_letter or self.anywhere)
+        return bool(self.by_word or self.wild)
 
     @classmethod
     def compile(cls, rows: Iterable[tuple[str, str, int | None]]) -> Blocklist:
@@ -134,27 +136,26 @@ class Blocklist:
             first = globs[0]
             if first.exact:
                 found.by_word.setdefault(first.pieces[0], []).append(entry)
-            elif first.pieces[0]:
-                found.by_letter.setdefault(first.pieces[0][0], []).append(entry)
             else:
-                found.anywhere.append(entry)
+                needle = max((piece for glob in globs for piece in glob.pieces), key=len)
+                found.wild.append((needle, entry))
         return found
 
     def first_match(self, text: str) -> Entry | None:
         """The first entry the text holds (in the text's order), or None."""
         if not text:
             return None
-        tokens = words(text)
+        folded = fold(text)
+        tokens = _WORD.findall(folded)
+        wild = [entry for needle, entry in self.wild if needle in folded]
+        by_word = self.by_word
         for start, token in enumerate(tokens):
-            for entry in self._candidates(token):
+            exact = by_word.get(token)
+            if exact:
+                for entry in exact:
+                    if entry.matches_at(tokens, start):
+                        return entry
+            for entry in wild:
                 if entry.matches_at(tokens, start):
                     return entry
         return None
-
-    def _candidates(self, token: str) -> Iterable[Entry]:
-        exact = self.by_word.get(token)
-        if exact:
-            yield from exact
-        if self.by_letter:
-            yield from self.by_letter.get(token[0], ())
-        yield from self.anywhere

@@ -169,6 +169,45 @@ def _text(message: Message) -> str:
     return message.text_or_caption
 
 
+_FORWARD = frozenset(
+    {"forward_origin", "forward_from", "forward_from_chat", "forward_sender_name", "forward_date"}
+)
+_ENTITIES = frozenset({"entities", "caption_entities"})
+_TEXT = frozenset({"text", "caption"})
+# The fields without which a message cannot be of a kind: a lock whose fields a message lacks
+# is not checked at all (most messages are plain text).
+FIELDS: dict[str, frozenset[str]] = {
+    "url": _ENTITIES,
+    "invitelink": _ENTITIES,
+    "mentions": _ENTITIES,
+    "forward": _FORWARD,
+    "forwarduser": _FORWARD,
+    "forwardchannel": _FORWARD,
+    "photo": frozenset({"photo"}),
+    "video": frozenset({"video"}),
+    "document": frozenset({"document"}),
+    "audio": frozenset({"audio"}),
+    "voice": frozenset({"voice"}),
+    "videonote": frozenset({"video_note"}),
+    "sticker": frozenset({"sticker"}),
+    "gif": frozenset({"animation"}),
+    "poll": frozenset({"poll"}),
+    "contact": frozenset({"contact"}),
+    "location": frozenset({"location", "venue"}),
+    "game": frozenset({"game"}),
+    "inline": frozenset({"via_bot"}),
+    "rtl": _TEXT,
+    "cyrillic": _TEXT,
+    "cjk": _TEXT,
+}
+
+
+def present_fields(message: Message) -> frozenset[str]:
+    """The fields a message came with (declared or extra)."""
+    extra = message.model_extra
+    return frozenset(message.model_fields_set.union(extra) if extra else message.model_fields_set)
+
+
 Check = Callable[[Message], bool]
 # url and invitelink need the chat's allow-list: ``moderation.rules.matcher`` checks them.
 CHECKS: dict[str, Check] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db.models.signals import post_delete, post_save
 
@@ -49,6 +49,9 @@ class ChatRules:
     domains: frozenset[str]
     blocklist: Blocklist
     approved: frozenset[int]
+    # A message field -> the chat's locks that need it (``kinds.FIELDS``): a message is
+    # checked only against the locks its fields can break.
+    lock_index: dict[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -57,9 +60,16 @@ class ChatRules:
     def verdict(self, message: Message) -> Verdict | None:
         """The first rule ``message`` breaks (locks first, then the blocklist), ignoring who
         sent it; None for none. ``bots`` is not a message rule (``bots_added``)."""
-        for kind, lock in self.locks.items():
-            if self._breaks(kind, message):
-                return Verdict("lock", f"lock:{kind}", lock.action, lock.seconds)
+        if self.lock_index:
+            index = self.lock_index
+            candidates: set[str] = set()
+            for name in kinds.present_fields(message):
+                found = index.get(name)
+                if found:
+                    candidates |= found
+            for kind, lock in self.locks.items():  # in the kinds' order
+                if kind in candidates and self._breaks(kind, message):
+                    return Verdict("lock", f"lock:{kind}", lock.action, lock.seconds)
         if self.blocklist:
             entry = self.blocklist.first_match(message.text_or_caption)
             if entry is not None:
@@ -118,7 +128,12 @@ def _compile(chat_id: int) -> ChatRules:
     approved = frozenset(Approval.objects.filter(chat_id=chat_id).values_list("user_id", flat=True))
     if not (locks or domains or blocklist or approved):
         return NO_RULES
-    return ChatRules(locks, domains, blocklist, approved)
+    index: dict[str, set[str]] = {}
+    for kind in locks:
+        for name in kinds.FIELDS.get(kind, ()):
+            index.setdefault(name, set()).add(kind)
+    frozen = {name: frozenset(found) for name, found in index.items()}
+    return ChatRules(locks, domains, blocklist, approved, frozen)
 
 
 def is_approved(chat_id: int, user_id: int) -> bool:
