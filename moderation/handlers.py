@@ -9,12 +9,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from moderation import flood, panel, services, violations
 from moderation.conf import chat_settings
-from moderation.durations import DurationError, looks_like_duration, parse_duration, quoted
+from moderation.durations import (
+    DurationError,
+    describe,
+    looks_like_duration,
+    parse_duration,
+    quoted,
+)
+from moderation.models import Action, ChatSettings
 from moderation.rights import (
     DELETE,
     RESTRICT,
@@ -33,6 +41,7 @@ from telegram_bot.admins import GROUP_ANONYMOUS_BOT_ID, Role, sent_as_the_chat
 from telegram_bot.audit import Actor, telegram_actor
 from telegram_bot.client.methods import DELETE_BATCH
 from telegram_bot.errors import TelegramApiError
+from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import Observer, PanelEntry, Route
 from telegram_bot.updates import Message
@@ -276,6 +285,96 @@ def warns(req: Request) -> str:
     }
 
 
+@moderator_command(RESTRICT)
+def resetwarns(req: Request) -> str:
+    target = resolve_target(req, protect=False)
+    count = services.resetwarns(origin=req.origin, target=target)
+    if not count:
+        return _("%(name)s has no warnings.") % {"name": target.label}
+    return ngettext(
+        "Removed %(count)d warning of %(name)s.", "Removed %(count)d warnings of %(name)s.", count
+    ) % {"count": count, "name": target.label}
+
+
+@moderator_command(RESTRICT)
+def warnlimit(req: Request) -> str:
+    """``/warnlimit`` says the limit; ``/warnlimit N`` sets it (1-20)."""
+    if not req.args:
+        row = chat_settings(req.chat_id)
+        return _("Warning limit: %(limit)s, then %(action)s %(duration)s.") % {
+            "limit": row.warn_limit,
+            "action": row.get_warn_action_display(),
+            "duration": describe(row.warn_action_seconds),
+        }
+    limit = ascii_int(req.args[0], digits=2)
+    if limit is None or not 1 <= limit <= services.WARN_LIMIT_MAX:
+        raise Refusal(
+            _("The limit is a number from 1 to %(most)s.") % {"most": services.WARN_LIMIT_MAX}
+        )
+    _warn_settings(req, {"warn_limit": limit})
+    return _("Warning limit set to %(limit)s.") % {"limit": limit}
+
+
+WARN_MODES = {
+    "mute": Action.MUTE,
+    "tmute": Action.MUTE,
+    "ban": Action.BAN,
+    "tban": Action.BAN,
+    "kick": Action.KICK,
+}
+
+
+@moderator_command(RESTRICT)
+def warnmode(req: Request) -> str:
+    """``/warnmode mute|ban|kick [duration]``: the action at the warning limit."""
+    action = WARN_MODES.get(req.args[0].lower()) if req.args else None
+    if action is None:
+        raise Refusal(_("Say what happens at the limit: /warnmode mute|ban|kick [duration]."))
+    values: dict[str, object] = {"warn_action": action}
+    if len(req.args) > 1:
+        try:
+            values["warn_action_seconds"] = parse_duration(req.args[1])
+        except DurationError as exc:
+            raise Refusal(str(exc)) from None
+    row = _warn_settings(req, values)
+    return _("At the limit: %(action)s %(duration)s.") % {
+        "action": row.get_warn_action_display(),
+        "duration": describe(row.warn_action_seconds),
+    }
+
+
+@moderator_command(RESTRICT)
+def warntime(req: Request) -> str:
+    """``/warntime 30d``: warnings stop counting after this many days (1-365)."""
+    seconds = None
+    if req.args:
+        try:
+            seconds = parse_duration(req.args[0])
+        except DurationError:
+            seconds = None
+    days, rest = divmod(seconds or 0, 86400)
+    if not req.args or rest or not 1 <= days <= 365:
+        raise Refusal(_("Give whole days from 1d to 365d, e.g. /warntime 30d."))
+    _warn_settings(req, {"warn_expiry_days": days})
+    return ngettext(
+        "Warnings now expire after %(count)d day.",
+        "Warnings now expire after %(count)d days.",
+        days,
+    ) % {"count": days}
+
+
+def _warn_settings(req: Request, values: dict[str, object]) -> ChatSettings:
+    try:
+        return services.warn_settings_set(
+            chat_id=req.chat_id,
+            values=values,
+            actor=req.origin.actor,
+            update_id=req.ctx.update.update_id,
+        )
+    except ValidationError as exc:
+        raise Refusal(" ".join(exc.messages)[:300]) from None
+
+
 @moderator_command(DELETE)
 def delete(req: Request) -> str:
     reply = _replied(req.message)
@@ -394,6 +493,30 @@ ROUTES: list[Route] = [
         "warns",
         warns,
         help=gettext_lazy("(reply or @user/id): a member's warnings"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "resetwarns",
+        resetwarns,
+        help=gettext_lazy("(reply or @user/id): remove all of a member's warnings"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "warnlimit",
+        warnlimit,
+        help=gettext_lazy("[1-20]: the warning limit"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "warnmode",
+        warnmode,
+        help=gettext_lazy("mute|ban|kick [duration]: the action at the warning limit"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "warntime",
+        warntime,
+        help=gettext_lazy("<days, e.g. 30d>: when warnings expire"),
         chat_types=GROUPS,
     ),
     Route.on_command(
