@@ -11,7 +11,7 @@ from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
 from moderation.rules import blocklist, kinds
-from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Lock
+from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
 from telegram_bot.audit_admin import AuditedModelAdmin
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
 
@@ -73,3 +73,30 @@ class ApprovalAdmin(AuditedModelAdmin):
 
     def get_readonly_fields(self, request: Any, obj: Any = None) -> tuple[str, ...]:
         return ("approved_by",)
+
+
+@admin.register(Note)
+class NoteAdmin(AuditedModelAdmin):
+    list_display = ("chat_id", "name", "admin_only", "media_kind", "updated_at")
+    list_filter = ("admin_only",)
+    search_fields = ("=chat_id", "name", "text")
+    readonly_fields = ("created_by",)
+
+
+class FilterForm(forms.ModelForm):
+    class Meta:
+        model = Filter
+        fields = ("chat_id", "keyword", "text", "buttons", "media_kind", "file_id")
+
+    def clean_keyword(self) -> str:
+        try:
+            return blocklist.normalise(self.cleaned_data["keyword"])
+        except blocklist.PatternError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+@admin.register(Filter)
+class FilterAdmin(AuditedModelAdmin):
+    form = FilterForm
+    list_display = ("chat_id", "keyword", "media_kind", "updated_at")
+    search_fields = ("=chat_id", "keyword", "text")

@@ -16,16 +16,23 @@ class RulesConfig(features.FeatureConfig):
     bot_handlers = "moderation.rules.handlers"
     job_handlers = "moderation.rules.tasks.JOB_HANDLERS"
     privacy = "moderation.rules.privacy"
-    start_line = gettext_lazy("chat rules (/lock, /addblocklist, /approve in groups)")
+    start_line = gettext_lazy(
+        "chat rules (/lock, /addblocklist, /approve, /save, /filter in groups)"
+    )
     chat_settings_models = (
         "rules.Lock",
         "rules.AllowedDomain",
         "rules.BlocklistEntry",
         "rules.Approval",
+        "rules.Note",
+        "rules.Filter",
     )
+    key_families = {
+        "rules": "chat rules: filter answers per chat and minute (rules:fr:<chat>:<minute>, TTL)",
+    }
     console_sections = {
         "safety": ("rules.lock", "rules.blocklistentry", "rules.approval"),
-        "settings": ("rules.alloweddomain",),
+        "settings": ("rules.alloweddomain", "rules.note", "rules.filter"),
     }
 
     def ready(self) -> None:

@@ -20,7 +20,7 @@ from moderation.rights import (
     is_group_id,
     is_protected,
 )
-from moderation.rules import blocklist, kinds, matcher, services
+from moderation.rules import answers, blocklist, kinds, matcher, services
 from moderation.rules.matcher import Verdict
 from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Lock
 from moderation.rules.services import Change, RulesError
@@ -77,7 +77,7 @@ def _action(words: list[str]) -> tuple[str, int | None]:
 
 
 def _described(action: str, seconds: int | None) -> str:
-    names = {
+    names: dict[str, str] = {
         Action.DELETE: _("delete"),
         Action.WARN: _("delete and warn"),
         Action.MUTE: _("delete and mute"),
@@ -435,6 +435,34 @@ ROUTES: list[Route] = [
     Route.on_command(
         "approved", approved, help=gettext_lazy("the approved members"), chat_types=GROUPS
     ),
+    Route.on_command(
+        "save",
+        answers.save,
+        help=gettext_lazy("<name> <text> (or reply): save a note; {admin} for admins only"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "get", answers.get, help=gettext_lazy("<name>: a note (or #name)"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "notes", answers.notes_list, help=gettext_lazy("the chat's notes"), chat_types=GROUPS
+    ),
+    Route.on_command("saved", answers.notes_list, chat_types=GROUPS),
+    Route.on_command(
+        "clear", answers.clear, help=gettext_lazy("<name>: remove a note"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "filter",
+        answers.filter_command,
+        help=gettext_lazy('<word|"phrase"> <text> (or reply): answer a keyword'),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "stop", answers.stop, help=gettext_lazy("<word|phrase>: remove a filter"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "filters", answers.filters_list, help=gettext_lazy("the chat's filters"), chat_types=GROUPS
+    ),
 ]
 # Before anti-flood (100) and violations (110): a message a rule deletes is dealt with by
 # the rule; the others still count it.
@@ -449,5 +477,13 @@ OBSERVERS: list[Observer] = [
         chat_types=GROUPS,
         order=90,
         foresee=foresee_rules,
+    ),
+    Observer.on(
+        "rules.answers",
+        "message",
+        answers.answer,
+        chat_types=GROUPS,
+        order=95,
+        foresee=answers.foresee_answer,
     ),
 ]

@@ -18,7 +18,7 @@ from django.db.models.signals import post_delete, post_save
 from moderation.rights import is_member_message
 from moderation.rules import kinds
 from moderation.rules.blocklist import Blocklist
-from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Lock
+from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
 from telegram_bot.updates import Message
 
 CACHE_SECONDS = 10.0
@@ -52,10 +52,17 @@ class ChatRules:
     # A message field -> the chat's locks that need it (``kinds.FIELDS``): a message is
     # checked only against the locks its fields can break.
     lock_index: dict[str, frozenset[str]] = field(default_factory=dict)
+    notes: frozenset[str] = frozenset()  # the names of the chat's notes
+    filters: Blocklist = field(default_factory=Blocklist)  # keywords, matched as the blocklist
 
     @property
     def empty(self) -> bool:
         return not self.locks and not self.blocklist
+
+    @property
+    def answers(self) -> bool:
+        """Whether the chat has notes or filters (``replies``)."""
+        return bool(self.notes or self.filters)
 
     def verdict(self, message: Message) -> Verdict | None:
         """The first rule ``message`` breaks (locks first, then the blocklist), ignoring who
@@ -126,14 +133,21 @@ def _compile(chat_id: int) -> ChatRules:
         .values_list("pattern", "action", "seconds")
     )
     approved = frozenset(Approval.objects.filter(chat_id=chat_id).values_list("user_id", flat=True))
-    if not (locks or domains or blocklist or approved):
+    notes = frozenset(Note.objects.filter(chat_id=chat_id).values_list("name", flat=True))
+    filters = Blocklist.compile(
+        (keyword, "", None)
+        for keyword in Filter.objects.filter(chat_id=chat_id)
+        .order_by("id")
+        .values_list("keyword", flat=True)
+    )
+    if not (locks or domains or blocklist or approved or notes or filters):
         return NO_RULES
     index: dict[str, set[str]] = {}
     for kind in locks:
         for name in kinds.FIELDS.get(kind, ()):
             index.setdefault(name, set()).add(kind)
     frozen = {name: frozenset(found) for name, found in index.items()}
-    return ChatRules(locks, domains, blocklist, approved, frozen)
+    return ChatRules(locks, domains, blocklist, approved, frozen, notes, filters)
 
 
 def is_approved(chat_id: int, user_id: int) -> bool:
@@ -165,7 +179,7 @@ def _on_change(sender: type, instance: object, **kwargs: object) -> None:
 
 
 def connect_signals() -> None:
-    for model in (Lock, AllowedDomain, BlocklistEntry, Approval):
+    for model in (Lock, AllowedDomain, BlocklistEntry, Approval, Note, Filter):
         uid = f"rules-{model.__name__}"
         post_save.connect(_on_change, sender=model, dispatch_uid=f"{uid}-save")
         post_delete.connect(_on_change, sender=model, dispatch_uid=f"{uid}-del")

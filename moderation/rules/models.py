@@ -111,3 +111,52 @@ class Approval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name or self.user_id} in {self.chat_id}"
+
+
+class SavedReply(models.Model):
+    """What a note or a filter answers: a text (with its link buttons) or a media file."""
+
+    text = models.TextField(_("text"), blank=True, max_length=4096)
+    buttons = models.JSONField(_("buttons"), default=list, blank=True)
+    media_kind = models.CharField(_("media kind"), max_length=20, blank=True)
+    file_id = models.CharField(_("file id"), max_length=200, blank=True)
+    created_by = models.BigIntegerField(_("saved by"), null=True, blank=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Note(SavedReply):
+    """A note: ``#name`` or ``/get name`` answers it; an admin-only one only to admins."""
+
+    chat_id = models.BigIntegerField(_("chat id"))
+    name = models.CharField(_("name"), max_length=64)
+    admin_only = models.BooleanField(_("admins only"), default=False)
+
+    class Meta:
+        verbose_name = _("note")
+        verbose_name_plural = _("notes")
+        ordering = ["chat_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["chat_id", "name"], name="rules_note_once")]
+
+    def __str__(self) -> str:
+        return f"#{self.name} in {self.chat_id}"
+
+
+class Filter(SavedReply):
+    """A filter: a member's message holding the keyword or phrase gets this answer."""
+
+    chat_id = models.BigIntegerField(_("chat id"))
+    keyword = models.CharField(_("keyword or phrase"), max_length=100)
+
+    class Meta:
+        verbose_name = _("filter")
+        verbose_name_plural = _("filters")
+        ordering = ["chat_id", "keyword"]
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "keyword"], name="rules_filter_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.keyword} in {self.chat_id}"

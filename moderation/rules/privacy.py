@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 
 from moderation.rules import matcher
-from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Lock
+from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
 from telegram_bot.privacy import Subject
 from telegram_bot.state import KVStore
 
@@ -18,9 +18,11 @@ MODELS = {
     "rules.Lock": "who set a lock",
     "rules.AllowedDomain": "who allowed a link domain",
     "rules.BlocklistEntry": "who added a blocklist entry",
+    "rules.Note": "who saved a note",
+    "rules.Filter": "who saved a filter",
 }
 KEY_FAMILIES: dict[str, str] = {}
-NOT_PERSONAL: dict[str, str] = {}
+NOT_PERSONAL = {"rules:": "filter answers counted per chat and minute"}
 
 
 def export(user_id: int, store: KVStore) -> dict[str, Any]:
@@ -38,6 +40,10 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
         "blocklist_added": list(
             BlocklistEntry.objects.filter(created_by=user_id).values("chat_id", "pattern")
         ),
+        "notes_saved": list(Note.objects.filter(created_by=user_id).values("chat_id", "name")),
+        "filters_saved": list(
+            Filter.objects.filter(created_by=user_id).values("chat_id", "keyword")
+        ),
     }
 
 
@@ -51,7 +57,9 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
             ),
             "rules_set": Lock.objects.filter(created_by=user).update(created_by=subject.pseudonym)
             + AllowedDomain.objects.filter(created_by=user).update(created_by=subject.pseudonym)
-            + BlocklistEntry.objects.filter(created_by=user).update(created_by=subject.pseudonym),
+            + BlocklistEntry.objects.filter(created_by=user).update(created_by=subject.pseudonym)
+            + Note.objects.filter(created_by=user).update(created_by=subject.pseudonym)
+            + Filter.objects.filter(created_by=user).update(created_by=subject.pseudonym),
         }
     matcher.forget()
     return counts

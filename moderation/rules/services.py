@@ -25,7 +25,8 @@ from moderation import services as moderation
 from moderation.models import Action
 from moderation.rules import kinds, matcher
 from moderation.rules.matcher import Verdict
-from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Lock
+from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
+from moderation.rules.replies import Content
 from moderation.services import Origin, Target
 from telegram_bot.audit import BOT, Actor, Outcome, audit_record, clean
 from telegram_bot.client import TelegramClient
@@ -223,6 +224,78 @@ def unapprove(change: Change, *, target: Target) -> bool:
         return rows.delete()[0] > 0
 
     return _write(change, "rules.unapprove", "", work, target)
+
+
+# -- notes and filters -------------------------------------------------------------------------
+
+MAX_NOTES = 200
+MAX_FILTERS = 200
+
+
+def note_save(change: Change, *, name: str, content: Content, admin_only: bool) -> bool:
+    """Save (or replace) the note ``name``; True when it is new."""
+    created = False
+
+    def work() -> bool:
+        nonlocal created
+        if (
+            not Note.objects.filter(chat_id=change.chat_id, name=name).exists()
+            and Note.objects.filter(chat_id=change.chat_id).count() >= MAX_NOTES
+        ):
+            raise RulesError(_("At most %(count)s notes.") % {"count": MAX_NOTES})
+        _row, created = Note.objects.update_or_create(
+            chat_id=change.chat_id,
+            name=name,
+            defaults={**_fields(content, change), "admin_only": admin_only},
+        )
+        return True
+
+    _write(change, "rules.note", name, work)
+    return created
+
+
+def note_clear(change: Change, *, name: str) -> bool:
+    def work() -> bool:
+        return Note.objects.filter(chat_id=change.chat_id, name=name).delete()[0] > 0
+
+    return _write(change, "rules.clear", name, work)
+
+
+def filter_save(change: Change, *, keyword: str, content: Content) -> bool:
+    """Save (or replace) the filter of ``keyword`` (normalised: ``blocklist.normalise``)."""
+    created = False
+
+    def work() -> bool:
+        nonlocal created
+        if (
+            not Filter.objects.filter(chat_id=change.chat_id, keyword=keyword).exists()
+            and Filter.objects.filter(chat_id=change.chat_id).count() >= MAX_FILTERS
+        ):
+            raise RulesError(_("At most %(count)s filters.") % {"count": MAX_FILTERS})
+        _row, created = Filter.objects.update_or_create(
+            chat_id=change.chat_id, keyword=keyword, defaults=_fields(content, change)
+        )
+        return True
+
+    _write(change, "rules.filter", keyword, work)
+    return created
+
+
+def filter_stop(change: Change, *, keyword: str) -> bool:
+    def work() -> bool:
+        return Filter.objects.filter(chat_id=change.chat_id, keyword=keyword).delete()[0] > 0
+
+    return _write(change, "rules.stop", keyword, work)
+
+
+def _fields(content: Content, change: Change) -> dict[str, Any]:
+    return {
+        "text": content.text,
+        "buttons": content.buttons,
+        "media_kind": content.media_kind,
+        "file_id": content.file_id,
+        "created_by": change.actor.telegram_id,
+    }
 
 
 class RulesError(Exception):

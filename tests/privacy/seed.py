@@ -26,7 +26,7 @@ from content.models import Post
 from moderation.flood import flood_key
 from moderation.models import Warning, WarnState
 from moderation.rights import admins_key
-from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Lock
+from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
 from stats import keys as stats_keys
 from stats import write_behind
 from stats.member_months import month_write
@@ -207,6 +207,8 @@ def _seed_apps(store: KVStore) -> None:
     Lock.objects.create(chat_id=CHATS[0], kind="url", created_by=USER)
     AllowedDomain.objects.create(chat_id=CHATS[0], domain="example.org", created_by=USER)
     BlocklistEntry.objects.create(chat_id=CHATS[0], pattern="spam", created_by=USER)
+    Note.objects.create(chat_id=CHATS[0], name="rules", text="Be kind", created_by=USER)
+    Filter.objects.create(chat_id=CHATS[0], keyword="hello", text="Hi", created_by=USER)
     store.increment(flood_key(CHATS[0], USER, 99), 1)
     store.set(admins_key(CHATS[0]), [[USER, "administrator", True, True, USERNAME]])
     for chat_id in CHATS:
