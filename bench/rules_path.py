@@ -1,7 +1,8 @@
 """The group-message path with a chat's rules against the same path without any, in one run.
 
-Chats holding every lock kind (23), 27 allowed link domains and 200 blocklist entries (words,
-phrases and wildcards that the bench's messages do not hold) against chats holding none; the
+Chats holding every lock kind (23), 27 allowed link domains, 200 blocklist entries, 100 notes
+and 100 filters (words, phrases and wildcards that the bench's messages do not hold) against
+chats holding none; the
 same unique group messages through the webhook (the web worker's WSGI application, the whole
 pipeline with statistics counting), rounds alternating between the two. Rates are per second
 of this process's CPU time; the figure is the ratio (with rules / without), which #40 wants
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace, store: Any) -> None:
     with_rules, without = statistics.median(ruled), statistics.median(plain)
     print(f"rules path: KV {args.kv}, {args.rounds} rounds x {args.messages} group messages")
     print(f"  chats without rules           {without:8.0f} updates/CPU-s")
-    print("  chats with 23 locks, 27 domains and 200 blocklist entries")
+    print("  chats with 23 locks, 27 domains, 200 blocklist entries, 100 notes, 100 filters")
     print(f"                                {with_rules:8.0f} updates/CPU-s"
           f"   ratio {with_rules / without:.3f}")  # fmt: skip
 
@@ -95,7 +96,7 @@ def bodies(updates: list[dict[str, Any]], offset: int) -> list[str]:
 def fill_rules(chat_id: int) -> None:
     from moderation.rules.blocklist import normalise
     from moderation.rules.kinds import KINDS
-    from moderation.rules.models import AllowedDomain, BlocklistEntry, Lock
+    from moderation.rules.models import AllowedDomain, BlocklistEntry, Filter, Lock, Note
 
     Lock.objects.bulk_create([Lock(chat_id=chat_id, kind=kind) for kind in KINDS])
     AllowedDomain.objects.bulk_create(
@@ -107,6 +108,14 @@ def fill_rules(chat_id: int) -> None:
     patterns += [f"*inside{n}*" for n in range(20)]
     BlocklistEntry.objects.bulk_create(
         [BlocklistEntry(chat_id=chat_id, pattern=normalise(p)) for p in patterns]
+    )
+    Note.objects.bulk_create(
+        [Note(chat_id=chat_id, name=f"note{n}", text="saved") for n in range(100)]
+    )
+    keywords = [f"key{n}" for n in range(60)] + [f"say key{n}" for n in range(30)]
+    keywords += [f"*kw{n}*" for n in range(10)]
+    Filter.objects.bulk_create(
+        [Filter(chat_id=chat_id, keyword=normalise(k), text="answer") for k in keywords]
     )
 
 

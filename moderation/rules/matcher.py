@@ -19,6 +19,7 @@ from moderation.rights import is_member_message
 from moderation.rules import kinds
 from moderation.rules.blocklist import Blocklist
 from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
+from telegram_bot import features
 from telegram_bot.updates import Message
 
 CACHE_SECONDS = 10.0
@@ -151,8 +152,9 @@ def _compile(chat_id: int) -> ChatRules:
 
 
 def is_approved(chat_id: int, user_id: int) -> bool:
-    """The exemption check registered with the core (``telegram_bot.exemptions``)."""
-    return user_id in rules_of(chat_id).approved
+    """The exemption check registered with the core (``telegram_bot.exemptions``); nobody is
+    approved while the app is switched off (``FEATURES_DISABLED``)."""
+    return features.is_enabled("rules") and user_id in rules_of(chat_id).approved
 
 
 def member_verdict(chat_id: int, message: Message) -> Verdict | None:

@@ -87,3 +87,14 @@ def test_an_approved_member_joins_without_a_captcha(
     post_update(join_update(OTHER, chat_id=GROUP))
     [restrict] = ok_calls(bot, "restrictChatMember")
     assert restrict.params["user_id"] == OTHER
+
+
+def test_switched_off_the_rules_exempt_nobody(
+    bot: FakeTelegramServer, post_update: Any, settings: Any
+) -> None:
+    command(post_update, f"/approve {MEMBER}", sender=MOD)
+    settings.FEATURES_DISABLED = ["rules"]
+    for _ in range(12):
+        send(post_update, said("chatter"))
+    [mute] = ok_calls(bot, "restrictChatMember")
+    assert mute.params["user_id"] == MEMBER
