@@ -236,8 +236,16 @@ else:
     Q_CLUSTER["orm"] = "default"
 
 # --- Django ---------------------------------------------------------------------------------
-# The feature apps, by label; FEATURES_DISABLED may name any of them.
-FEATURE_APPS = ("support", "community", "content", "moderation", "stats")
+# The feature apps, label: module; FEATURES_DISABLED may name any of them. The chat rules
+# are an app of their own inside the moderation package (they act through its services).
+FEATURE_APPS = {
+    "support": "support",
+    "community": "community",
+    "content": "content",
+    "moderation": "moderation",
+    "rules": "moderation.rules.apps.RulesConfig",
+    "stats": "stats",
+}
 INSTALLED_APPS = [
     "telegram_bot.ops.admin_site.OperatorsAdminConfig",
     "django.contrib.auth",
@@ -254,7 +262,7 @@ INSTALLED_APPS = [
     # For its bundled Swagger UI (template and static files): /api/v1/docs loads nothing from
     # a CDN.
     "ninja",
-    *FEATURE_APPS,
+    *FEATURE_APPS.values(),
 ]
 # FEATURES_DISABLED: feature apps that stay installed (their data, privacy hooks and queued
 # jobs) with their handlers, schedules, admin pages, API routes and cards off

@@ -23,6 +23,7 @@ from moderation.rights import chat_admins, is_group_id, is_member_message, is_pr
 from moderation.services import Origin, Target
 from telegram_bot.audit import BOT
 from telegram_bot.errors import TelegramApiError
+from telegram_bot.exemptions import is_exempt
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import QUIET, ClaimCounter, Foresight
 from telegram_bot.state import KVStore
@@ -90,6 +91,8 @@ def check_flood(ctx: Context) -> None:
         return  # under the limit, or already acted on in this window
     target = Target(user.id, user.full_name, user.username or "")
     try:
+        if is_exempt(ctx.chat_id, user.id):
+            return  # an approved member (chat rules)
         if is_protected(chat_admins(ctx.store, ctx.client, ctx.chat_id), user.id):
             return  # admins are exempt
         answer = services.penalize(

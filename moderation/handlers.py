@@ -9,12 +9,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from moderation import flood, panel, services, violations
 from moderation.conf import chat_settings
-from moderation.durations import DurationError, looks_like_duration, parse_duration, quoted
+from moderation.durations import (
+    DurationError,
+    describe,
+    looks_like_duration,
+    parse_duration,
+    quoted,
+)
+from moderation.models import Action, ChatSettings
 from moderation.rights import (
     DELETE,
     RESTRICT,
@@ -33,6 +41,7 @@ from telegram_bot.admins import GROUP_ANONYMOUS_BOT_ID, Role, sent_as_the_chat
 from telegram_bot.audit import Actor, telegram_actor
 from telegram_bot.client.methods import DELETE_BATCH
 from telegram_bot.errors import TelegramApiError
+from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import Observer, PanelEntry, Route
 from telegram_bot.updates import Message
@@ -59,7 +68,9 @@ class Request:
         return Origin(self.chat_id, actor, "command", self.ctx.update.update_id)
 
 
-def _command(right: str) -> Callable[[Callable[[Request], str]], Callable[[Context], None]]:
+def moderator_command(
+    right: str,
+) -> Callable[[Callable[[Request], str]], Callable[[Context], None]]:
     """Wrap a command: admins fetched, the sender's and the bot's rights checked, refusals
     and Telegram errors answered in one line."""
 
@@ -229,7 +240,7 @@ def _penalty(
         )
 
     body.__name__ = action
-    return _command(RESTRICT)(body)
+    return moderator_command(RESTRICT)(body)
 
 
 mute = _penalty("mute", duration=True)
@@ -239,14 +250,14 @@ unban = _penalty("unban")
 kick = _penalty("kick", reason=True)
 
 
-@_command(RESTRICT)
+@moderator_command(RESTRICT)
 def warn(req: Request) -> str:
     target = resolve_target(req)
     reason = " ".join(req.args)[:300]
     return services.warn_and_act(req.ctx.client, req.origin, target, reason)
 
 
-@_command(RESTRICT)
+@moderator_command(RESTRICT)
 def unwarn(req: Request) -> str:
     target = resolve_target(req, protect=False)
     if services.unwarn(origin=req.origin, target=target):
@@ -258,7 +269,7 @@ def unwarn(req: Request) -> str:
     return _("%(name)s has no warnings.") % {"name": target.label}
 
 
-@_command(RESTRICT)
+@moderator_command(RESTRICT)
 def warns(req: Request) -> str:
     target = resolve_target(req, protect=False)
     active = services.warnings_of(req.chat_id, target.user_id)
@@ -274,7 +285,97 @@ def warns(req: Request) -> str:
     }
 
 
-@_command(DELETE)
+@moderator_command(RESTRICT)
+def resetwarns(req: Request) -> str:
+    target = resolve_target(req, protect=False)
+    count = services.resetwarns(origin=req.origin, target=target)
+    if not count:
+        return _("%(name)s has no warnings.") % {"name": target.label}
+    return ngettext(
+        "Removed %(count)d warning of %(name)s.", "Removed %(count)d warnings of %(name)s.", count
+    ) % {"count": count, "name": target.label}
+
+
+@moderator_command(RESTRICT)
+def warnlimit(req: Request) -> str:
+    """``/warnlimit`` says the limit; ``/warnlimit N`` sets it (1-20)."""
+    if not req.args:
+        row = chat_settings(req.chat_id)
+        return _("Warning limit: %(limit)s, then %(action)s %(duration)s.") % {
+            "limit": row.warn_limit,
+            "action": row.get_warn_action_display(),
+            "duration": describe(row.warn_action_seconds),
+        }
+    limit = ascii_int(req.args[0], digits=2)
+    if limit is None or not 1 <= limit <= services.WARN_LIMIT_MAX:
+        raise Refusal(
+            _("The limit is a number from 1 to %(most)s.") % {"most": services.WARN_LIMIT_MAX}
+        )
+    _warn_settings(req, {"warn_limit": limit})
+    return _("Warning limit set to %(limit)s.") % {"limit": limit}
+
+
+WARN_MODES = {
+    "mute": Action.MUTE,
+    "tmute": Action.MUTE,
+    "ban": Action.BAN,
+    "tban": Action.BAN,
+    "kick": Action.KICK,
+}
+
+
+@moderator_command(RESTRICT)
+def warnmode(req: Request) -> str:
+    """``/warnmode mute|ban|kick [duration]``: the action at the warning limit."""
+    action = WARN_MODES.get(req.args[0].lower()) if req.args else None
+    if action is None:
+        raise Refusal(_("Say what happens at the limit: /warnmode mute|ban|kick [duration]."))
+    values: dict[str, object] = {"warn_action": action}
+    if len(req.args) > 1:
+        try:
+            values["warn_action_seconds"] = parse_duration(req.args[1])
+        except DurationError as exc:
+            raise Refusal(str(exc)) from None
+    row = _warn_settings(req, values)
+    return _("At the limit: %(action)s %(duration)s.") % {
+        "action": row.get_warn_action_display(),
+        "duration": describe(row.warn_action_seconds),
+    }
+
+
+@moderator_command(RESTRICT)
+def warntime(req: Request) -> str:
+    """``/warntime 30d``: warnings stop counting after this many days (1-365)."""
+    seconds = None
+    if req.args:
+        try:
+            seconds = parse_duration(req.args[0])
+        except DurationError:
+            seconds = None
+    days, rest = divmod(seconds or 0, 86400)
+    if not req.args or rest or not 1 <= days <= 365:
+        raise Refusal(_("Give whole days from 1d to 365d, e.g. /warntime 30d."))
+    _warn_settings(req, {"warn_expiry_days": days})
+    return ngettext(
+        "Warnings now expire after %(count)d day.",
+        "Warnings now expire after %(count)d days.",
+        days,
+    ) % {"count": days}
+
+
+def _warn_settings(req: Request, values: dict[str, object]) -> ChatSettings:
+    try:
+        return services.warn_settings_set(
+            chat_id=req.chat_id,
+            values=values,
+            actor=req.origin.actor,
+            update_id=req.ctx.update.update_id,
+        )
+    except ValidationError as exc:
+        raise Refusal(" ".join(exc.messages)[:300]) from None
+
+
+@moderator_command(DELETE)
 def delete(req: Request) -> str:
     reply = _replied(req.message)
     if reply is None:
@@ -286,7 +387,7 @@ def delete(req: Request) -> str:
     return ""
 
 
-@_command(DELETE)
+@moderator_command(DELETE)
 def purge(req: Request) -> str:
     reply = _replied(req.message)
     if reply is None:
@@ -395,6 +496,30 @@ ROUTES: list[Route] = [
         chat_types=GROUPS,
     ),
     Route.on_command(
+        "resetwarns",
+        resetwarns,
+        help=gettext_lazy("(reply or @user/id): remove all of a member's warnings"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "warnlimit",
+        warnlimit,
+        help=gettext_lazy("[1-20]: the warning limit"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "warnmode",
+        warnmode,
+        help=gettext_lazy("mute|ban|kick [duration]: the action at the warning limit"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "warntime",
+        warntime,
+        help=gettext_lazy("<days, e.g. 30d>: when warnings expire"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
         "mute",
         mute,
         help=gettext_lazy("(reply or @user/id) [30m|2h|7d] [reason]"),
@@ -438,6 +563,14 @@ OBSERVERS: list[Observer] = [
     Observer.on(
         "mod.violations",
         "message",
+        violations.act_on_violations,
+        chat_types=GROUPS,
+        order=110,
+        foresee=violations.foresee_violations,
+    ),
+    Observer.on(
+        "mod.violations-edit",
+        "edited_message",
         violations.act_on_violations,
         chat_types=GROUPS,
         order=110,

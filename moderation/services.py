@@ -417,6 +417,35 @@ def unwarn(*, origin: Origin, target: Target) -> bool:
     return True
 
 
+def resetwarns(*, origin: Origin, target: Target) -> int:
+    """Revoke every active warning of the member (/resetwarns); how many. A re-delivery of the
+    same update revokes nothing again (its audit entry exists: rolled back, 0)."""
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            WarnState.objects.select_for_update().filter(
+                chat_id=origin.chat_id, user_id=target.user_id
+            ).first()
+            count = _active(origin.chat_id, target.user_id, now).update(revoked=True)
+            if not count:
+                return 0
+            entry = record(
+                action="resetwarns",
+                actor=origin.actor,
+                source=origin.source,
+                chat_id=origin.chat_id,
+                target_id=target.user_id,
+                target_name=target.label,
+                detail=f"{count} warning(s)",
+                update_id=origin.update_id,
+            )
+            if entry is None:
+                raise _AlreadyDone
+    except _AlreadyDone:
+        return 0
+    return count
+
+
 class _AlreadyDone(Exception):
     """Rolls back a revocation that this update made before (a re-delivery)."""
 
@@ -499,6 +528,38 @@ def settings_set(
         row.save()
         audit_settings(
             row, actor=actor, source="panel", changes=f"{name}={new}", update_id=update_id
+        )
+    return row
+
+
+WARN_SETTINGS = ("warn_limit", "warn_action", "warn_action_seconds", "warn_expiry_days")
+
+
+def warn_settings_set(
+    *, chat_id: int, values: dict[str, Any], actor: Actor, update_id: int | None = None
+) -> ChatSettings:
+    """Set warning settings of a chat from a command (/warnlimit, /warnmode, /warntime):
+    validated like the admin site's form (``full_clean``: ValidationError on a bad value),
+    recorded in the audit log once per update when it changed something."""
+    if not set(values) <= set(WARN_SETTINGS):
+        raise ValueError(f"not a warning setting: {sorted(set(values) - set(WARN_SETTINGS))}")
+    with transaction.atomic():
+        row, _ = ChatSettings.objects.select_for_update().get_or_create(chat_id=chat_id)
+        if update_id is not None and already_done(update_id, "settings"):
+            return row
+        changed = {name: value for name, value in values.items() if getattr(row, name) != value}
+        if not changed:
+            return row
+        for name, value in changed.items():
+            setattr(row, name, value)
+        row.full_clean()
+        row.save()
+        audit_settings(
+            row,
+            actor=actor,
+            source="command",
+            changes=", ".join(f"{name}={value}" for name, value in changed.items()),
+            update_id=update_id,
         )
     return row
 

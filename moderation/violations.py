@@ -2,8 +2,9 @@
 ban). The rules and their matching belong to the statistics app; moderation asks the core
 classification service (``telegram_bot.violations``) and never imports statistics. A chat whose
 severities all map to "none" (the default) costs nothing: the message is not classified here.
-Admins are exempt. Statistics still count the message: this observer runs before theirs and
-does not stop it.
+Admins and approved members (``telegram_bot.exemptions``) are exempt. Statistics still count
+the message: this observer runs before theirs and does not stop it. An edited message is
+judged again (its own update, once): clean text edited into a violation is acted on.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from moderation.services import Origin, Target
 from telegram_bot import violations
 from telegram_bot.audit import BOT, Outcome
 from telegram_bot.errors import TelegramApiError
+from telegram_bot.exemptions import is_exempt
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import QUIET, Foresight
 from telegram_bot.state import KVStore
@@ -27,7 +29,7 @@ from telegram_bot.updates import Update
 def _verdict(update: Update, store: KVStore) -> tuple[str, Action] | None:
     """The worst severity of a member's message and the chat's action for it; None when
     nothing is to be done (no violation, its action "none", not a member's message)."""
-    message = update.message
+    message = update.message or update.edited_message
     if message is None or update.chat_id is None or update.command() is not None:
         return None
     if not is_group_id(update.chat_id):
@@ -41,6 +43,8 @@ def _verdict(update: Update, store: KVStore) -> tuple[str, Action] | None:
     severity = violations.worst(violations.classify(message, store))
     if severity is None or actions[severity] == Action.NONE:
         return None
+    if is_exempt(update.chat_id, message.from_user.id):
+        return None
     return severity, actions[severity]
 
 
@@ -51,7 +55,7 @@ def foresee_violations(update: Update, store: KVStore) -> Foresight | None:
 
 def act_on_violations(ctx: Context) -> None:
     verdict = _verdict(ctx.update, ctx.store)
-    message = ctx.update.message
+    message = ctx.update.message or ctx.update.edited_message
     if verdict is None or message is None or message.from_user is None or ctx.chat_id is None:
         return
     severity, action = verdict
@@ -68,7 +72,12 @@ def act_on_violations(ctx: Context) -> None:
         if is_protected(chat_admins(ctx.store, ctx.client, ctx.chat_id), user.id):
             return
         if action == Action.DELETE:
-            ctx.client.delete_message(chat_id=ctx.chat_id, message_id=message.message_id)
+            try:
+                ctx.client.delete_message(chat_id=ctx.chat_id, message_id=message.message_id)
+            except TelegramApiError as exc:
+                # Deleted already (a chat rule's lock or blocklist saw it first): done.
+                if "message to delete not found" not in exc.description.lower():
+                    raise
             services.record(
                 action="delete",
                 actor=BOT,

@@ -54,6 +54,7 @@ from community.services import raid
 from telegram_bot.bot import get_client
 from telegram_bot.client import SEND_PERMISSIONS
 from telegram_bot.errors import BotError, TelegramApiError
+from telegram_bot.exemptions import is_exempt
 from telegram_bot.jobs.services import job_cancel_key, job_enqueue, job_retry_later
 from telegram_bot.languages import supported
 from telegram_bot.state import get_store
@@ -241,6 +242,8 @@ def render(template: str, user: User, *, chat_title: str, rules: str) -> str:
 
 
 def _needs_captcha(policy: MemberPolicy, event: MemberEvent, store: MemberStore) -> bool:
+    if is_exempt(event.chat_id, event.user.id):
+        return False  # approved in this chat (chat rules): trusted, as an admin would be
     strict = store.get_strict(event.chat_id)
     if strict is not None and not raid.requests_only(strict):
         return True  # captcha for everyone (also when "join requests only" has no link)

@@ -26,6 +26,7 @@ from content.models import Post
 from moderation.flood import flood_key
 from moderation.models import Warning, WarnState
 from moderation.rights import admins_key
+from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
 from stats import keys as stats_keys
 from stats import write_behind
 from stats.member_months import month_write
@@ -201,6 +202,14 @@ def _seed_apps(store: KVStore) -> None:
         expires_at=timezone.now() + timedelta(days=30),
     )
     WarnState.objects.create(chat_id=CHATS[0], user_id=USER, username=USERNAME, name=FIRST)
+    # Chat rules: approved in one chat, and the author of rules and another's approval.
+    Approval.objects.create(chat_id=CHATS[0], user_id=USER, name=FIRST, approved_by=OWNER)
+    Approval.objects.create(chat_id=CHATS[1], user_id=OTHER, name="Other", approved_by=USER)
+    Lock.objects.create(chat_id=CHATS[0], kind="url", created_by=USER)
+    AllowedDomain.objects.create(chat_id=CHATS[0], domain="example.org", created_by=USER)
+    BlocklistEntry.objects.create(chat_id=CHATS[0], pattern="spam", created_by=USER)
+    Note.objects.create(chat_id=CHATS[0], name="rules", text="Be kind", created_by=USER)
+    Filter.objects.create(chat_id=CHATS[0], keyword="hello", text="Hi", created_by=USER)
     store.increment(flood_key(CHATS[0], USER, 99), 1)
     store.set(admins_key(CHATS[0]), [[USER, "administrator", True, True, USERNAME]])
     for chat_id in CHATS:

@@ -52,10 +52,10 @@ def test_a_user_sees_only_what_they_may_open(client: Client, django_user_model: 
 def test_a_model_no_section_names_keeps_its_apps_group() -> None:
     apps = [
         {
-            "name": "Rules",
-            "app_label": "rules",
-            "app_url": "/admin/rules/",
-            "models": [{"name": "Locks", "object_name": "Lock", "admin_url": "/admin/rules/lock/"}],
+            "name": "Notes",
+            "app_label": "notes",
+            "app_url": "/admin/notes/",
+            "models": [{"name": "Notes", "object_name": "Note", "admin_url": "/admin/notes/note/"}],
         },
         {
             "name": "Posts",
@@ -67,7 +67,7 @@ def test_a_model_no_section_names_keeps_its_apps_group() -> None:
         },
     ]
     result = grouped(apps, {})
-    assert [str(app["name"]) for app in result] == ["Posts", "Rules"]
+    assert [str(app["name"]) for app in result] == ["Posts", "Notes"]
     assert result[0]["app_url"] == "/admin/content/post/"
 
 

@@ -1,0 +1,44 @@
+from __future__ import annotations
+
+from django.utils.translation import gettext_lazy
+
+from telegram_bot import features
+
+
+class RulesConfig(features.FeatureConfig):
+    """Chat rules (locks, blocklists, approved members), an app of its own inside the
+    moderation package: it acts through moderation's services (mute, ban, warn, rights),
+    which the import contract lets no other feature app import."""
+
+    name = "moderation.rules"
+    label = "rules"
+    verbose_name = gettext_lazy("Chat rules")
+    bot_handlers = "moderation.rules.handlers"
+    job_handlers = "moderation.rules.tasks.JOB_HANDLERS"
+    privacy = "moderation.rules.privacy"
+    start_line = gettext_lazy(
+        "chat rules (/lock, /addblocklist, /approve, /save, /filter in groups)"
+    )
+    chat_settings_models = (
+        "rules.Lock",
+        "rules.AllowedDomain",
+        "rules.BlocklistEntry",
+        "rules.Approval",
+        "rules.Note",
+        "rules.Filter",
+    )
+    key_families = {
+        "rules": "chat rules: filter answers per chat and minute (rules:fr:<chat>:<minute>, TTL)",
+    }
+    console_sections = {
+        "safety": ("rules.lock", "rules.blocklistentry", "rules.approval"),
+        "settings": ("rules.alloweddomain", "rules.note", "rules.filter"),
+    }
+
+    def ready(self) -> None:
+        super().ready()
+        from moderation.rules import matcher
+        from telegram_bot.exemptions import register_exemption
+
+        matcher.connect_signals()
+        register_exemption("rules.approved", matcher.is_approved)

@@ -1,0 +1,489 @@
+"""Telegram handlers of the chat rules: the commands (Rose's names and argument forms) and the
+observers that enforce them on new and edited messages. Thin: parse, check rights (moderation's
+``moderator_command``), call the service, answer one line; refusals change nothing."""
+
+from __future__ import annotations
+
+import logging
+
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from moderation.durations import DurationError, looks_like_duration, parse_duration, quoted
+from moderation.handlers import GROUPS, Request, moderator_command, resolve_target
+from moderation.models import Action
+from moderation.rights import (
+    DELETE,
+    RESTRICT,
+    Refusal,
+    chat_admins,
+    is_group_id,
+    is_protected,
+)
+from moderation.rules import answers, blocklist, kinds, matcher, services
+from moderation.rules.matcher import Verdict
+from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Lock
+from moderation.rules.services import Change, RulesError
+from moderation.services import Target, explain
+from telegram_bot.bot import bot_id
+from telegram_bot.errors import TelegramApiError
+from telegram_bot.pipeline.context import Context
+from telegram_bot.pipeline.router import QUIET, Foresight, Observer, Route
+from telegram_bot.state import KVStore
+from telegram_bot.updates import Message, Update
+
+log = logging.getLogger(__name__)
+ACTION_WORDS = {
+    "delete": Action.DELETE,
+    "del": Action.DELETE,
+    "warn": Action.WARN,
+    "mute": Action.MUTE,
+    "tmute": Action.MUTE,
+    "ban": Action.BAN,
+    "tban": Action.BAN,
+}
+LIST_MAX = 50  # lines a listing shows
+
+
+def _change(req: Request) -> Change:
+    return Change(req.chat_id, req.origin.actor, "command", req.ctx.update.update_id)
+
+
+def _action(words: list[str]) -> tuple[str, int | None]:
+    """``[delete|warn|mute|ban] [duration]`` (delete when empty); Refusal on anything else."""
+    if not words:
+        return Action.DELETE, None
+    action = ACTION_WORDS.get(words[0].lower())
+    if action is None:
+        raise Refusal(
+            _("%(word)s is not an action: delete, warn, mute or ban (with a duration).")
+            % {"word": quoted(words[0])}
+        )
+    rest = words[1:]
+    seconds = None
+    if rest and action in (Action.MUTE, Action.BAN):
+        if not looks_like_duration(rest[0]):
+            raise Refusal(_("%(word)s is not a duration.") % {"word": quoted(rest[0])})
+        try:
+            seconds = parse_duration(rest[0])
+        except DurationError as exc:
+            raise Refusal(str(exc)) from None
+        rest = rest[1:]
+    if rest:
+        raise Refusal(
+            _("Too many words after the action: %(rest)s") % {"rest": quoted(" ".join(rest))}
+        )
+    return action, seconds
+
+
+def _described(action: str, seconds: int | None) -> str:
+    names: dict[str, str] = {
+        Action.DELETE: _("delete"),
+        Action.WARN: _("delete and warn"),
+        Action.MUTE: _("delete and mute"),
+        Action.BAN: _("delete and ban"),
+    }
+    text = names.get(action, action)
+    return text + (f" ({seconds // 60}m)" if seconds else "")
+
+
+# -- locks ------------------------------------------------------------------------------------
+
+
+@moderator_command(DELETE)
+def lock(req: Request) -> str:
+    """``/lock <kind>... [delete|warn|mute|ban] [duration]``."""
+    named: list[str] = []
+    args = list(req.args)
+    while args and kinds.kind_named(args[0]) is not None:
+        named.append(kinds.kind_named(args.pop(0)) or "")
+    if not named:
+        if args:
+            raise Refusal(_("%(word)s is not a lock: see /locktypes.") % {"word": quoted(args[0])})
+        raise Refusal(_("Say what to lock, e.g. /lock url (see /locktypes)."))
+    action, seconds = _action(args)
+    named = list(dict.fromkeys(named))
+    services.lock_set(_change(req), kinds=named, action=action, seconds=seconds)
+    return _("Locked %(kinds)s: %(action)s.") % {
+        "kinds": ", ".join(named),
+        "action": _described(action, seconds),
+    }
+
+
+@moderator_command(DELETE)
+def unlock(req: Request) -> str:
+    if not req.args:
+        raise Refusal(_("Say what to unlock, e.g. /unlock url."))
+    named = []
+    for word in req.args:
+        kind = kinds.kind_named(word)
+        if kind is None:
+            raise Refusal(_("%(word)s is not a lock: see /locktypes.") % {"word": quoted(word)})
+        named.append(kind)
+    removed = services.lock_remove(_change(req), kinds=list(dict.fromkeys(named)))
+    if not removed:
+        return _("That was not locked.")
+    return _("Unlocked %(kinds)s.") % {"kinds": ", ".join(removed)}
+
+
+@moderator_command(DELETE)
+def locks(req: Request) -> str:
+    rows = list(Lock.objects.filter(chat_id=req.chat_id).values_list("kind", "action", "seconds"))
+    if not rows:
+        return _("Nothing is locked here.")
+    lines = [f"- {kind}: {_described(action, seconds)}" for kind, action, seconds in rows]
+    domains = list(
+        AllowedDomain.objects.filter(chat_id=req.chat_id).values_list("domain", flat=True)
+    )
+    text = _("Locked here:") + "\n" + "\n".join(lines)
+    if domains:
+        text += "\n" + _("Links allowed to: %(domains)s") % {"domains": ", ".join(domains)}
+    return text
+
+
+def locktypes(ctx: Context) -> None:
+    lines = [f"- {kind}: {kinds.label(kind)}" for kind in kinds.KINDS]
+    ctx.reply(_("Kinds of lock:") + "\n" + "\n".join(lines))
+
+
+@moderator_command(DELETE)
+def allowlist(req: Request) -> str:
+    """``/allowlist`` lists; ``/allowlist example.com ...`` adds."""
+    if not req.args:
+        domains = list(
+            AllowedDomain.objects.filter(chat_id=req.chat_id).values_list("domain", flat=True)
+        )
+        if not domains:
+            return _("No link domain is allowed here: /allowlist example.com adds one.")
+        return _("Links allowed to: %(domains)s") % {"domains": ", ".join(domains)}
+    domains = list(dict.fromkeys(_domain(word) for word in req.args[:20]))
+    try:
+        services.domain_add(_change(req), domains=domains)
+    except RulesError as exc:
+        return str(exc)
+    return _("Links to %(domains)s are allowed.") % {"domains": ", ".join(domains)}
+
+
+@moderator_command(DELETE)
+def rmallowlist(req: Request) -> str:
+    if not req.args:
+        raise Refusal(_("Say which domain, e.g. /rmallowlist example.com."))
+    domains = list(dict.fromkeys(_domain(word) for word in req.args[:20]))
+    removed = services.domain_remove(_change(req), domains=domains)
+    if not removed:
+        return _("That domain was not allowed.")
+    return _("Links to %(domains)s are no longer allowed.") % {"domains": ", ".join(removed)}
+
+
+def _domain(word: str) -> str:
+    host = kinds.host_of(word.strip().lower())
+    labels = host.split(".")
+    if (
+        len(host) > 253
+        or len(labels) < 2
+        or not all(label and len(label) <= 63 for label in labels)
+        or not all(ch.isalnum() or ch in "-." for ch in host)
+    ):
+        raise Refusal(_("%(word)s is not a domain.") % {"word": quoted(word)})
+    return host
+
+
+# -- blocklist --------------------------------------------------------------------------------
+
+
+def _pattern_and_rest(req: Request) -> tuple[str, list[str]]:
+    """A quoted phrase (``"free money"``) or one word, then the words after it."""
+    command = req.ctx.command
+    args = command.args if command is not None else ""
+    if args[:1] in ('"', "“", "«"):
+        closing = {'"': '"', "“": "”", "«": "»"}[args[0]]
+        end = args.find(closing, 1)
+        if end < 0:
+            raise Refusal(_("The phrase has no closing quote."))
+        pattern, rest = args[1:end], args[end + 1 :].split()
+    else:
+        words = args.split()
+        pattern, rest = (words[0], words[1:]) if words else ("", [])
+    if not pattern.strip():
+        raise Refusal(
+            _('Say what to block: a word, or a phrase in quotes: /addblocklist "free money".')
+        )
+    try:
+        return blocklist.normalise(pattern), rest
+    except blocklist.PatternError as exc:
+        raise Refusal(f"{quoted(pattern)}: {exc}") from None
+
+
+@moderator_command(DELETE)
+def addblocklist(req: Request) -> str:
+    """``/addblocklist word|"a phrase" [delete|warn|mute|ban] [duration]``."""
+    pattern, rest = _pattern_and_rest(req)
+    action, seconds = _action(rest)
+    try:
+        services.blocklist_add(_change(req), pattern=pattern, action=action, seconds=seconds)
+    except RulesError as exc:
+        return str(exc)
+    return _("Blocked %(pattern)s: %(action)s.") % {
+        "pattern": quoted(pattern),
+        "action": _described(action, seconds),
+    }
+
+
+@moderator_command(DELETE)
+def rmblocklist(req: Request) -> str:
+    pattern, rest = _pattern_and_rest(req)
+    if rest:  # an unquoted phrase: the whole of it
+        try:
+            pattern = blocklist.normalise(" ".join([pattern, *rest]))
+        except blocklist.PatternError as exc:
+            raise Refusal(str(exc)) from None
+    if services.blocklist_remove(_change(req), pattern=pattern):
+        return _("%(pattern)s is no longer blocked.") % {"pattern": quoted(pattern)}
+    return _("%(pattern)s was not on the blocklist.") % {"pattern": quoted(pattern)}
+
+
+@moderator_command(DELETE)
+def blocklist_command(req: Request) -> str:
+    rows = BlocklistEntry.objects.filter(chat_id=req.chat_id).values_list(
+        "pattern", "action", "seconds"
+    )
+    total = rows.count()
+    if not total:
+        return _("The blocklist is empty here.")
+    lines = [f"- {p}: {_described(a, s)}" for p, a, s in rows[:LIST_MAX]]
+    text = _("Blocklist (%(count)s):") % {"count": total} + "\n" + "\n".join(lines)
+    return text + ("\n…" if total > LIST_MAX else "")
+
+
+# -- approvals --------------------------------------------------------------------------------
+
+
+@moderator_command(RESTRICT)
+def approve(req: Request) -> str:
+    target = resolve_target(req)
+    if services.approve(_change(req), target=target):
+        return _(
+            "%(name)s is approved: locks, blocklists, anti-flood and captcha no longer "
+            "apply to them."
+        ) % {"name": target.label}
+    return _("%(name)s is approved already.") % {"name": target.label}
+
+
+@moderator_command(RESTRICT)
+def unapprove(req: Request) -> str:
+    target = resolve_target(req, protect=False)
+    if services.unapprove(_change(req), target=target):
+        return _("%(name)s is no longer approved.") % {"name": target.label}
+    return _("%(name)s was not approved.") % {"name": target.label}
+
+
+@moderator_command(RESTRICT)
+def approved(req: Request) -> str:
+    rows = Approval.objects.filter(chat_id=req.chat_id).values_list("user_id", "name")
+    total = rows.count()
+    if not total:
+        return _("Nobody is approved here.")
+    lines = [f"- {name or user_id} ({user_id})" for user_id, name in rows[:LIST_MAX]]
+    text = _("Approved members (%(count)s):") % {"count": total} + "\n" + "\n".join(lines)
+    return text + ("\n…" if total > LIST_MAX else "")
+
+
+# -- enforcement ------------------------------------------------------------------------------
+
+
+def _message(update: Update) -> Message | None:
+    """The new or edited message a rule applies to (not a command)."""
+    if update.chat_id is None or not is_group_id(update.chat_id):
+        return None
+    if update.message is not None:
+        return None if update.command() is not None else update.message
+    return update.edited_message
+
+
+def _verdict(update: Update) -> Verdict | None:
+    message = _message(update)
+    if message is None or update.chat_id is None:
+        return None
+    return matcher.member_verdict(update.chat_id, message)
+
+
+def foresee_rules(update: Update, store: KVStore) -> Foresight | None:
+    """Quiet for a message that breaks none of its chat's rules (``Observer.foresee``)."""
+    if _verdict(update) is not None or _bots_added(update):
+        return None
+    return QUIET
+
+
+def enforce(ctx: Context) -> None:
+    """A new or edited member's message that breaks a rule: deleted, and the rule's action
+    taken on its author; admins (and approved members: ``member_verdict``) are exempt."""
+    if _bots_added(ctx.update):
+        _kick_bots(ctx)
+        return
+    verdict = _verdict(ctx.update)
+    message = _message(ctx.update)
+    if verdict is None or message is None or message.from_user is None or ctx.chat_id is None:
+        return
+    user = message.from_user
+    target = Target(user.id, user.full_name, user.username or "")
+    try:
+        if is_protected(chat_admins(ctx.store, ctx.client, ctx.chat_id), user.id):
+            return
+        answer = services.rule_enforce(
+            ctx.client,
+            chat_id=ctx.chat_id,
+            update_id=ctx.update.update_id,
+            message_id=message.message_id,
+            target=target,
+            verdict=verdict,
+        )
+    except TelegramApiError as exc:
+        answer = explain(exc, target)
+    if answer:
+        ctx.reply(answer)
+
+
+def _bots_added(update: Update) -> list[Target]:
+    """Bots a member (not the bot itself) added, in a chat whose ``bots`` lock is on."""
+    message = update.message
+    if message is None or not message.new_chat_members or update.chat_id is None:
+        return []
+    if not is_group_id(update.chat_id) or "bots" not in matcher.rules_of(update.chat_id).locks:
+        return []
+    adder = message.from_user
+    if adder is None or adder.is_bot or adder.id in matcher.rules_of(update.chat_id).approved:
+        return []
+    me = bot_id()
+    return [
+        Target(user.id, user.full_name, user.username or "")
+        for user in message.new_chat_members
+        if user.is_bot and user.id != me and user.id != adder.id
+    ]
+
+
+def _kick_bots(ctx: Context) -> None:
+    bots = _bots_added(ctx.update)
+    message = ctx.update.message
+    if not bots or message is None or message.from_user is None or ctx.chat_id is None:
+        return
+    try:
+        if is_protected(chat_admins(ctx.store, ctx.client, ctx.chat_id), message.from_user.id):
+            return  # an admin may add bots
+        answer = services.bots_kick(
+            ctx.client, chat_id=ctx.chat_id, update_id=ctx.update.update_id, bots=bots
+        )
+    except TelegramApiError as exc:
+        answer = explain(exc)
+    if answer:
+        ctx.reply(answer)
+
+
+ROUTES: list[Route] = [
+    Route.on_command(
+        "lock",
+        lock,
+        help=gettext_lazy("<kind> [delete|warn|mute|ban] [duration]: lock a kind of message"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command("unlock", unlock, help=gettext_lazy("<kind>: lift a lock"), chat_types=GROUPS),
+    Route.on_command("locks", locks, help=gettext_lazy("the chat's locks"), chat_types=GROUPS),
+    Route.on_command(
+        "locktypes", locktypes, help=gettext_lazy("the kinds of lock"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "allowlist",
+        allowlist,
+        help=gettext_lazy("[domain]: link domains the url lock allows"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "rmallowlist",
+        rmallowlist,
+        help=gettext_lazy("<domain>: stop allowing a link domain"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "addblocklist",
+        addblocklist,
+        help=gettext_lazy('<word|"phrase"> [delete|warn|mute|ban] [duration]: block a word'),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "rmblocklist",
+        rmblocklist,
+        help=gettext_lazy("<word|phrase>: unblock a word"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "blocklist",
+        blocklist_command,
+        help=gettext_lazy("the chat's blocked words"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "approve",
+        approve,
+        help=gettext_lazy("(reply or @user/id): exempt a member from the automatic rules"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "unapprove",
+        unapprove,
+        help=gettext_lazy("(reply or @user/id): end an approval"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "approved", approved, help=gettext_lazy("the approved members"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "save",
+        answers.save,
+        help=gettext_lazy("<name> <text> (or reply): save a note; {admin} for admins only"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "get", answers.get, help=gettext_lazy("<name>: a note (or #name)"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "notes", answers.notes_list, help=gettext_lazy("the chat's notes"), chat_types=GROUPS
+    ),
+    Route.on_command("saved", answers.notes_list, chat_types=GROUPS),
+    Route.on_command(
+        "clear", answers.clear, help=gettext_lazy("<name>: remove a note"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "filter",
+        answers.filter_command,
+        help=gettext_lazy('<word|"phrase"> <text> (or reply): answer a keyword'),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "stop", answers.stop, help=gettext_lazy("<word|phrase>: remove a filter"), chat_types=GROUPS
+    ),
+    Route.on_command(
+        "filters", answers.filters_list, help=gettext_lazy("the chat's filters"), chat_types=GROUPS
+    ),
+]
+# Before anti-flood (100) and violations (110): a message a rule deletes is dealt with by
+# the rule; the others still count it.
+OBSERVERS: list[Observer] = [
+    Observer.on(
+        "rules.check", "message", enforce, chat_types=GROUPS, order=90, foresee=foresee_rules
+    ),
+    Observer.on(
+        "rules.check-edit",
+        "edited_message",
+        enforce,
+        chat_types=GROUPS,
+        order=90,
+        foresee=foresee_rules,
+    ),
+    Observer.on(
+        "rules.answers",
+        "message",
+        answers.answer,
+        chat_types=GROUPS,
+        order=95,
+        foresee=answers.foresee_answer,
+    ),
+]

@@ -1,0 +1,162 @@
+"""A chat's rules: locks (kinds of message not allowed), the link domains its url lock allows,
+its blocklist (words and phrases not allowed) and its approved members (exempt from them)."""
+
+from __future__ import annotations
+
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from moderation.models import MAX_SECONDS, MIN_SECONDS, Action
+from moderation.rules.kinds import KIND_CHOICES
+
+# What a rule does to the message that breaks it: every one deletes it; warn, mute and ban
+# also act on its author (through moderation's services).
+RULE_ACTIONS = [(a.value, a.label) for a in (Action.DELETE, Action.WARN, Action.MUTE, Action.BAN)]
+
+
+def _seconds() -> models.PositiveIntegerField:
+    return models.PositiveIntegerField(
+        _("duration (seconds)"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(MIN_SECONDS), MaxValueValidator(MAX_SECONDS)],
+        help_text=_("How long a mute or ban lasts; empty: for ever."),
+    )
+
+
+class Lock(models.Model):
+    chat_id = models.BigIntegerField(_("chat id"))
+    kind = models.CharField(_("kind"), max_length=20, choices=KIND_CHOICES)
+    action = models.CharField(
+        _("action"), max_length=10, choices=RULE_ACTIONS, default=Action.DELETE
+    )
+    seconds = _seconds()
+    created_by = models.BigIntegerField(_("set by"), null=True, blank=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("lock")
+        verbose_name_plural = _("locks")
+        ordering = ["chat_id", "kind"]
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "kind"], name="rules_lock_one_per_kind")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} in {self.chat_id}"
+
+
+class AllowedDomain(models.Model):
+    """A link domain the url lock lets through (its subdomains too)."""
+
+    chat_id = models.BigIntegerField(_("chat id"))
+    domain = models.CharField(_("domain"), max_length=253)
+    created_by = models.BigIntegerField(_("added by"), null=True, blank=True)
+    created_at = models.DateTimeField(_("added"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("allowed link domain")
+        verbose_name_plural = _("allowed link domains")
+        ordering = ["chat_id", "domain"]
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "domain"], name="rules_domain_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.domain} in {self.chat_id}"
+
+
+class BlocklistEntry(models.Model):
+    """A word or phrase not allowed in a chat; ``*`` stands for any letters inside a word.
+    Matched case- and diacritic-insensitively (``moderation.rules.blocklist``)."""
+
+    chat_id = models.BigIntegerField(_("chat id"))
+    pattern = models.CharField(_("word or phrase"), max_length=100)
+    action = models.CharField(
+        _("action"), max_length=10, choices=RULE_ACTIONS, default=Action.DELETE
+    )
+    seconds = _seconds()
+    created_by = models.BigIntegerField(_("added by"), null=True, blank=True)
+    created_at = models.DateTimeField(_("added"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("blocklist entry")
+        verbose_name_plural = _("blocklist entries")
+        ordering = ["chat_id", "pattern"]
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "pattern"], name="rules_blocklist_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pattern} in {self.chat_id}"
+
+
+class Approval(models.Model):
+    """An approved member: exempt from the chat's locks, blocklist, anti-flood and captcha."""
+
+    chat_id = models.BigIntegerField(_("chat id"))
+    user_id = models.BigIntegerField(_("user id"))
+    name = models.CharField(_("name"), max_length=200, blank=True)
+    approved_by = models.BigIntegerField(_("approved by"), null=True, blank=True)
+    created_at = models.DateTimeField(_("approved"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("approved member")
+        verbose_name_plural = _("approved members")
+        ordering = ["chat_id", "created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "user_id"], name="rules_approval_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name or self.user_id} in {self.chat_id}"
+
+
+class SavedReply(models.Model):
+    """What a note or a filter answers: a text (with its link buttons) or a media file."""
+
+    text = models.TextField(_("text"), blank=True, max_length=4096)
+    buttons = models.JSONField(_("buttons"), default=list, blank=True)
+    media_kind = models.CharField(_("media kind"), max_length=20, blank=True)
+    file_id = models.CharField(_("file id"), max_length=200, blank=True)
+    created_by = models.BigIntegerField(_("saved by"), null=True, blank=True)
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        abstract = True
+
+
+class Note(SavedReply):
+    """A note: ``#name`` or ``/get name`` answers it; an admin-only one only to admins."""
+
+    chat_id = models.BigIntegerField(_("chat id"))
+    name = models.CharField(_("name"), max_length=64)
+    admin_only = models.BooleanField(_("admins only"), default=False)
+
+    class Meta:
+        verbose_name = _("note")
+        verbose_name_plural = _("notes")
+        ordering = ["chat_id", "name"]
+        constraints = [models.UniqueConstraint(fields=["chat_id", "name"], name="rules_note_once")]
+
+    def __str__(self) -> str:
+        return f"#{self.name} in {self.chat_id}"
+
+
+class Filter(SavedReply):
+    """A filter: a member's message holding the keyword or phrase gets this answer."""
+
+    chat_id = models.BigIntegerField(_("chat id"))
+    keyword = models.CharField(_("keyword or phrase"), max_length=100)
+
+    class Meta:
+        verbose_name = _("filter")
+        verbose_name_plural = _("filters")
+        ordering = ["chat_id", "keyword"]
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "keyword"], name="rules_filter_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.keyword} in {self.chat_id}"

@@ -1,0 +1,65 @@
+"""The chat rules' personal data: approved members (id and name per chat) and who set a rule.
+Erasure deletes the member's approvals and forgets them as the author of rules (the rules
+stay: they are the chat's). See ``telegram_bot.privacy``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from moderation.rules import matcher
+from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
+from telegram_bot.privacy import Subject
+from telegram_bot.state import KVStore
+
+MODELS = {
+    "rules.Approval": "an approved member: their id and name, who approved them",
+    "rules.Lock": "who set a lock",
+    "rules.AllowedDomain": "who allowed a link domain",
+    "rules.BlocklistEntry": "who added a blocklist entry",
+    "rules.Note": "who saved a note",
+    "rules.Filter": "who saved a filter",
+}
+KEY_FAMILIES: dict[str, str] = {}
+NOT_PERSONAL = {"rules:": "filter answers counted per chat and minute"}
+
+
+def export(user_id: int, store: KVStore) -> dict[str, Any]:
+    return {
+        "approved_in": list(
+            Approval.objects.filter(user_id=user_id).values("chat_id", "name", "created_at")
+        ),
+        "approved_others_in": list(
+            Approval.objects.filter(approved_by=user_id).values_list("chat_id", flat=True)
+        ),
+        "locks_set": list(Lock.objects.filter(created_by=user_id).values("chat_id", "kind")),
+        "domains_allowed": list(
+            AllowedDomain.objects.filter(created_by=user_id).values("chat_id", "domain")
+        ),
+        "blocklist_added": list(
+            BlocklistEntry.objects.filter(created_by=user_id).values("chat_id", "pattern")
+        ),
+        "notes_saved": list(Note.objects.filter(created_by=user_id).values("chat_id", "name")),
+        "filters_saved": list(
+            Filter.objects.filter(created_by=user_id).values("chat_id", "keyword")
+        ),
+    }
+
+
+def erase(subject: Subject, store: KVStore) -> dict[str, int]:
+    user = subject.user_id
+    with transaction.atomic():
+        counts = {
+            "approvals": Approval.objects.filter(user_id=user).delete()[0],
+            "approvals_given": Approval.objects.filter(approved_by=user).update(
+                approved_by=subject.pseudonym
+            ),
+            "rules_set": Lock.objects.filter(created_by=user).update(created_by=subject.pseudonym)
+            + AllowedDomain.objects.filter(created_by=user).update(created_by=subject.pseudonym)
+            + BlocklistEntry.objects.filter(created_by=user).update(created_by=subject.pseudonym)
+            + Note.objects.filter(created_by=user).update(created_by=subject.pseudonym)
+            + Filter.objects.filter(created_by=user).update(created_by=subject.pseudonym),
+        }
+    matcher.forget()
+    return counts
