@@ -32,7 +32,7 @@ from stats import keys
 from stats.aggregates import VALUE_COLUMNS
 from stats.config import counter_ttl_ms
 from stats.daylock import lock_days
-from stats.models import ChatUserProfile, DailyUserStat, MemberMonth
+from stats.models import ChatUserProfile, DailyUserStat, MemberMonth, UnsettledCount
 from telegram_bot.privacy import Subject, delete_keys, keys_naming
 from telegram_bot.state import Increment, KVStore
 
@@ -46,6 +46,8 @@ MODELS = {
     "stats.ChatUserProfile": "a member's display name and username per chat",
     "stats.MemberMonth": "a member's sums of their daily numbers per chat and closed month "
     "(an erasure's move of the daily numbers drops them: triggers)",
+    "stats.UnsettledCount": "a member's message counted while the KV store did not answer, "
+    "until the reconciliation settles it (a minute); an erasure moves it to the anonymous id",
 }
 KEY_FAMILIES = {
     "stats": "daily counters per chat, day and member; late markers and the failed-write "
@@ -94,6 +96,7 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
 def erase(subject: Subject, store: KVStore) -> dict[str, int]:
     user = subject.user_id
     days = set(DailyUserStat.objects.filter(user_id=user).values_list("chat_id", "day"))
+    days |= set(UnsettledCount.objects.filter(user_id=user).values_list("chat_id", "day"))
     for key in keys_naming(store, keys.MESSAGES, user):
         parsed = keys.parse_counter_key(key)
         if parsed is not None and parsed.user_id == user:
@@ -137,6 +140,8 @@ def move_day(store: KVStore, subject: Subject, chat_id: int, day: date) -> int:
             store.set(keys.late_key(chat_id, day, anon), marker, counter_ttl_ms())
             store.delete(late)
         _rename_failed(store, keys.failed_key(chat_id, day), user, anon)
+        unsettled = UnsettledCount.objects.filter(chat_id=chat_id, day=day, user_id=user)
+        moved = bool(unsettled.update(user_id=anon)) or moved
         row = DailyUserStat.objects.select_for_update().filter(
             chat_id=chat_id, day=day, user_id=user
         )

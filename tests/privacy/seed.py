@@ -30,7 +30,7 @@ from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Fil
 from stats import keys as stats_keys
 from stats import write_behind
 from stats.member_months import month_write
-from stats.models import ChatUserProfile, DailyUserStat
+from stats.models import ChatUserProfile, DailyUserStat, UnsettledCount
 from telegram_bot.audit import Actor, audit_record
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.models import BlockedChat, BotAdmin, ChatPreference, DeliveryFailure
@@ -226,6 +226,10 @@ def _seed_apps(store: KVStore) -> None:
     assert month_write(CHATS[0], closed) == 2
     failed = {"users": {str(USER): ["word_count"], str(OTHER): ["message_count"]}}
     store.set(stats_keys.failed_key(CHATS[1], datetime.now(UTC).date()), failed)
+    # A message counted while the KV store did not answer, not settled yet.
+    UnsettledCount.objects.create(
+        chat_id=CHATS[1], day=datetime.now(UTC).date(), user_id=USER, columns=["message_count"]
+    )
     Post.objects.create(channel="@news", text="news", created_by=f"telegram:{USER}")
 
 
