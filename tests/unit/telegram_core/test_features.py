@@ -22,9 +22,19 @@ def feature_labels() -> set[str]:
 
 def test_the_installed_feature_apps_contribute_in_installed_apps_order() -> None:
     labels = [config.label for config in features.feature_configs()]
-    assert labels == ["telegram_bot", "support", "community", "content", "moderation", "stats"]
+    assert labels == [
+        "telegram_bot",
+        "support",
+        "community",
+        "content",
+        "moderation",
+        "rules",
+        "stats",
+    ]
     modules = [module.__name__ for module in features.handler_modules()]
-    assert modules == [f"{label}.handlers" for label in labels]
+    # The chat rules are an app of their own inside the moderation package.
+    packages = {"rules": "moderation.rules"}
+    assert modules == [f"{packages.get(label, label)}.handlers" for label in labels]
     assert [label for label, _ in features.api_modules()] == ["community", "stats"]
     router = get_router()
     assert "stats.count" in [observer.name for observer in router.observers]
@@ -36,7 +46,8 @@ def test_the_installed_feature_apps_contribute_in_installed_apps_order() -> None
 def test_start_names_what_the_installed_features_do() -> None:
     assert start_text().startswith(
         "Hello! I run this community: support, members (join requests, welcome, captcha), "
-        "channel posts, moderation (/warn, /mute, /ban... in groups) and statistics."
+        "channel posts, moderation (/warn, /mute, /ban... in groups), chat rules (/lock, "
+        "/addblocklist, /approve, /save, /filter in groups) and statistics."
     )
 
 
