@@ -98,7 +98,8 @@ BAD_SETTINGS = [
     (
         {"FEATURES_DISABLED": "support,tickets"},
         "FEATURES_DISABLED",
-        "no feature 'tickets'; the features are support, community, content, moderation, stats",
+        "no feature 'tickets'; the features are support, community, content, moderation, rules, "
+        "stats",
     ),
     ({"FEATURES_DISABLED": "telegram_bot"}, "FEATURES_DISABLED", "no feature 'telegram_bot'"),
     ({"LOG_FORMAT": "xml"}, "LOG_FORMAT", "one of plain, json"),
