@@ -149,3 +149,20 @@ def test_the_audit_logs_target_links_to_the_member_page(admin_client: Client) ->
     assert f'href="{PAGE}" class="member-link">Алексей Смирнов</a>' in page
     viewer = login(("telegram_bot.view_auditentry",))
     assert PAGE not in viewer.get("/admin/telegram_bot/auditentry/").content.decode()
+
+
+def test_the_page_speaks_russian(admin_client: Client) -> None:
+    seed()
+    page = admin_client.get(PAGE, HTTP_ACCEPT_LANGUAGE="ru").content.decode()
+    for russian in (
+        "Предупреждения и модерация",
+        "Обращения",
+        "Вступления и выходы",
+        "журнале аудита",
+        "Предупредить",
+        "Замьютить на 1 ч",
+        "Дни — в часовом поясе чата",
+    ):
+        assert russian in page, russian
+    for english in ("Warnings and moderation", "Joins and leaves", "In the audit log", "Warn<"):
+        assert english not in page, english
