@@ -9,7 +9,6 @@ the console's zone (``|zoned``). Opening the page needs the statistics view perm
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -74,13 +73,11 @@ def member_page(request: HttpRequest, chat_id: str, user_id: str) -> HttpRespons
         "totals": {key: value or 0 for key, value in totals.items()},
         "voice_minutes": round((totals["voice_seconds"] or 0) / 60, 1),
         "periods": periods,
-        "chart": json.dumps(
-            {
-                "labels": [period.start.isoformat() for period in periods],
-                "messages": [period.messages for period in periods],
-                "label": _("Messages"),
-            }
-        ),
+        "chart": {
+            "labels": [period.start.isoformat() for period in periods],
+            "messages": [period.messages for period in periods],
+            "label": _("Messages"),
+        },
         "can_audit": can_audit,
         "audit": _audit(chat, user) if can_audit else [],
         "sections": features.member_sections(request, member),
