@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from django.contrib import admin
-from django.db.models import QuerySet, Sum
+from django.db.models import Min, QuerySet, Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import gettext as _
@@ -52,7 +52,9 @@ def member_page(request: HttpRequest, chat_id: str, user_id: str) -> HttpRespons
     days = days if days in RANGES else DEFAULT_DAYS
     zone = chat_zone(chat)
     today = chat_today(zone)
-    start = max(FIRST_DAY, today - timedelta(days=days - 1))
+    # Days before the chat's first counted day are no data, not zeros: the range starts there.
+    first = DailyUserStat.objects.filter(chat_id=chat).aggregate(first=Min("day"))["first"]
+    start = max(FIRST_DAY, today - timedelta(days=days - 1), min(first or today, today))
     member = _member(chat, user)
     rows = DailyUserStat.objects.filter(chat_id=chat, user_id=user)
     totals = rows.filter(day__gte=start, day__lte=today).aggregate(
@@ -62,11 +64,13 @@ def member_page(request: HttpRequest, chat_id: str, user_id: str) -> HttpRespons
     can_audit = request.user.has_perm(AUDIT_PERMISSION)
     context = {
         **admin.site.each_context(request),
-        "title": member.label,
+        # The window's title (the heading shows the name alone).
+        "title": _("Member: %(name)s") % {"name": member.label},
         "member": member,
         "days": days,
         "ranges": [(n, ngettext("%(days)d day", "%(days)d days", n) % {"days": n}) for n in RANGES],
         "start": start,
+        "clipped": first is not None and start > today - timedelta(days=days - 1),
         "today": today,
         "time_zone": str(getattr(zone, "key", zone)),
         "weekly": days >= WEEKLY_FROM,

@@ -139,7 +139,8 @@ def test_the_actions_are_offered_with_moderations_change_permission() -> None:
 def test_a_member_without_figures_or_names_has_a_page(admin_client: Client) -> None:
     response = admin_client.get("/admin/stats/member/-100999/77/")
     assert response.status_code == 200
-    assert "<title>user 77 " in response.content.decode()
+    page = response.content.decode()
+    assert "<title>Member: user 77 " in page and 'id="member-first-day"' not in page
     assert admin_client.get("/admin/stats/member/x/77/").status_code == 404
 
 
@@ -166,3 +167,13 @@ def test_the_page_speaks_russian(admin_client: Client) -> None:
         assert russian in page, russian
     for english in ("Warnings and moderation", "Joins and leaves", "In the audit log", "Warn<"):
         assert english not in page, english
+
+
+def test_days_before_the_chats_first_counted_day_are_not_drawn(admin_client: Client) -> None:
+    seed()  # the chat's first counted day is 40 days back
+    response = admin_client.get(PAGE + "?days=365")
+    chart = response.context["chart"]
+    first = (datetime.now(UTC).date() - timedelta(days=40)).isoformat()
+    assert chart["labels"][0] <= first and len(chart["labels"]) <= 7  # weeks from that day
+    assert 'id="member-first-day"' in response.content.decode()
+    assert 'id="member-first-day"' not in admin_client.get(PAGE + "?days=30").content.decode()
