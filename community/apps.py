@@ -15,6 +15,7 @@ class CommunityConfig(features.FeatureConfig):
     overview_cards = "community.overview.community_cards"
     start_line = gettext_lazy("members (join requests, welcome, captcha)")
     privacy = "community.privacy"
+    member_sections = "community.member.member_section"
     chat_settings_models = ("community.ChatPolicy", "community.MemberPolicy", "community.BotChat")
     console_sections = {
         "members": (

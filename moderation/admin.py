@@ -11,10 +11,20 @@ from django.utils.translation import gettext_lazy as _
 
 from moderation.models import ChatSettings, Warning
 from moderation.services import audit_settings
+from moderation.web import ACT_PERMISSION, member_action_view
 from telegram_bot.audit import Actor
 from telegram_bot.audit_admin import AuditedDeletesMixin
-from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
+from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
+
+# The member page's actions (chat ids are negative: the ids are checked in the view).
+register_view(
+    "moderation/member/<str:chat_id>/<str:user_id>/act/",
+    member_action_view,
+    name="moderation-member-action",
+    title="",
+    permissions=(ACT_PERMISSION,),
+)
 
 
 @admin.register(ChatSettings)

@@ -17,6 +17,7 @@ class ModerationConfig(features.FeatureConfig):
     start_line = gettext_lazy("moderation (/warn, /mute, /ban... in groups)")
     privacy = "moderation.privacy"
     chat_settings_models = ("moderation.ChatSettings",)
+    member_sections = "moderation.web.member_section"
     console_sections = {
         "safety": ("moderation.warning",),
         "settings": ("moderation.chatsettings",),

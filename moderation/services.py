@@ -33,7 +33,8 @@ from telegram_bot.admins import banned_for_longer_than
 from telegram_bot.audit import BOT, Actor, Outcome, audit_record, clean
 from telegram_bot.client import SEND_PERMISSIONS, TelegramClient
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.jobs.services import job_retry_later
+from telegram_bot.jobs.models import Job
+from telegram_bot.jobs.services import job_enqueue, job_retry_later
 from telegram_bot.models import AuditEntry
 from telegram_bot.numbers import ascii_int
 
@@ -204,13 +205,33 @@ def perform_job(payload: dict[str, Any], client: TelegramClient) -> None:
     if already_done(origin.update_id, action, origin.cause):
         return
     reason = str(payload.get("reason", ""))
-    held = stronger_in_place(client, origin, action, target.user_id, payload.get("seconds"))
-    if held is not None:
-        _record(origin, action, target, reason, Outcome.REFUSED, f"already {held}")
-        return
-    # A retryable error raises here and the job runner retries it (honouring retry_after).
-    telegram_apply(client, action, origin.chat_id, target.user_id, payload.get("seconds"))
-    _record(origin, action, target, reason, Outcome.DONE, "after retry")
+    # A retryable error raises here and the job runner retries it (honouring retry_after); a
+    # refusal is recorded (an action asked for in the console has no other answer) and raised.
+    try:
+        held = stronger_in_place(client, origin, action, target.user_id, payload.get("seconds"))
+        if held is not None:
+            _record(origin, action, target, reason, Outcome.REFUSED, f"already {held}")
+            return
+        telegram_apply(client, action, origin.chat_id, target.user_id, payload.get("seconds"))
+    except TelegramApiError as exc:
+        if not exc.retryable:
+            _record(origin, action, target, reason, Outcome.FAILED, exc.description)
+        raise
+    # Handed over after an error, or queued from the console (its detail: the duration).
+    _record(origin, action, target, reason, Outcome.DONE, str(payload.get("detail", "after retry")))
+
+
+def penalize_queued(
+    *, origin: Origin, action: str, target: Target, seconds: int | None = None, reason: str = ""
+) -> Job:
+    """Queue ``action`` on ``target`` as a ``moderation.act`` job (the web console's way: no
+    Telegram call inside a web request). The job takes it as ``penalize`` would and records
+    it, done, refused or failed, with ``origin``'s actor."""
+    if action not in PAST:
+        raise ValueError(f"unknown moderation action {action!r}")
+    payload = _job_payload(origin, action, target, seconds, reason)
+    payload["detail"] = describe(seconds) if seconds else ""
+    return job_enqueue(JOB_KIND, payload, kick=True)
 
 
 def _retry_later(
@@ -221,19 +242,7 @@ def _retry_later(
     reason: str,
     exc: TelegramApiError,
 ) -> str:
-    payload = {
-        "chat_id": origin.chat_id,
-        "actor_id": origin.actor.telegram_id,
-        "actor_name": origin.actor.name,
-        "source": origin.source,
-        "update_id": origin.update_id,
-        "cause": origin.cause,
-        "action": action,
-        "user_id": target.user_id,
-        "name": target.label,
-        "seconds": seconds,
-        "reason": reason,
-    }
+    payload = _job_payload(origin, action, target, seconds, reason)
     key = f"mod:{origin.chat_id}:{origin.update_id or time.time_ns()}:{action}:{target.user_id}"
     key += f":{origin.cause}" if origin.cause else ""
     job_retry_later(JOB_KIND, payload, dedupe_key=key, error=exc)
@@ -245,6 +254,24 @@ def _retry_later(
         "name": target.label,
         "done": PAST[action],
         "wait": wait,
+    }
+
+
+def _job_payload(
+    origin: Origin, action: str, target: Target, seconds: int | None, reason: str
+) -> dict[str, Any]:
+    return {
+        "chat_id": origin.chat_id,
+        "actor_id": origin.actor.telegram_id,
+        "actor_name": origin.actor.name,
+        "source": origin.source,
+        "update_id": origin.update_id,
+        "cause": origin.cause,
+        "action": action,
+        "user_id": target.user_id,
+        "name": target.label,
+        "seconds": seconds,
+        "reason": reason,
     }
 
 
@@ -384,6 +411,23 @@ def warn_and_act(client: TelegramClient, origin: Origin, target: Target, reason:
             % {"count": result.limit},
         )
     return text
+
+
+def warn_and_queue(*, origin: Origin, target: Target, reason: str) -> WarnResult:
+    """Warn from the web console; at the chat's limit the chat's action is queued
+    (``penalize_queued``) rather than called in the web request."""
+    settings = chat_settings(origin.chat_id)
+    result = warn(origin=origin, target=target, reason=reason, settings=settings)
+    if result.triggered:
+        penalize_queued(
+            origin=Origin(origin.chat_id, BOT, "auto", None, cause="warn_limit"),
+            action=settings.warn_action,
+            target=target,
+            seconds=settings.warn_action_seconds,
+            reason=ngettext("%(count)d warning", "%(count)d warnings", result.limit)
+            % {"count": result.limit},
+        )
+    return result
 
 
 def unwarn(*, origin: Origin, target: Target) -> bool:

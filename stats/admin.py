@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy
 
 from stats.api import PERMISSION
 from stats.config import counting_config_clear
+from stats.member_page import member_page
 from stats.models import (
     BackfillState,
     DailyCoverage,
@@ -40,6 +41,15 @@ register_view(
     "stats/daily.csv",
     stats_export_daily_csv,
     name="stats-export-daily",
+    title="",
+    permissions=(PERMISSION,),
+)
+
+# One member of one chat (chat ids are negative: the view checks both ids).
+register_view(
+    "stats/member/<str:chat_id>/<str:user_id>/",
+    member_page,
+    name="stats-member",
     title="",
     permissions=(PERMISSION,),
 )

@@ -16,6 +16,7 @@ class StatsConfig(features.FeatureConfig):
     privacy = "stats.privacy"
     metrics = "stats.metrics.collect"
     chat_titles = "stats.selectors.chat_titles"
+    member_page = "stats-member"
     console_sections = {
         "safety": ("stats.violationrule",),
         "statistics": ("view:stats-dashboard",),

@@ -14,6 +14,7 @@ class SupportConfig(features.FeatureConfig):
     overview_cards = "support.overview.support_cards"
     start_line = gettext_lazy("support")
     privacy = "support.privacy"
+    member_sections = "support.member.member_section"
     console_sections = {"desk": ("support.ticket",)}
     audit_phrases = {
         "ticket.reply": gettext_lazy("{actor} answered {target}"),

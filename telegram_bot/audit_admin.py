@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.functional import Promise
 from django.utils.html import format_html
@@ -23,7 +24,7 @@ from telegram_bot.audit import BOT, Actor, audit_step
 from telegram_bot.ids import is_person
 from telegram_bot.models import AuditEntry
 from telegram_bot.numbers import ascii_int
-from telegram_bot.ops.admin_site import ReadOnlyAdminMixin
+from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, registered_views
 from telegram_bot.privacy import pseudonym
 
 CSV_COLUMNS = (
@@ -63,13 +64,29 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         if changelist is not None:
             entries = list(changelist.result_list)
             titles = features.chat_titles(entry.chat_id for entry in entries)
+            member_page = _member_page(request)
             for entry in entries:
                 entry.chat_title = titles.get(entry.chat_id, "")
+                entry.member_url = ""
+                if member_page and entry.chat_id is not None and is_person(entry.target_id):
+                    entry.member_url = reverse(
+                        f"admin:{member_page}", args=[entry.chat_id, entry.target_id]
+                    )
         return response
 
     @admin.display(description=gettext_lazy("what happened"))
     def what(self, entry: AuditEntry) -> str:
-        return sentence(entry, phrases())
+        """The sentence, its target a link to the member's page (when there is one and the
+        user may open it)."""
+        text = sentence(entry, phrases())
+        url = getattr(entry, "member_url", "")
+        target = _who(entry.target_id, entry.target_name)
+        if not url or not target or target not in text:
+            return text
+        before, _, after = text.partition(target)
+        return format_html(
+            '{}<a href="{}" class="member-link">{}</a>{}', before, url, target, after
+        )
 
     @admin.display(description=gettext_lazy("chat"), ordering="chat_id")
     def chat(self, entry: AuditEntry) -> str:
@@ -115,6 +132,13 @@ class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         for row in queryset.order_by("created_at", "id").values_list(*CSV_COLUMNS):
             writer.writerow([csv_cell(value) for value in row])
         return response
+
+
+def _member_page(request: HttpRequest) -> str | None:
+    """The member page's name when ``request``'s user may open it."""
+    name = features.member_page_name()
+    page = next((view for view in registered_views() if view.name == name), None)
+    return name if page is not None and page.allows(request) else None
 
 
 def csv_cell(value: Any) -> str:

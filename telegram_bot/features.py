@@ -16,6 +16,13 @@ paths imported when first needed (never at app-loading time):
   each scrape of ``/metrics`` (``config/metrics.py``);
 - ``chat_titles``: a function of chat ids returning the titles the app knows (``{id: title}``),
   so that the core's pages name chats;
+- ``member_sections``: a function ``(request, member)`` (a ``Member``: one person in one chat)
+  returning the app's ``MemberSection`` of the member page, or None (nothing to show, or the
+  user may not view it); the page that shows one member collects them with
+  ``member_sections`` and so names no other app;
+- ``member_page``: the name of the admin page (``register_view``) that shows one member of one
+  chat, its arguments the chat id and the user id, so that the core's pages (the audit log)
+  link people to it (``member_page_name``);
 
 and as values: ``key_families`` (the KV key families it owns, declared to the state layer when
 the app is ready), ``console_sections`` (where its admin pages sit in the console's navigation:
@@ -43,6 +50,7 @@ is queued for them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from importlib import import_module
 from types import ModuleType
 from typing import Any, ClassVar
@@ -70,11 +78,39 @@ class FeatureConfig(AppConfig):
     console_sections: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     audit_phrases: ClassVar[Mapping[str, str | Promise]] = {}
     chat_titles: ClassVar[str | None] = None
+    member_sections: ClassVar[str | None] = None
+    member_page: ClassVar[str | None] = None
     chat_settings_models: ClassVar[tuple[str, ...]] = ()
     start_line: ClassVar[str | Promise] = ""
 
     def ready(self) -> None:
         declare_families(self.label, self.key_families)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One person in one chat, as the member page names them (``name`` and ``username`` may
+    be empty when no app knows them)."""
+
+    chat_id: int
+    user_id: int
+    name: str = ""
+    username: str = ""
+    chat_title: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or (f"@{self.username}" if self.username else f"#{self.user_id}")
+
+
+@dataclass(frozen=True)
+class MemberSection:
+    """An app's part of the member page: a heading, its HTML (rendered by the app, escaped
+    there) and a key (the section's id in the page)."""
+
+    key: str
+    title: str
+    html: str
 
 
 def feature_configs() -> list[FeatureConfig]:
@@ -179,6 +215,26 @@ def chat_titles(chat_ids: Iterable[int]) -> dict[int, str]:
             titles = import_string(config.chat_titles)(wanted - found.keys())
             found.update((chat_id, title) for chat_id, title in titles.items() if title)
     return found
+
+
+def member_sections(request: Any, member: Member) -> list[MemberSection]:
+    """The enabled apps' sections of ``member``'s page that ``request``'s user may see, in
+    the order of ``INSTALLED_APPS``."""
+    found = []
+    for config in enabled_feature_configs():
+        if config.member_sections:
+            section = import_string(config.member_sections)(request, member)
+            if section is not None:
+                found.append(section)
+    return found
+
+
+def member_page_name() -> str | None:
+    """The admin page name of the member page (the first enabled app's that has one)."""
+    for config in enabled_feature_configs():
+        if config.member_page:
+            return config.member_page
+    return None
 
 
 def metric_collectors() -> list[tuple[str, Callable[[], Iterable[Any]]]]:

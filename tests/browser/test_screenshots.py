@@ -98,12 +98,13 @@ def seed() -> dict[str, str]:
         "ticket": f"/admin/support/ticket/{ticket.pk}/change/",
         "post-form": "/admin/content/post/add/",
         "audit-log": "/admin/telegram_bot/auditentry/",
+        "member": f"/admin/stats/member/{CHAT}/1/",
     }
 
 
 CASES = [
     pytest.param(name, width, language, id=f"{name}-{width}-{language}")
-    for name in ("overview", "dashboard", "ticket", "post-form", "audit-log")
+    for name in ("overview", "dashboard", "ticket", "post-form", "audit-log", "member")
     for width in WIDTHS
     for language in ("en", "ru")
     if width != "phone-dark" or name == "overview"
@@ -115,6 +116,7 @@ TITLES = {
     "ticket": ("Ticket #", "Обращение #"),
     "post-form": ("Add post", "Добавить пост"),
     "audit-log": ("audit", "аудит"),
+    "member": ("Member", "Участник"),
 }
 
 

@@ -106,6 +106,12 @@ RULES: dict[str, Rule] = {
     "admin:privacy-export": perm(EXPORT_DATA),
     "admin:privacy-erase": perm(ERASE_DATA),
     "admin:stats-export": perm(STATS, query=STATS_QUERY),
+    # The member page: each app's section only for who may view its model
+    # (tests/stats/test_member_page.py); its actions need moderation's change permission.
+    "admin:stats-member": perm(STATS),
+    "admin:moderation-member-action": perm(
+        ("moderation.view_warning",), "POST", viewer_allowed=False
+    ),
     "admin:stats-export-daily": perm(STATS, query=STATS_QUERY),
     "admin:content-post-photo": perm(("content.view_post",)),
     "admin:support_ticket_reply": perm(TICKETS, "POST", viewer_allowed=False),

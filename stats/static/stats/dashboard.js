@@ -187,7 +187,12 @@
       const tr = document.createElement("tr");
       tr.dataset.userId = member.user_id;
       cell(tr, state.offset + index + 1, "num");
-      cell(tr, member.name + (member.username ? " (@" + member.username + ")" : ""), "name");
+      // The member's own page (messages over time, warnings, tickets, joins and leaves).
+      const name = cell(tr, "", "name");
+      const link = el("a", member.name || (member.username ? "@" + member.username : "#" + member.user_id), "member-link");
+      link.href = text.memberUrl.replace("CHAT", chatId).replace("USER", member.user_id);
+      name.appendChild(link);
+      if (member.name && member.username) name.appendChild(document.createTextNode(" (@" + member.username + ")"));
       cell(tr, member.messages, "num messages");
       cell(tr, member.words, "num words");
       cell(tr, member.voice_minutes.toFixed(1), "num voice-minutes");
