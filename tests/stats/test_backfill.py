@@ -281,6 +281,7 @@ class CountingStore(BaseStore):
     _delete = property(lambda self: self.inner._delete)  # type: ignore[assignment]
     _set_if_absent = property(lambda self: self.inner._set_if_absent)  # type: ignore[assignment]
     _replace_if_equal = property(lambda self: self.inner._replace_if_equal)  # type: ignore[assignment]
+    _delete_if_equal = property(lambda self: self.inner._delete_if_equal)  # type: ignore[assignment]
     _increment = property(lambda self: self.inner._increment)  # type: ignore[assignment]
     _apply_once = property(lambda self: self.inner._apply_once)  # type: ignore[assignment]
     _ping = property(lambda self: self.inner._ping)  # type: ignore[assignment]
