@@ -37,13 +37,32 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import harness, serving
+from bench import harness, serving, workarounds
 from bench.harness import ROOT, Session
 from bench.report import Row, Section, results_markdown, summary_rows, table
 
-PARTS = ("webhook", "peer", "servers", "commands", "memory", "scaleout", "backfill", "dashboard")
+PARTS = (
+    "webhook",
+    "peer",
+    "servers",
+    "commands",
+    "memory",
+    "scaleout",
+    "workarounds",
+    "backfill",
+    "dashboard",
+)
 # A full run measures the peer inside the webhook part, next to the baselines.
-FULL_RUN = ("webhook", "servers", "commands", "memory", "scaleout", "backfill", "dashboard")
+FULL_RUN = (
+    "webhook",
+    "servers",
+    "commands",
+    "memory",
+    "scaleout",
+    "workarounds",
+    "backfill",
+    "dashboard",
+)
 SERVED = {
     "webhook": serving.part_webhook,
     "peer": serving.part_peer,
@@ -51,6 +70,7 @@ SERVED = {
     "commands": serving.part_commands,
     "memory": serving.part_memory,
     "scaleout": serving.part_scaleout,
+    "workarounds": workarounds.part_workarounds,
 }
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 
