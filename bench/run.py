@@ -9,9 +9,12 @@ Parts: webhook (group messages against a bare django-ninja endpoint, one Redis s
 aiogram peer), peer (the product against the peer only), servers (the product, the bare and
 the one-Redis-script endpoints under granian, the default, and gunicorn gthread, with the
 peer), commands (/start and a button through the fake Bot API), backfill, dashboard, memory,
-scaleout. ``--quick`` runs each for seconds on small sizes (the suite runs it to keep the
-harness working). ``--offline`` never installs the peer's venv (``bench/.venv-peer``, from
-``bench/requirements-peer.lock``): without it the peer is reported as not measured.
+scaleout, workarounds (each removed library workaround's revision before and after, served
+side by side: ``bench/workarounds.py``), soak (the cost of a group message in Redis,
+PostgreSQL and CPU: ``bench/soak.py``). ``--quick`` runs each for seconds on small sizes
+(the suite runs it to keep the harness working). ``--offline`` never installs the peer's
+venv (``bench/.venv-peer``, from ``bench/requirements-peer.lock``): without it the peer is
+reported as not measured.
 
 PostgreSQL and Redis: ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/tgcp_bench``)
 names the server and the prefix of the databases the bench creates and drops
@@ -37,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import harness, serving, workarounds
+from bench import harness, serving, soak, workarounds
 from bench.harness import ROOT, Session
 from bench.report import Row, Section, results_markdown, summary_rows, table
 
@@ -49,6 +52,7 @@ PARTS = (
     "memory",
     "scaleout",
     "workarounds",
+    "soak",
     "backfill",
     "dashboard",
 )
@@ -60,6 +64,7 @@ FULL_RUN = (
     "memory",
     "scaleout",
     "workarounds",
+    "soak",
     "backfill",
     "dashboard",
 )
@@ -71,6 +76,7 @@ SERVED = {
     "memory": serving.part_memory,
     "scaleout": serving.part_scaleout,
     "workarounds": workarounds.part_workarounds,
+    "soak": soak.part_soak,
 }
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 
