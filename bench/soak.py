@@ -303,6 +303,10 @@ def part_soak(session: Session) -> Section:
         "Nothing expires during a soak: the Redis figures are what a message adds until its "
         "keys' TTLs run out (the key table above gives each shape's TTL); at steady state "
         "Redis holds each shape's bytes per message x messages a day x its lifetime in days.",
+        "Redis's used_memory moves in steps: when the key count passes a power of two, the "
+        "key table and the expiry table double at once (about 32 MB for the pair at a million "
+        "keys), so a phase that crosses one shows that step in its bytes per message; the "
+        "key table (MEMORY USAGE) does not.",
     ]
     return section
 
