@@ -153,7 +153,7 @@ def snapshot(server: Server, redis_url: str, database_url: str, chats: tuple[int
     kv = redis.Redis.from_url(redis_url)
     cpu = kv.info("cpu")
     with psycopg.connect(database_url, autocommit=True) as conn:
-        tables = dict(
+        tables: dict[str, int] = dict(
             conn.execute(
                 "SELECT relname, pg_total_relation_size(oid) FROM pg_class "
                 "WHERE relkind = 'r' AND relname LIKE 'stats\\_%'"
