@@ -15,8 +15,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar, cast
@@ -134,6 +135,13 @@ class Session:
         self._recreate(name, template=self.template)
         return with_database(self.database_url, name)
 
+    def empty_database(self, part: str) -> str:
+        """A fresh database for ``part`` with no tables (dropped at the end of the run): its URL.
+        For code that migrates it itself (another revision's)."""
+        name = f"{database_name(self.database_url)}_{part}"
+        self._recreate(name)
+        return with_database(self.database_url, name)
+
     def _recreate(self, name: str, template: str | None = None) -> None:
         admin = with_database(self.database_url, "postgres")
         with psycopg.connect(admin, autocommit=True) as conn:
@@ -169,11 +177,14 @@ class Session:
         env: dict[str, str],
         port: int,
         ready_path: str | None = "/healthz",
+        cwd: Path = ROOT,
     ) -> Server:
+        """``argv`` in ``cwd`` (the checkout; another revision's worktree for the
+        ``workarounds`` part), its output in ``bench/results/logs/<name>.log``."""
         LOGS.mkdir(parents=True, exist_ok=True)
         log = (LOGS / f"{name}.log").open("wb")
         process = subprocess.Popen(
-            argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            argv, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         server = Server(name, process, port)
         self.servers.append(server)
@@ -200,8 +211,8 @@ class Session:
         flush_redis(self.redis_url)
 
 
-def run(argv: list[str], env: dict[str, str], what: str) -> str:
-    done = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, check=False)
+def run(argv: list[str], env: dict[str, str], what: str, cwd: Path = ROOT) -> str:
+    done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{what} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return done.stdout
@@ -223,6 +234,26 @@ def wait_ready(server: Server, path: str | None, timeout: float = 90) -> None:
                 return
         time.sleep(0.3)
     raise RuntimeError(f"{server.name} did not answer on port {server.port} in {timeout:.0f} s")
+
+
+@contextlib.contextmanager
+def private_redis(session: Session, name: str) -> Iterator[str]:
+    """A redis-server of a part's own on a free port, without persistence and never evicting:
+    its URL (``redis://host:port``, a database number to add). Its INFO (memory, CPU) counts
+    only what the part sends, and the shared Redis is left alone."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError(f"{name} needs redis-server on PATH")
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="tgcp-bench-redis-")
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+            "no", "--maxmemory-policy", "noeviction", "--dir", workdir]  # fmt: skip
+    server = session.start(name, argv, {}, port, None)
+    try:
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        session.stop(server)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def redis_keys(url: str) -> int:

@@ -9,9 +9,12 @@ Parts: webhook (group messages against a bare django-ninja endpoint, one Redis s
 aiogram peer), peer (the product against the peer only), servers (the product, the bare and
 the one-Redis-script endpoints under granian, the default, and gunicorn gthread, with the
 peer), commands (/start and a button through the fake Bot API), backfill, dashboard, memory,
-scaleout. ``--quick`` runs each for seconds on small sizes (the suite runs it to keep the
-harness working). ``--offline`` never installs the peer's venv (``bench/.venv-peer``, from
-``bench/requirements-peer.lock``): without it the peer is reported as not measured.
+scaleout, workarounds (each removed library workaround's revision before and after, served
+side by side: ``bench/workarounds.py``), soak (the cost of a group message in Redis,
+PostgreSQL and CPU: ``bench/soak.py``). ``--quick`` runs each for seconds on small sizes
+(the suite runs it to keep the harness working). ``--offline`` never installs the peer's
+venv (``bench/.venv-peer``, from ``bench/requirements-peer.lock``): without it the peer is
+reported as not measured.
 
 PostgreSQL and Redis: ``DATABASE_URL`` (default ``postgres://postgres@127.0.0.1:5432/tgcp_bench``)
 names the server and the prefix of the databases the bench creates and drops
@@ -37,13 +40,34 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import harness, serving
+from bench import harness, serving, soak, workarounds
 from bench.harness import ROOT, Session
 from bench.report import Row, Section, results_markdown, summary_rows, table
 
-PARTS = ("webhook", "peer", "servers", "commands", "memory", "scaleout", "backfill", "dashboard")
+PARTS = (
+    "webhook",
+    "peer",
+    "servers",
+    "commands",
+    "memory",
+    "scaleout",
+    "workarounds",
+    "soak",
+    "backfill",
+    "dashboard",
+)
 # A full run measures the peer inside the webhook part, next to the baselines.
-FULL_RUN = ("webhook", "servers", "commands", "memory", "scaleout", "backfill", "dashboard")
+FULL_RUN = (
+    "webhook",
+    "servers",
+    "commands",
+    "memory",
+    "scaleout",
+    "workarounds",
+    "soak",
+    "backfill",
+    "dashboard",
+)
 SERVED = {
     "webhook": serving.part_webhook,
     "peer": serving.part_peer,
@@ -51,6 +75,8 @@ SERVED = {
     "commands": serving.part_commands,
     "memory": serving.part_memory,
     "scaleout": serving.part_scaleout,
+    "workarounds": workarounds.part_workarounds,
+    "soak": soak.part_soak,
 }
 README_START, README_END = "<!-- bench:start -->", "<!-- bench:end -->"
 

@@ -100,9 +100,11 @@ def serve(
     web_processes: str,
     settings: str = "bench.settings",
     server: str | None = None,
+    redis_url: str | None = None,
 ) -> Server:
     """``manage.py serve`` with ``web_processes`` web processes and the web server's own
-    defaults (threads and the rest: no ``WEB_*`` of the shell); ``server`` sets WEB_SERVER."""
+    defaults (threads and the rest: no ``WEB_*`` of the shell); ``server`` sets WEB_SERVER,
+    ``redis_url`` another Redis than the run's."""
     fake = fake_api(session)
     port = harness.free_port()
     env = session.env(
@@ -111,6 +113,7 @@ def serve(
         HOST="127.0.0.1",
         PORT=str(port),
         TELEGRAM_API_BASE_URL=fake.url(""),
+        REDIS_URL=redis_url or session.redis_url,
     )
     env = {k: v for k, v in env.items() if not k.startswith("WEB_")}
     env["WEB_CONCURRENCY"] = web_processes

@@ -15,13 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import load, serving
+from bench import load, serving, soak, workarounds
 from bench.harness import with_database
 from moderation.models import ChatSettings
 from telegram_bot.updates import parse_update_json
 from tests.redis_server import private_redis
 
 ROOT = Path(__file__).resolve().parents[2]
+# A full run's parts but those that serve other revisions or soak (each has a test below).
+PARTS = ["webhook", "servers", "commands", "memory", "scaleout", "backfill", "dashboard"]
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 SECTIONS = [
     "Group messages through the webhook",
@@ -88,7 +90,16 @@ def test_quick_run_writes_every_row(tmp_path: Path) -> None:
             "DATABASE_URL": with_database(DATABASE_URL, f"{name}_benchq"),
         }
         done = subprocess.run(
-            [sys.executable, "bench/run.py", "--quick", "--offline", "--out", str(out)],
+            [
+                sys.executable,
+                "bench/run.py",
+                "--quick",
+                "--offline",
+                "--only",
+                ",".join(PARTS),
+                "--out",
+                str(out),
+            ],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -119,6 +130,88 @@ def test_quick_run_writes_every_row(tmp_path: Path) -> None:
         servers = text.split(head, 1)[1].split("\n## ")[0]
         for server in ("granian", "gunicorn gthread"):
             assert f"| {server}: group messages / aiogram peer | " in servers, server
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(900)
+def test_quick_workarounds_part_serves_a_pair_and_leaves_no_worktree(tmp_path: Path) -> None:
+    """The workarounds part checks out the revisions before and after a removal into git
+    worktrees of its own, serves them and removes the worktrees; its quick run serves one
+    pair (the six take minutes) and checks the others' revisions."""
+    if not DATABASE_URL.startswith("postgres"):
+        pytest.skip("the bench needs DATABASE_URL pointing at PostgreSQL")
+    name = DATABASE_URL.rsplit("/", 1)[1].split("?")[0]
+    out = tmp_path / "RESULTS.md"
+    with private_redis() as redis_url:
+        env = {
+            **os.environ,
+            "REDIS_URL": redis_url,
+            "DATABASE_URL": with_database(DATABASE_URL, f"{name}_benchw"),
+        }
+        argv = [sys.executable, "bench/run.py", "--quick", "--offline", "--only", "workarounds"]
+        done = subprocess.run(
+            [*argv, "--out", str(out)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=880,
+            check=False,
+        )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    text = out.read_text()
+    assert "\n## Removed library workarounds: before / after (issue 37)\n" in text
+    served = workarounds.WORKAROUNDS[-1].name
+    for label in (f"{served}: group messages/s before / after", f"{served}: p99 at 300/s"):
+        row = next((line for line in text.splitlines() if line.startswith(f"| {label}")), None)
+        assert row is not None, label
+        assert re.search(r"\d+ / \d+", row.split(" | ")[1]), row
+        assert "after/before" in row, row
+    assert "Quick run: only" in text
+    listed = subprocess.run(
+        ["git", "worktree", "list"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert "tgcp-bench-wt-" not in listed.stdout
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(600)
+def test_quick_soak_prints_the_cost_of_a_message_per_phase(tmp_path: Path) -> None:
+    """The soak part prints, per phase (chats, members, text stored), Redis bytes and keys,
+    PostgreSQL bytes and the CPU of the web, worker, Redis and database per message, with
+    Redis's keys by shape."""
+    if not DATABASE_URL.startswith("postgres"):
+        pytest.skip("the bench needs DATABASE_URL pointing at PostgreSQL")
+    name = DATABASE_URL.rsplit("/", 1)[1].split("?")[0]
+    out = tmp_path / "RESULTS.md"
+    with private_redis() as redis_url:
+        env = {
+            **os.environ,
+            "REDIS_URL": redis_url,
+            "DATABASE_URL": with_database(DATABASE_URL, f"{name}_benchs"),
+        }
+        argv = [sys.executable, "bench/run.py", "--quick", "--offline", "--only", "soak"]
+        done = subprocess.run(
+            [*argv, "--out", str(out)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=580,
+            check=False,
+        )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    text = out.read_text()
+    assert "\n## Cost per message (soak, issue 45)\n" in text
+    for phase in soak.phases(quick=True):
+        row = next(line for line in text.splitlines() if line.startswith(f"| {phase.label}:"))
+        found = re.search(r"Redis (\d+) B, ([\d.]+) keys; PostgreSQL (\d+) B", row)
+        assert found is not None, row
+        assert int(found.group(1)) > 0 and float(found.group(2)) > 0, row
+        assert int(found.group(3)) > 0, row
+        assert re.search(r"web [\d.]+, worker [\d.]+, Redis [\d.]+, PostgreSQL [\d.]+", row)
+    shapes = text.split("Redis keys of the warm-up and the main soak", 1)[1].split("```")[0]
+    assert "upd:#" in shapes
 
 
 @pytest.mark.parametrize("kind", ["group", "start", "callback"])
