@@ -44,13 +44,16 @@ def _verdict(update: Update, store: KVStore) -> tuple[str, Action] | None:
     return severity, actions[severity]
 
 
-def foresee_violations(update: Update, store: KVStore) -> Foresight | None:
-    """Quiet for a message without a violation to act on (``Observer.foresee``)."""
-    return QUIET if _verdict(update, store) is None else None
+def foresee_violations(update: Update, store: KVStore) -> Foresight:
+    """Quiet for a message without a violation to act on; else the severity and the action,
+    classified once, for the handler (``Observer.foresee``)."""
+    verdict = _verdict(update, store)
+    return QUIET if verdict is None else Foresight(acts=True, finding=verdict)
 
 
 def act_on_violations(ctx: Context) -> None:
-    verdict = _verdict(ctx.update, ctx.store)
+    found = ctx.foresight.finding if ctx.foresight is not None else None
+    verdict: tuple[str, Action] | None = found if isinstance(found, tuple) else None
     message = ctx.update.message
     if verdict is None or message is None or message.from_user is None or ctx.chat_id is None:
         return

@@ -507,8 +507,8 @@ def _finish_foreseen(
     sights: dict[str, Foresight] = {}
     for observer in plan.observers:
         sight = plan.sights.get(observer.name)
-        if sight is None:
-            return None  # no foresee, it cannot tell, or it raised
+        if sight is None or sight.acts:
+            return None  # no foresee, it cannot tell, it raised, or it will act
         sights[observer.name] = sight
     if not sights:
         return None

@@ -53,6 +53,7 @@ class Foresight:
     ``commit``: the observer's whole work, given the commit to use, when that work is one
     ``commit_once`` (and what the observer does around it, which must not raise once the
     commit is done); None when it does nothing but count.
+    ``acts``/``finding``: the handler will act on the update, on ``finding``.
     With every observer of an update foreseen, no counter reaching its ``acts_at`` and no
     routed handler, the pipeline does the update in one KV step (``pipeline.process``).
     """
@@ -60,6 +61,10 @@ class Foresight:
     counters: tuple[ClaimCounter, ...] = ()
     acts_at: tuple[int | None, ...] = ()
     commit: Callable[[CommitOnce], object] | None = None
+    # The handler acts on this update whatever the counters (the one step is out), on what
+    # the declaration found (``finding``: the handler reads it, never works it out again).
+    acts: bool = False
+    finding: object = None
 
     def __post_init__(self) -> None:
         if self.acts_at and len(self.acts_at) != len(self.counters):
