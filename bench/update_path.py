@@ -302,7 +302,7 @@ def make_updates(count: int, batch: int) -> list[dict[str, Any]]:
         chat_id, user_id = -1001 - n % 5, 1 + n % 60
         text = " ".join(words[(n + k) % len(words)] for k in range(1 + n % 9))
         message = {
-            "message_id": batch * 1_000_000 + n,
+            "message_id": batch * 1_000_000 + n + 1,
             "date": now - n % 3600,
             "chat": {"id": chat_id, "type": "supergroup", "title": f"Group {chat_id}"},
             "from": {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"},

@@ -557,7 +557,6 @@ OBSERVERS: list[Observer] = [
         flood.check_flood,
         chat_types=GROUPS,
         order=100,
-        counters=flood.flood_counters,
         foresee=flood.foresee_flood,
     ),
     Observer.on(

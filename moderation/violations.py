@@ -48,13 +48,22 @@ def _verdict(update: Update, store: KVStore) -> tuple[str, Action] | None:
     return severity, actions[severity]
 
 
-def foresee_violations(update: Update, store: KVStore) -> Foresight | None:
-    """Quiet for a message without a violation to act on (``Observer.foresee``)."""
-    return QUIET if _verdict(update, store) is None else None
+def foresee_violations(update: Update, store: KVStore) -> Foresight:
+    """Quiet for a message without a violation to act on; else the severity and the action,
+    classified once, for the handler (``Observer.foresee``)."""
+    verdict = _verdict(update, store)
+    return QUIET if verdict is None else Foresight(acts=True, finding=verdict)
 
 
 def act_on_violations(ctx: Context) -> None:
-    verdict = _verdict(ctx.update, ctx.store)
+    # The declaration's finding (classified once); without a declaration (an update the
+    # pipeline did not foresee), the verdict is worked out here.
+    found = ctx.foresight.finding if ctx.foresight is not None else None
+    verdict: tuple[str, Action] | None
+    if isinstance(found, tuple):
+        verdict = found
+    else:
+        verdict = _verdict(ctx.update, ctx.store) if ctx.foresight is None else None
     message = ctx.update.message or ctx.update.edited_message
     if verdict is None or message is None or message.from_user is None or ctx.chat_id is None:
         return

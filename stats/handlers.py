@@ -33,7 +33,9 @@ GROUPS = ("group", "supergroup")
 
 
 def count_message(ctx: Context) -> None:
-    work = foresee_count(ctx.update, ctx.store).commit
+    """The declared commit (``foresee_count``, worked out once by the pipeline), through the
+    unit's ``commit_once``."""
+    work = ctx.foresight.commit if ctx.foresight is not None else None
     if work is not None:
         work(ctx.commit_once)
 

@@ -10,7 +10,7 @@ from typing import Any
 from telegram_bot.client import TelegramClient
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline import idempotency, reply
-from telegram_bot.pipeline.router import ROUTE_UNIT, Router
+from telegram_bot.pipeline.router import ROUTE_UNIT, Foresight, Router
 from telegram_bot.pipeline.security import Sender
 from telegram_bot.state import KVStore
 from telegram_bot.state.base import Op
@@ -50,8 +50,11 @@ class Context:
     # Set once commit_once has written this update's done-marker; committed once it ran.
     done_marked: bool = False
     committed: bool = False
-    # An observer's claim counters (``Observer.counters``), incremented with the update's
-    # claim: their new values in order; None when they were not (the handler counts itself).
+    # An observer's declaration for this update (``Observer.foresee``), worked out once by the
+    # pipeline; None for the routed handler and for an observer that declared nothing.
+    foresight: Foresight | None = None
+    # The new values of ``foresight.counters``, in order (the pipeline took them, with the
+    # update's claim or just before the unit ran); None when it declared none.
     counted: tuple[int, ...] | None = None
 
     @property

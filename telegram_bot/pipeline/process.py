@@ -3,9 +3,11 @@
 Idempotency per ``update_id`` in the KV store (``upd:<id>``): a short claim while a worker
 handles the update, then a done-marker kept ``UPDATE_DONE_TTL_HOURS``. A done update is not
 processed again; one claimed by another worker is answered IN_PROGRESS (503, Telegram comes
-back). The update's observers run, then its routed handler, each in isolation (``_handle``);
-an update whose observers all say beforehand what they will do, and that has no routed handler,
-is done in one KV step instead (``_finish_foreseen``).
+back). What the update is, is worked out once (``Plan``: its observers, its chat allowed or
+not, its route, each observer's declaration); its observers then run, then its routed handler,
+each once and in isolation (``_handle``); an update whose observers all declare beforehand
+what they will do, and that has no routed handler, is done in one KV step instead
+(``_finish_foreseen``), from the same declarations.
 A handler that raises sends the update to the dead-letter queue and the update counts as done.
 The KV store or the database being unreachable is the one UNAVAILABLE case: the claim is
 released (by the heartbeat once the store answers, if it does not now) and nothing is marked,
@@ -17,6 +19,7 @@ from __future__ import annotations
 import enum
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
@@ -35,8 +38,11 @@ from telegram_bot.pipeline.router import (
     ROUTE_UNIT,
     ClaimCounter,
     CommitOnce,
+    Foresee,
     Foresight,
     Handler,
+    Observer,
+    Route,
     Router,
     get_router,
 )
@@ -70,8 +76,10 @@ class Outcome(enum.Enum):
 def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Outcome:
     """Handle one Update (parsed at the edge, or JSON data that is parsed here)."""
     update = parse_update(data)
-    if not get_router().handles(update.type):
+    router = get_router()
+    if not router.handles(update.type):
         return Outcome.IGNORED
+    plan = Plan.of(update, router)
     store: KVStore | None = None
     claim: dict[str, Any] | None = None
     try:
@@ -82,11 +90,13 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
             store.get(idempotency.marker_key(update.update_id))
         )
         claim = idempotency.new_claim(store)
-        foreseen = None if replay else _finish_foreseen(store, update, claim)
+        if not replay:
+            plan.foresee(store)
+        foreseen = None if replay else _finish_foreseen(store, plan, claim)
         if foreseen is not None:
             claimed: tuple[dict[str, Any], Counted | None] | Outcome = foreseen
         else:
-            counters = _claim_counters(update, replay=replay)
+            counters = _claim_counters(plan, replay=replay)
             claimed = _claim_counting(
                 store, update.update_id, replay=replay, counters=counters, claim=claim
             )
@@ -112,7 +122,7 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
             translation.override(languages.for_update(store, update)),
         ):
             outcome, marked = _handle(
-                store, update, replay=replay, legacy_done=legacy_done, counted=counted
+                store, plan, replay=replay, legacy_done=legacy_done, counted=counted
             )
     except UNAVAILABLE_ERRORS as exc:
         log.warning(
@@ -167,6 +177,73 @@ def dead_letters() -> DeadLetterStore:
     return DeadLetterStore(get_store(), retention_ms=retention_ms)
 
 
+@dataclass
+class Plan:
+    """What one update is, worked out once and read by every step after: its observers (by
+    type and chat type), whether its chat is served (``security.chat_allowed``), its route
+    (``router.match``, on first use: a private message's needs the sender's workflow) and each
+    observer's declaration (``Observer.foresee``), worked out before the claim."""
+
+    update: Update
+    router: Router
+    observers: tuple[Observer, ...]
+    allowed: bool
+    # Per observer with ``foresee``: its declaration (None: it cannot tell). An observer
+    # missing here was not foreseen before the claim (a replay, or its foresee raised): its
+    # unit works it out itself, in isolation.
+    sights: dict[str, Foresight | None] = field(default_factory=dict)
+    _route: list[Route | None] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, update: Update, router: Router) -> Plan:
+        return cls(update, router, router.observers_for(update), security.chat_allowed(update))
+
+    def route(self, store: KVStore) -> Route | None:
+        if not self._route:
+            self._route.append(
+                self.router.match(self.update, workflow=_workflow_name(store, self.update))
+            )
+        return self._route[0]
+
+    @property
+    def takes_counters(self) -> bool:
+        """Counters go with the claim unless the security step will refuse the whole update
+        (its observers never run), or it is a command addressed by name (whether it is ours
+        may take a getMe: the observers count when they run)."""
+        if not self.allowed:
+            return False
+        command = self.update.command()
+        return command is None or command.mention is None
+
+    def foresee(self, store: KVStore) -> None:
+        """Each observer's declaration, before the claim. One that raises is left out (logged):
+        its unit works it out again and, raising again, becomes the update's dead letter."""
+        if not self.takes_counters:
+            return
+        for observer in self.observers:
+            if observer.foresee is None:
+                continue
+            try:
+                self.sights[observer.name] = observer.foresee(self.update, store)
+            except UNAVAILABLE_ERRORS:
+                raise
+            except Exception as exc:
+                log.info(
+                    "update %s: %s not foreseen: %s",
+                    self.update.update_id,
+                    observer.name,
+                    redact(str(exc)),
+                )
+
+    def counters(self) -> dict[str, list[ClaimCounter]]:
+        """The counters the observers declared for this update, by observer, in their order."""
+        return {
+            name: list(sight.counters)
+            for name, sight in self.sights.items()
+            if sight is not None and sight.counters
+        }
+
+
 Counted = dict[str, tuple[int, ...]]
 # Under this name the claim takes the sender's rate window counter (security.claim_counters);
 # no observer has it ("." is not in observer names).
@@ -175,7 +252,7 @@ RATE_COUNTER = "security.rate"
 
 def _handle(
     store: KVStore,
-    update: Update,
+    plan: Plan,
     *,
     replay: bool,
     legacy_done: bool = False,
@@ -190,8 +267,8 @@ def _handle(
     its replay runs only the ones that had not. A replay is an operator's decision: it is not
     counted against the sender's rate limits.
     """
-    router = get_router()
-    route = router.match(update, workflow=_workflow_name(store, update))
+    update = plan.update
+    route = plan.route(store)
     taken = (counted or {}).get(RATE_COUNTER)
     verdict = security.check(
         store,
@@ -200,6 +277,7 @@ def _handle(
         expensive=route.expensive if route else False,
         replay=replay,
         counted=taken[0] if taken else None,
+        allowed=plan.allowed,
     )
     if isinstance(verdict, security.Refusal) and verdict.whole_update:
         return Outcome.IGNORED, False
@@ -207,7 +285,7 @@ def _handle(
     if update.type == "message" and update.chat_type == "private" and sender.user_id:
         chat_reachable_again(sender.user_id)
     units: list[tuple[str, Handler]] = [
-        (observer.name, observer.handler) for observer in router.observers_for(update)
+        (observer.name, observer.handler) for observer in plan.observers
     ]
     outcome = Outcome.PROCESSED
     if isinstance(verdict, security.Refusal):
@@ -219,9 +297,8 @@ def _handle(
         return (Outcome.IGNORED if outcome == Outcome.PROCESSED else outcome), False
     return outcome, _run_units(
         store,
-        update,
+        plan,
         sender,
-        router,
         units,
         replay=replay,
         legacy_done=legacy_done,
@@ -231,9 +308,8 @@ def _handle(
 
 def _run_units(
     store: KVStore,
-    update: Update,
+    plan: Plan,
     sender: security.Sender,
-    router: Router,
     units: list[tuple[str, Handler]],
     *,
     replay: bool,
@@ -247,7 +323,9 @@ def _run_units(
     whose update marker is DONE but no unit has a marker was written before unit markers
     existed, by a handler that had committed: nothing of it runs again.
     """
+    update = plan.update
     client = get_client()
+    foreseers = {observer.name: observer.foresee for observer in plan.observers}
     finished: list[str] = []
     failures: list[Exception] = []
     done_marked = False
@@ -266,7 +344,7 @@ def _run_units(
         context = Context(
             update=update,
             sender=sender,
-            router=router,
+            router=plan.router,
             store=store,
             client=client,
             unit=name,
@@ -274,6 +352,9 @@ def _run_units(
             counted=(counted or {}).get(name),
         )
         try:
+            foresee = foreseers.get(name)
+            if foresee is not None:
+                _declare(context, plan, foresee)
             handler(context)
         except UNAVAILABLE_ERRORS:
             raise  # nothing is marked: the re-delivery runs every unit again
@@ -297,6 +378,21 @@ def _run_units(
             idempotency.mark_units_done(store, update.update_id, finished)
         raise failures[0]
     return done_marked
+
+
+def _declare(context: Context, plan: Plan, foresee: Foresee) -> None:
+    """An observer's declaration into its context: the one worked out before the claim, else
+    worked out now (a replay; its foresee raised before the claim), and its counters' new
+    values, taken now when the claim did not take them (a take-over, a replay)."""
+    if context.unit in plan.sights:
+        sight = plan.sights[context.unit]
+    else:
+        sight = foresee(plan.update, context.store)
+    context.foresight = sight
+    if context.counted is None and sight is not None and sight.counters:
+        context.counted = tuple(
+            context.store.increment(key, 1, ttl_ms) for key, ttl_ms in sight.counters
+        )
 
 
 def _unit_label(name: str, handler: Handler) -> str:
@@ -384,50 +480,43 @@ def _claim_counting(
 
 
 def _finish_foreseen(
-    store: KVStore, update: Update, claim: dict[str, Any]
+    store: KVStore, plan: Plan, claim: dict[str, Any]
 ) -> Outcome | tuple[dict[str, Any], Counted] | None:
     """The fast path: an update whose every unit is foreseen (``router.Foresight``) done in
     one KV step (``KVStore.claim_or_finish``) instead of a claim and a commit.
 
     That is an update with no routed handler and no security check that could refuse it or
-    count it (a member's group message, not a command), whose observers all say beforehand
-    what they will do: nothing, one commit, or something once a claim counter reaches a
-    value. The one step adds the observers' counters and, unless one reaches its value,
-    applies the commit with its unit marker and the update's done-marker: PROCESSED. A counter
-    that reaches its value leaves the plain claim instead, as ``_claim_counting`` would
-    have: the claim and the counters' values, and the units run the ordinary way. None when
-    the update is not foreseen, or the step found its marker (a duplicate, a claim, a
-    released claim, a unit committed before): the ordinary path, which knows those cases, runs
-    it from the start, and nothing was written.
+    count it (a member's group message, not a command), whose observers all declared
+    beforehand what they will do (``Plan.foresee``): nothing, one commit, or something once a
+    counter reaches a value. The one step adds the observers' counters and, unless one
+    reaches its value, applies the commit with its unit marker and the update's done-marker:
+    PROCESSED. A counter that reaches its value leaves the plain claim instead, as
+    ``_claim_counting`` would have: the claim and the counters' values, and the units run the
+    ordinary way. None when the update is not foreseen, or the step found its marker (a
+    duplicate, a claim, a released claim, a unit committed before): the ordinary path, which
+    knows those cases, runs it from the start, and nothing was written.
     """
-    router = get_router()
+    update = plan.update
     if (
         update.command() is not None
         or security.is_interaction(update)
-        or not security.chat_allowed(update)
-        or router.match(update) is not None
+        or not plan.allowed
+        or plan.route(store) is not None
     ):
         return None
-    observers = router.observers_for(update)
-    if not observers or any(observer.foresee is None for observer in observers):
-        return None
-    counters = router.claim_counters(update)
     sights: dict[str, Foresight] = {}
-    try:
-        for observer in observers:
-            sight = observer.foresee(update, store) if observer.foresee else None
-            if sight is None or len(sight.acts_at) != len(counters.get(observer.name, ())):
-                return None
-            sights[observer.name] = sight
-    except UNAVAILABLE_ERRORS:
-        raise
-    except Exception as exc:  # the ordinary path runs the observer alone, and letters it
-        log.info("update %s: not foreseen: %s", update.update_id, redact(str(exc)))
+    for observer in plan.observers:
+        sight = plan.sights.get(observer.name)
+        if sight is None or sight.acts:
+            return None  # no foresee, it cannot tell, it raised, or it will act
+        sights[observer.name] = sight
+    if not sights:
         return None
     committers = [(name, sight.commit) for name, sight in sights.items() if sight.commit]
     if len(committers) > 1:
         return None  # two commits: each unit commits on its own, the ordinary way
-    triggers = [trigger for name in counters for trigger in sights[name].acts_at]
+    counters = plan.counters()
+    triggers = [trigger for name in counters for trigger in sights[name].triggers]
     committer = committers[0] if committers else None
     return _finish(store, update, claim, list(sights), counters, triggers, committer)
 
@@ -520,17 +609,13 @@ def _counted(counters: dict[str, list[ClaimCounter]], values: Sequence[int]) -> 
     return counted
 
 
-def _claim_counters(update: Update, *, replay: bool) -> dict[str, list[ClaimCounter]]:
-    """The observers' counters to take with the claim: none for a replay, none for an update
-    the security step will refuse whole (its observers never run), and none for a command
-    addressed by name (whether it is ours may take a getMe: the observers count themselves)."""
-    if replay or not security.chat_allowed(update):
+def _claim_counters(plan: Plan, *, replay: bool) -> dict[str, list[ClaimCounter]]:
+    """The counters to take with the claim: the observers' declared ones and the sender's rate
+    window; none for a replay (``Plan.takes_counters`` says when else none)."""
+    if replay or not plan.takes_counters:
         return {}
-    command = update.command()
-    if command is not None and command.mention is not None:
-        return {}
-    counters = get_router().claim_counters(update)
-    if rate := security.claim_counters(update):
+    counters = plan.counters()
+    if rate := security.claim_counters(plan.update):
         counters[RATE_COUNTER] = rate
     return counters
 

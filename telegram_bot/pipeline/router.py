@@ -34,31 +34,58 @@ if TYPE_CHECKING:
 Handler = Callable[["Context"], None]
 # A counter an observer takes with the update's claim: (key, TTL in ms applied on creation).
 ClaimCounter = tuple[str, int | None]
-ClaimCounters = Callable[[Update], Sequence[ClaimCounter]]
 # The one KV commit of a unit (``Context.commit_once``): apply the ops once; False if not.
 CommitOnce = Callable[[Sequence["Op"]], bool]
 
 
 @dataclass(frozen=True)
 class Foresight:
-    """What an observer will do with an update, told before the update is claimed.
+    """What an observer will do with an update, declared as data before the update is claimed.
 
-    ``acts_at``: per claim counter of the observer (``Observer.counters``, same order), the
-    new value at which its handler does something (None: never); below or past it, nothing.
+    The observer's one declaration (``Observer.foresee``); the pipeline reads it, never a
+    second copy of the observer's logic, and hands it to the handler (``ctx.foresight``).
+    ``counters``: the keys the observer adds one to for this update, with the TTL (ms) each
+    gets when created; the pipeline increments them in the same atomic step as the update's
+    claim (or, where the claim was not a plain one, itself, just before the unit runs) and
+    gives the handler their new values (``ctx.counted``, in this order).
+    ``acts_at``: per counter, the new value at which the handler does something (None:
+    never); below or past it, nothing. Empty: None for every counter.
     ``commit``: the observer's whole work, given the commit to use, when that work is one
     ``commit_once`` (and what the observer does around it, which must not raise once the
-    commit is done); None when it does nothing at all. With every observer of an update
-    foreseen, and no routed handler, the pipeline does the update in one KV step
-    (``pipeline.process``'s fast path) instead of a claim and a commit.
+    commit is done); None when it does nothing but count.
+    ``acts``/``finding``: the handler will act on the update, on ``finding``.
+    With every observer of an update foreseen, no counter reaching its ``acts_at`` and no
+    routed handler, the pipeline does the update in one KV step (``pipeline.process``).
     """
 
+    counters: tuple[ClaimCounter, ...] = ()
     acts_at: tuple[int | None, ...] = ()
     commit: Callable[[CommitOnce], object] | None = None
+    # The handler acts on this update whatever the counters (the one step is out), on what
+    # the declaration found (``finding``: the handler reads it, never works it out again).
+    acts: bool = False
+    finding: object = None
+
+    def __post_init__(self) -> None:
+        if self.acts_at and len(self.acts_at) != len(self.counters):
+            raise ValueError("acts_at has one value per counter (or none)")
+
+    @property
+    def triggers(self) -> tuple[int | None, ...]:
+        """``acts_at`` with one value per counter."""
+        return self.acts_at or (None,) * len(self.counters)
+
+    def reached(self, counts: Sequence[int] | None) -> bool:
+        """True when a counter's new value is the one its handler acts at."""
+        return any(
+            at is not None and count == at
+            for count, at in zip(counts or (), self.triggers, strict=False)
+        )
 
 
 QUIET = Foresight()
 # An observer's foresight of an update (it may read the KV store), or None when it cannot tell
-# before running (it will act, or it depends on more than its counters).
+# before running (it will act on what it cannot declare); None counts nothing.
 Foresee = Callable[[Update, "KVStore"], Foresight | None]
 ANY_COMMAND = "*"
 ROUTE_UNIT = "route"  # the unit name of the routed handler (observers have their own)
@@ -140,15 +167,11 @@ class Observer:
     (then in app order), each in isolation, before the routed handler; see ``pipeline``.
     ``name`` is unique: it names the observer's idempotency marker (``upd:<id>:<name>``).
 
-    ``counters``: the keys the observer adds one to for an update (computed from the update
-    alone), which the pipeline increments in the same atomic step as the update's claim, one
-    KV round trip for both; the handler reads their new values from ``ctx.counted``. Where
-    the claim was not a plain one (a take-over, a replay) ``ctx.counted`` is None and the
-    handler counts itself. A claim that finds the update done or claimed counts nothing.
-
-    ``foresee``: what the handler will do with an update, told before the claim
-    (``Foresight``); an observer without it, or whose foresight is None, has the update run
-    the ordinary way (claim, units, done-marker).
+    ``foresee``: the observer's declaration of what it will do with an update, worked out
+    once per update before the claim (``Foresight``: its counters, the values it acts at,
+    its one commit); the handler reads it as ``ctx.foresight`` and its counters' new values
+    as ``ctx.counted``. An observer without it, or whose foresight is None, has the update
+    run the ordinary way (claim, units, done-marker).
     """
 
     name: str
@@ -156,7 +179,6 @@ class Observer:
     handler: Handler
     chat_types: frozenset[str] | None = None
     order: int = 100
-    counters: ClaimCounters | None = None
     foresee: Foresee | None = None
 
     @classmethod
@@ -168,13 +190,12 @@ class Observer:
         *,
         chat_types: tuple[str, ...] | None = None,
         order: int = 100,
-        counters: ClaimCounters | None = None,
         foresee: Foresee | None = None,
     ) -> Observer:
         if not _UNIT_NAME_RE.match(name) or name == ROUTE_UNIT:
             raise ValueError(f"observer name {name!r}: 1-40 of a-z 0-9 . _ -, not {ROUTE_UNIT!r}")
         chats = frozenset(chat_types) if chat_types else None
-        return cls(name, update_type, handler, chats, order, counters, foresee)
+        return cls(name, update_type, handler, chats, order, foresee)
 
     def accepts(self, update: Update) -> bool:
         if update.type != self.update_type:
@@ -212,12 +233,9 @@ class Router:
         if duplicates:
             raise ValueError(f"observer names must be unique: {', '.join(duplicates)}")
 
-    def observers_for(self, update: Update) -> list[Observer]:
+    def observers_for(self, update: Update) -> tuple[Observer, ...]:
         """The observers of this update, in the order they run (they depend on its type and
         chat type only: worked out once per pair)."""
-        return list(self._observers(update))
-
-    def _observers(self, update: Update) -> tuple[Observer, ...]:
         kind = (update.type, update.chat_type)
         found = self._observers_of.get(kind)
         if found is None:
@@ -225,15 +243,6 @@ class Router:
                 observer for observer in self.observers if observer.accepts(update)
             )
         return found
-
-    def claim_counters(self, update: Update) -> dict[str, list[ClaimCounter]]:
-        """Per observer of ``update`` that declares ``counters``: the counters it takes with
-        the update's claim (maybe none for this update)."""
-        return {
-            observer.name: list(observer.counters(update))
-            for observer in self._observers(update)
-            if observer.counters is not None
-        }
 
     def handles(self, update_type: str) -> bool:
         return update_type in self._allowed_updates

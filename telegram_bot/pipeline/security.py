@@ -101,15 +101,17 @@ def check(
     expensive: bool = False,
     replay: bool = False,
     counted: int | None = None,
+    allowed: bool | None = None,
 ) -> Sender | Refusal:
     """The one security step: the sender of ``update``, or why it is refused.
 
     ``role`` and ``expensive`` are what the routed handler requires. A replay is an operator's
     decision: it does not count against the sender's rate limits. ``counted``: the new value
     of the sender's window counter when the claim took it (``claim_counters``), else None.
+    ``allowed``: ``chat_allowed(update)`` when the caller worked it out already.
     """
     sender = identify(update)
-    if not chat_allowed(update):
+    if not (chat_allowed(update) if allowed is None else allowed):
         return Refusal("chat", sender)
     if not addressed_to_us(update):
         return Refusal("addressee", sender)

@@ -42,7 +42,7 @@ def limiter(ctx: Any) -> None:
 def foresee_limiter(update: Update, store: KVStore) -> Foresight | None:
     if knobs.get("limiter_raises"):
         raise RuntimeError("the foresight is broken")
-    return Foresight(acts_at=(knobs.get("acts_at", 3),))
+    return Foresight(counters=tuple(counter_of(update)), acts_at=(knobs.get("acts_at", 3),))
 
 
 def counting(ctx: Any) -> None:
@@ -84,9 +84,7 @@ def answer(ctx: Any) -> None:
 
 def observers(*extra: Observer) -> list[Observer]:
     return [
-        Observer.on(
-            "t.limit", "message", limiter, order=100, counters=counter_of, foresee=foresee_limiter
-        ),
+        Observer.on("t.limit", "message", limiter, order=100, foresee=foresee_limiter),
         Observer.on("t.quiet", "message", quiet, order=150, foresee=foresee_quiet),
         Observer.on("t.count", "message", counting, order=900, foresee=foresee_counting),
         *extra,
@@ -190,7 +188,7 @@ def test_a_claim_rolled_back_with_the_observers_transaction_is_made_again(
 
 @pytest.mark.parametrize(
     "knob",
-    ["counting_unknown", "limiter_raises", "an observer without foresight", "two commits"],
+    ["counting_unknown", "an observer without foresight", "two commits"],
 )
 def test_what_is_not_foreseen_runs_the_ordinary_way_once(
     bot: FakeTelegramServer,
@@ -242,6 +240,26 @@ def test_a_chat_that_is_not_allowed_counts_nothing(
     settings.ALLOWED_CHAT_IDS = [GROUP - 1]
     assert process_update(message()) == Outcome.IGNORED
     assert ran == [] and memory_store.get("counter:messages:5") is None
+
+
+def test_a_declaration_that_raises_is_its_observers_failure_the_others_run_once(
+    bot: FakeTelegramServer, memory_store: KVStore, router: Router
+) -> None:
+    """The declaration is the observer's own logic, written once: when it raises, that
+    observer failed (the update is a dead letter), the others ran once, and the replay runs
+    only the failed one, counting its counter once."""
+    knobs["limiter_raises"] = True
+    update = message()
+    assert process_update(update) == Outcome.DEAD_LETTER
+    assert ran == ["quiet", "counting"]
+    assert memory_store.get("counter:messages:5") == 1
+    assert memory_store.get("counter:window:5") is None
+    knobs.clear()
+    ran.clear()
+    assert process_update(update, replay=True) == Outcome.PROCESSED
+    assert ran == ["limiter (1,)"]
+    assert memory_store.get("counter:messages:5") == 1
+    assert memory_store.get("counter:window:5") == 1
 
 
 def test_a_handler_that_fails_when_not_foreseen_becomes_a_dead_letter(

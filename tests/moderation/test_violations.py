@@ -153,3 +153,24 @@ def test_a_forged_supergroup_with_a_positive_id_is_not_acted_on(bot: FakeTelegra
     assert [c for c in bot.calls if c.failed] == []
     assert bot.calls_to("getChatAdministrators") == [] and bot.calls_to("deleteMessage") == []
     assert bot.calls_to("banChatMember") == [] and AuditEntry.objects.count() == 0
+
+
+def test_a_message_acted_on_is_classified_once(bot: FakeTelegramServer) -> None:
+    """The observer's declaration classifies the message; the handler acts on that finding
+    instead of classifying it again."""
+    seen: list[int] = []
+
+    def probe(message: Message, store: KVStore) -> Mapping[str, int]:
+        seen.append(message.message_id)
+        return {}
+
+    violations.register_classifier("probe", probe)
+    try:
+        describe_group(bot)
+        rules()
+        ChatSettings.objects.create(chat_id=GROUP, violation_high="mute")
+        message = say("scam")
+    finally:
+        violations.unregister_classifier("probe")
+    assert len(ok_calls(bot, "restrictChatMember")) == 1
+    assert seen == [message["message_id"]]

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from moderation.flood import flood_counters
+from moderation.flood import foresee_flood
 from stats.backfill import backfill_run
 from telegram_bot.state import KVStore
 from telegram_bot.updates import parse_update
@@ -104,7 +104,7 @@ def test_processes_racing_for_the_same_deliveries_count_each_update_once(
     members: Counter[tuple[int, int]] = Counter()  # the members' messages, each counted once
     for update in {u["update_id"]: parse_update(u) for u in updates}.values():
         observed = update.chat_type in ("group", "supergroup") and update.command() is None
-        if observed and flood_counters(update) and update.chat_id is not None:
+        if observed and foresee_flood(update, shared).counters and update.chat_id is not None:
             members[(update.chat_id, update.user_id or 0)] += 1
     windows: Counter[tuple[int, int]] = Counter()
     over = 0

@@ -12,7 +12,7 @@ import pytest
 
 from stats import keys
 from stats.config import counting_config_clear
-from stats.handlers import count_message
+from stats.handlers import count_message, foresee_count
 from stats.models import DailyUserStat, StatsSettings, ViolationKind, ViolationRule
 from telegram_bot.bot import get_client
 from telegram_bot.pipeline.context import Context
@@ -80,6 +80,7 @@ def test_it_commits_a_counted_message_in_one_kv_round_trip(store: RecordingStore
         router=get_router(),
         store=store,
         client=get_client(),
+        foresight=foresee_count(update, store),  # the pipeline's part: the declaration
     )
     count_message(ctx)
     assert store.calls == {"apply_once": 1}  # no read, no other write: one atomic commit
@@ -140,6 +141,7 @@ def test_it_counts_nothing_in_a_worker_that_finds_the_update_committed(
             router=get_router(),
             store=store,
             client=get_client(),
+            foresight=foresee_count(update, store),
         )
         count_message(ctx)
     assert row().message_count == 1
