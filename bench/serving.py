@@ -545,8 +545,9 @@ def part_servers(session: Session) -> Section:
         "alternating; ratios the median of each round's ratio; wrk -t2 -c16.",
         "Removed workaround: gunicorn's epoll worker (`config/gunicorn_worker.py`) bought "
         "1.09x-1.13x over stock gthread (runs up to 2026-12-06, `bench/RESULTS.md` of then); "
-        f"'group messages: {DEFAULT_SERVER} / {GUNICORN}' is what the default server gives "
-        "back over it.",
+        "the `workarounds` part serves it beside gthread and granian (its revision and the "
+        f"next); 'group messages: {DEFAULT_SERVER} / {GUNICORN}' is what the default server "
+        "gives back over gthread today.",
     ]
     session.stop(other)  # the parts after this one run as before it
     del session.shared["gunicorn"]

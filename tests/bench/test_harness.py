@@ -205,9 +205,11 @@ def test_quick_soak_prints_the_cost_of_a_message_per_phase(tmp_path: Path) -> No
     assert "\n## Cost per message (soak, issue 45)\n" in text
     for phase in soak.phases(quick=True):
         row = next(line for line in text.splitlines() if line.startswith(f"| {phase.label}:"))
-        found = re.search(r"Redis (\d+) B, ([\d.]+) keys; PostgreSQL (\d+) B", row)
+        # Redis's used_memory may fall over a short phase (a key table's rehash ends, short
+        # keys expire): its sign is a measurement, the keys each message adds are not.
+        found = re.search(r"Redis (-?\d+) B, ([\d.]+) keys; PostgreSQL (\d+) B", row)
         assert found is not None, row
-        assert int(found.group(1)) > 0 and float(found.group(2)) > 0, row
+        assert float(found.group(2)) > 0, row
         assert int(found.group(3)) > 0, row
         assert re.search(r"web [\d.]+, worker [\d.]+, Redis [\d.]+, PostgreSQL [\d.]+", row)
     shapes = text.split("Redis keys of the warm-up and the main soak", 1)[1].split("```")[0]
