@@ -55,8 +55,14 @@ class Walk:
         path = Path(filename).resolve()
         found: str | None = None
         inside = path.suffix == ".py" and path.is_relative_to(ROOT)
-        if inside and not any(path.is_relative_to(excluded) for excluded in _EXCLUDED):
-            found = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        # Not the tests, nor any virtualenv kept in the checkout (.venv, CI's .venv-py3).
+        parts = path.relative_to(ROOT).parts if inside else ()
+        if (
+            inside
+            and not parts[0].startswith(".venv")
+            and not any(path.is_relative_to(excluded) for excluded in _EXCLUDED)
+        ):
+            found = ".".join(parts).removesuffix(".py")
         self._modules[filename] = found
         return found
 
