@@ -8,7 +8,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
-from community.models import BotChat, ChatPolicy, MemberMovement, MemberPolicy
+from community.models import BotChat, ChatPolicy, MemberMovement, MemberPolicy, SpamListEntry
 from community.web import (
     DECIDE_PERMISSION,
     VIEW_PERMISSION,
@@ -123,6 +123,16 @@ class MemberPolicyAdmin(DurationFieldsMixin, AuditedModelAdmin):
                 ),
             },
         ),
+        (
+            _("Spam lists"),
+            {
+                "fields": ("spam_action",),
+                "description": _(
+                    "New members are checked against the local spam list and, when configured, "
+                    "a spam-check service (SPAMCHECK_URL) before any captcha or welcome."
+                ),
+            },
+        ),
     )
 
 
@@ -150,3 +160,14 @@ class MemberMovementAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = ("=chat_id", "=user_id")
     date_hierarchy = "at"
     ordering = ("-at",)
+
+
+@admin.register(SpamListEntry)
+class SpamListEntryAdmin(AuditedModelAdmin):
+    """The local spam list: filled by ``manage.py import_spamlist``; an entry can be removed
+    here (a false positive)."""
+
+    list_display = ("user_id", "source", "reason", "added_at")
+    list_filter = ("source",)
+    search_fields = ("user_id", "reason")
+    readonly_fields = ("added_at",)

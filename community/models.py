@@ -288,6 +288,11 @@ class MemberPolicy(models.Model):
         CAPTCHA = "captcha", gettext_lazy("Captcha for every new member")
         REQUESTS = "requests", gettext_lazy("Join requests only")
 
+    class SpamAction(models.TextChoices):
+        BAN = "ban", gettext_lazy("Ban them")
+        KICK = "kick", gettext_lazy("Remove them (they may ask again)")
+        OFF = "off", gettext_lazy("Let them in")
+
     raid_mode = models.CharField(
         gettext_lazy("strict mode"),
         max_length=10,
@@ -299,6 +304,17 @@ class MemberPolicy(models.Model):
             "join another way (ban, then unban) and points the chat to the link; the link is "
             "revoked when the strict mode ends. Telegram's Bot API cannot switch a group itself "
             'to "approve new members".'
+        ),
+    )
+    spam_action = models.CharField(
+        gettext_lazy("spam-listed joiners"),
+        max_length=5,
+        choices=SpamAction.choices,
+        default=SpamAction.BAN,
+        help_text=gettext_lazy(
+            "What happens to a new member found on a spam list: the local list "
+            "(manage.py import_spamlist) and, when SPAMCHECK_URL is set, the spam-check "
+            "service. Approved members are not checked."
         ),
     )
     updated_at = models.DateTimeField(gettext_lazy("updated"), auto_now=True)
@@ -473,3 +489,25 @@ class MemberCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.count} members in {self.chat_id} on {self.day}"
+
+
+class SpamListEntry(models.Model):
+    """A Telegram account known to spam, from a file an operator imported
+    (``manage.py import_spamlist``). Joiners on it get their chat's ``spam_action``."""
+
+    user_id = models.BigIntegerField(gettext_lazy("user id"), unique=True)
+    source = models.CharField(
+        gettext_lazy("source"),
+        max_length=40,
+        help_text=gettext_lazy("The list it came from, named at import."),
+    )
+    reason = models.CharField(gettext_lazy("reason"), max_length=200, blank=True)
+    added_at = models.DateTimeField(gettext_lazy("added"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = gettext_lazy("spam-listed account")
+        verbose_name_plural = gettext_lazy("spam-listed accounts")
+        indexes = [models.Index(fields=["source"], name="spam_list_source")]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} ({self.source})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from community import growth
-from community.services import join_decisions, join_requests, members, raid
+from community.services import join_decisions, join_requests, members, raid, spam
 from telegram_bot.jobs.runner import JobRun
 
 
@@ -51,6 +51,11 @@ def raid_remove_job(payload: dict[str, Any], run: JobRun) -> None:
     raid.member_remove(int(payload["chat_id"]), int(payload["user_id"]), in_job=True)
 
 
+def spam_ban_job(payload: dict[str, Any], run: JobRun) -> None:
+    """A spam-listed joiner's ban that Telegram did not take at once."""
+    spam.spam_ban(int(payload["chat_id"]), int(payload["user_id"]), in_job=True)
+
+
 def member_counts_tick() -> int:
     """django-q2 schedule, daily: the member count of every chat the bot is in."""
     return growth.member_counts_fetch()
@@ -60,6 +65,7 @@ JOB_HANDLERS = {
     members.CAPTCHA_JOB: captcha_job,
     raid.RAID_END_JOB: raid_end_job,
     raid.RAID_REMOVE_JOB: raid_remove_job,
+    spam.SPAM_BAN_JOB: spam_ban_job,
     join_decisions.DECIDE_JOB: decide_job,
     join_requests.TIMEOUT_JOB: question_timeout_job,
     join_requests.ASK_JOB: question_ask_job,

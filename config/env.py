@@ -294,6 +294,11 @@ class Environment(BaseSettings):
     STATS_WRITE_BEHIND_MS: Annotated[Int, Field(ge=0, le=1000)] = 50
     STATS_COMMAND_TOP: Annotated[Int, Field(ge=1, le=50)] = 5
     STATS_COMMAND_COOLDOWN_SECONDS: Annotated[Int, Field(ge=0, le=DAY)] = 30
+    # A spam-check service asked about each new member (CAS's shape: GET URL?user_id=N).
+    SPAMCHECK_URL: HttpUrl = ""
+    SPAMCHECK_TIMEOUT_MS: Annotated[Int, Field(ge=50, le=10_000)] = 800
+    SPAMCHECK_CACHE_SECONDS: Annotated[Int, Field(ge=0, le=7 * DAY)] = 3600
+    SPAMCHECK_FAIL_OPEN: Flag = True
     # App labels (comma-separated) whose handlers, schedules, admin pages, API routes and
     # overview cards are off (telegram_bot/features.py); checked against the feature apps by
     # config/settings.py.

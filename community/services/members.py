@@ -7,7 +7,7 @@ stay record (``member_state``) makes them, and any re-delivery, one event: count
 challenged once, welcomed once.
 
 Anti-raid: ``raid`` (the strict mode, "captcha for everyone" or "join requests
-only").
+only"). Spam-listed joiners: ``spam`` (banned or removed before any captcha or welcome).
 
 Captcha. A joining member in a chat whose policy asks for it (or in the anti-raid strict mode)
 is restricted (cannot send messages) and gets a message with several buttons; only the
@@ -50,7 +50,7 @@ from community.member_state import (
     new_token,
 )
 from community.models import MemberMovement, MemberPolicy, parse_buttons
-from community.services import raid
+from community.services import raid, spam
 from telegram_bot.bot import get_client
 from telegram_bot.client import SEND_PERMISSIONS
 from telegram_bot.errors import BotError, TelegramApiError
@@ -141,6 +141,8 @@ def member_joined(event: MemberEvent) -> None:
         return
     if transition.changed:
         raid.join_counted(policy, event, store)
+    if spam.spam_joiner(policy, event, stay, store):
+        return
     if not stay.cap and raid.join_in_requests_mode(event, store):
         return
     if stay.cap or _needs_captcha(policy, event, store):

@@ -184,6 +184,7 @@ def test_operators_configure_members_in_the_admin_site(admin_client: Any) -> Non
         "raid_window_seconds": "1m",
         "raid_strict_minutes": "15m",
         "raid_mode": "requests",
+        "spam_action": "kick",
     }
     page = admin_client.post(url, form).content.decode()
     assert "Unknown placeholder {name}" in page and "Line 1" in page
@@ -194,6 +195,7 @@ def test_operators_configure_members_in_the_admin_site(admin_client: Any) -> Non
     policy = MemberPolicy.objects.get(chat_id=GROUP)
     assert policy.captcha_enabled and policy.rules_text == "Be kind"
     assert policy.raid_mode == MemberPolicy.RaidMode.REQUESTS
+    assert policy.spam_action == MemberPolicy.SpamAction.KICK
     assert "Cats" in admin_client.get("/admin/community/memberpolicy/").content.decode()
     # The chats of the bot are read only.
     assert admin_client.get("/admin/community/botchat/add/").status_code == 403

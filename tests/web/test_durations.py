@@ -75,6 +75,7 @@ def test_a_field_counted_in_minutes_takes_whole_minutes(admin_client: Client) ->
         "raid_window_seconds": "1m",
         "raid_strict_minutes": "90s",
         "raid_mode": "requests",
+        "spam_action": "ban",
     }
     refused = admin_client.post(url, data).content.decode()
     assert "Give whole minutes, like 15m." in refused
