@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils.translation import gettext as _
 
 from community.member_state import challenge_key, stay_key
-from community.models import MemberMovement
+from community.models import MemberMovement, SpamListEntry
 from community.records import (
     DECIDING,
     RECORD_PREFIX,
@@ -31,6 +31,8 @@ INDEX_PREFIX = JoinRequestStore.index_key(0, 0).removesuffix("0:0")
 
 MODELS = {
     "community.MemberMovement": "when a member joined or left a chat (growth figures)",
+    "community.SpamListEntry": "an account on the local spam list (its id, the list, a reason); "
+    "erasure takes it off the list",
 }
 KEY_FAMILIES = {
     family_of(RECORD_PREFIX): "join requests: the requester's id, name, bio (summary), the "
@@ -66,6 +68,9 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
             MemberMovement.objects.filter(user_id=user_id)
             .order_by("at")
             .values("chat_id", "kind", "at")
+        ),
+        "spam_list": list(
+            SpamListEntry.objects.filter(user_id=user_id).values("source", "reason", "added_at")
         ),
     }
 
@@ -124,6 +129,7 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
             store, [key for key, _ in list(values_mentioning(store, CHALLENGE_PREFIX, user))]
         ),
         "joins_and_leaves": MemberMovement.objects.filter(user_id=user).update(user_id=anon),
+        "spam_list": SpamListEntry.objects.filter(user_id=user).delete()[0],
     }
     return counts
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -85,14 +85,17 @@ def notify_admins(
     client: TelegramClient | None = None,
     on_sent: FollowUp | None = None,
     claim: Callable[[], bool] | None = None,
+    recipients: Iterable[int] | None = None,
 ) -> NotifyReport:
-    """Send ``text`` to every admin; return who got it, who did not (and whose notice a job
-    retries), and who was skipped. ``claim`` (the caller's send claim) is called once, after
-    the admins are read and before the first send: False sends nothing (another run has the
-    notice). Past it, a failure for one admin stops no other, so this raises only before."""
+    """Send ``text`` to every admin (or to ``recipients``: a feature's own admins, such as a
+    chat's admins who take its reports); return who got it, who did not (and whose notice a
+    job retries), and who was skipped. ``claim`` (the caller's send claim) is called once,
+    after the admins are read and before the first send: False sends nothing (another run has
+    the notice). Past it, a failure for one admin stops no other, so this raises only
+    before."""
     client = client or get_client()
     report = NotifyReport()
-    recipients = admin_ids()
+    recipients = admin_ids() if recipients is None else list(dict.fromkeys(recipients))
     blocked = set(
         BlockedChat.objects.filter(chat_id__in=recipients).values_list("chat_id", flat=True)
     )

@@ -11,7 +11,16 @@ from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
 
 from moderation.rules import blocklist, kinds
-from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
+from moderation.rules.models import (
+    AllowedDomain,
+    Approval,
+    BlocklistEntry,
+    Filter,
+    Lock,
+    Note,
+    Report,
+    ReportSetting,
+)
 from telegram_bot.audit_admin import AuditedModelAdmin
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
 
@@ -100,3 +109,39 @@ class FilterAdmin(AuditedModelAdmin):
     form = FilterForm
     list_display = ("chat_id", "keyword", "media_kind", "updated_at")
     search_fields = ("=chat_id", "keyword", "text")
+
+
+@admin.register(Report)
+class ReportAdmin(admin.ModelAdmin):
+    """Members' reports and the admins' decisions: read only (the bot writes them)."""
+
+    list_display = (
+        "reported_at",
+        "chat_title",
+        "target_name",
+        "excerpt",
+        "flag_count",
+        "status",
+        "decision",
+        "decided_by_name",
+    )
+    list_filter = ("status", "decision")
+    search_fields = ("=chat_id", "=target_id", "target_name", "chat_title")
+    date_hierarchy = "reported_at"
+
+    @admin.display(description=_("reported by"))
+    def flag_count(self, report: Report) -> int:
+        return report.flags.count()
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(ReportSetting)
+class ReportSettingAdmin(AuditedModelAdmin):
+    list_display = ("chat_id", "enabled")
+    list_filter = ("enabled",)
+    search_fields = ("=chat_id",)

@@ -17,7 +17,7 @@ class RulesConfig(features.FeatureConfig):
     job_handlers = "moderation.rules.tasks.JOB_HANDLERS"
     privacy = "moderation.rules.privacy"
     start_line = gettext_lazy(
-        "chat rules (/lock, /addblocklist, /approve, /save, /filter in groups)"
+        "chat rules (/lock, /addblocklist, /approve, /save, /filter, /report in groups)"
     )
     chat_settings_models = (
         "rules.Lock",
@@ -26,13 +26,20 @@ class RulesConfig(features.FeatureConfig):
         "rules.Approval",
         "rules.Note",
         "rules.Filter",
+        "rules.ReportSetting",
     )
     key_families = {
         "rules": "chat rules: filter answers per chat and minute (rules:fr:<chat>:<minute>, TTL)",
     }
+    audit_phrases = {
+        "rules.report": gettext_lazy("{actor} reported a message of {target} to the admins"),
+        "rules.report_dismiss": gettext_lazy("{actor} dismissed a report on {target}"),
+        "rules.reports_on": gettext_lazy("{actor} let members report messages"),
+        "rules.reports_off": gettext_lazy("{actor} turned reports off"),
+    }
     console_sections = {
-        "safety": ("rules.lock", "rules.blocklistentry", "rules.approval"),
-        "settings": ("rules.alloweddomain", "rules.note", "rules.filter"),
+        "safety": ("rules.lock", "rules.blocklistentry", "rules.approval", "rules.report"),
+        "settings": ("rules.alloweddomain", "rules.note", "rules.filter", "rules.reportsetting"),
     }
 
     def ready(self) -> None:

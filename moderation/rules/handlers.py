@@ -5,6 +5,7 @@ observers that enforce them on new and edited messages. Thin: parse, check right
 from __future__ import annotations
 
 import logging
+import re
 
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -18,13 +19,15 @@ from moderation.rights import (
     Refusal,
     chat_admins,
     is_group_id,
+    is_member_message,
     is_protected,
 )
-from moderation.rules import answers, blocklist, kinds, matcher, services
+from moderation.rules import answers, blocklist, kinds, matcher, reports, services
 from moderation.rules.matcher import Verdict
 from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Lock
 from moderation.rules.services import Change, RulesError
 from moderation.services import Target, explain
+from telegram_bot.audit import telegram_actor
 from telegram_bot.bot import bot_id
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
@@ -378,6 +381,144 @@ def _kick_bots(ctx: Context) -> None:
         ctx.reply(answer)
 
 
+# -- reports ----------------------------------------------------------------------------------
+
+ADMIN_MENTION = re.compile(r"(?:^|\s)@admins?\b", re.IGNORECASE)
+
+
+def report_command(ctx: Context) -> None:
+    """``/report`` in reply to a member's message."""
+    answer = _report(ctx, quiet=False)
+    if answer:
+        ctx.reply(answer)
+
+
+def foresee_report_mention(update: Update, store: KVStore) -> Foresight | None:
+    """Quiet for every message but a reply that calls ``@admin``."""
+    message = update.message
+    if message is None or message.reply_to_message is None:
+        return QUIET
+    return None if ADMIN_MENTION.search(message.text_or_caption) else QUIET
+
+
+def report_mention(ctx: Context) -> None:
+    """``@admin`` (or ``@admins``) in a reply: a report, as ``/report``."""
+    message = ctx.update.message
+    if message is None or not ADMIN_MENTION.search(message.text_or_caption):
+        return
+    answer = _report(ctx, quiet=True)
+    if answer:
+        ctx.reply(answer)
+
+
+def _report(ctx: Context, *, quiet: bool) -> str:
+    message = ctx.update.message
+    if message is None or ctx.chat_id is None or not is_member_message(message):
+        return ""
+    reply = message.reply_to_message
+    if reply is None or (reply.model_extra or {}).get("forum_topic_created"):
+        return "" if quiet else _("Reply to the message you want to report with /report.")
+    if not reports.reports_enabled(ctx.chat_id):
+        return "" if quiet else _("Reports are off in this chat.")
+    if not is_member_message(reply) or reply.from_user is None:
+        return _("Only a member's own message can be reported.")
+    author, reporter = reply.from_user, ctx.update.user
+    assert reporter is not None
+    if author.id == reporter.id:
+        return _("You can't report your own message.")
+    admins = chat_admins(ctx.store, ctx.client, ctx.chat_id)
+    if reporter.id in admins:
+        return _("You are an admin here: act on it yourself (/del, /warn, /mute, /ban).")
+    if is_protected(admins, author.id):
+        return _("Admins' messages can't be reported.")
+    excerpt = reply.text_or_caption or _("(a message without text)")
+    return reports.report(
+        ctx.client,
+        ctx.store,
+        reports.Reported(
+            chat_id=ctx.chat_id,
+            chat_title=message.chat.title or "",
+            message_id=reply.message_id,
+            target=Target(author.id, author.full_name, author.username or ""),
+            excerpt=excerpt,
+            reporter=telegram_actor(reporter),
+            update_id=ctx.update.update_id,
+        ),
+    )
+
+
+def reports_in_group(ctx: Context) -> None:
+    """``/reports [on|off]`` in a group: whether members can report here (admins change it)."""
+    command = ctx.command
+    if ctx.chat_id is None or command is None:
+        return
+    word = command.args.strip().lower()
+    if not word:
+        on = reports.reports_enabled(ctx.chat_id)
+        ctx.reply(_("Reports are on in this chat.") if on else _("Reports are off in this chat."))
+        return
+    _reports_switch(ctx)
+
+
+@moderator_command(DELETE)
+def _reports_switch(req: Request) -> str:
+    word = " ".join(req.args).lower()
+    if word not in ("on", "off", "yes", "no"):
+        raise Refusal(_("Say /reports on or /reports off."))
+    on = word in ("on", "yes")
+    reports.reports_set(req.chat_id, on, actor=req.origin.actor, update_id=req.origin.update_id)
+    return _("Members can report messages here.") if on else _("Reports are off in this chat.")
+
+
+def reports_in_private(ctx: Context) -> None:
+    """``/reports [on|off]`` in private: whether this admin gets reports."""
+    command, user = ctx.command, ctx.update.user
+    if command is None or user is None:
+        return
+    word = command.args.strip().lower()
+    if word in ("on", "yes"):
+        reports.opt_in(user.id, True)
+        ctx.reply(_("You will get reports from the chats where you are an admin."))
+    elif word in ("off", "no"):
+        reports.opt_in(user.id, False)
+        ctx.reply(_("You will no longer get reports."))
+    elif not word:
+        if reports.opted_in(user.id):
+            ctx.reply(
+                _("You get reports from the chats where you are an admin: /reports off stops them.")
+            )
+        else:
+            ctx.reply(_("You don't get reports: /reports on, if you are an admin of a chat."))
+    else:
+        ctx.reply(_("Say /reports on or /reports off."))
+
+
+def report_button(ctx: Context) -> None:
+    """A decision on a report's notice."""
+    user = ctx.update.user
+    try:
+        report_id, letter = reports.parse(ctx.update.callback_data)
+    except ValueError:
+        ctx.answer_callback_quietly(_("This button is not valid."), alert=True)
+        return
+    if user is None:
+        return
+    pressed = reports.decide(
+        ctx.client,
+        ctx.store,
+        report_id=report_id,
+        letter=letter,
+        actor=telegram_actor(user),
+        update_id=ctx.update.update_id,
+    )
+    ctx.answer_callback_quietly(pressed.text, alert=pressed.alert)
+    if pressed.case is not None:
+        try:
+            ctx.edit_callback_message(reports.notice_text(pressed.case))
+        except TelegramApiError as exc:  # "message is not modified" after a double press
+            log.info("report notice not updated: %s", exc)
+
+
 ROUTES: list[Route] = [
     Route.on_command(
         "lock",
@@ -463,6 +604,25 @@ ROUTES: list[Route] = [
     Route.on_command(
         "filters", answers.filters_list, help=gettext_lazy("the chat's filters"), chat_types=GROUPS
     ),
+    Route.on_command(
+        "report",
+        report_command,
+        help=gettext_lazy("(reply): report a message to the admins (or write @admin)"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "reports",
+        reports_in_group,
+        help=gettext_lazy("[on|off]: whether members can report here"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "reports",
+        reports_in_private,
+        help=gettext_lazy("[on|off]: get the reports of the chats you are an admin of"),
+        chat_types=("private",),
+    ),
+    Route.on_callback(reports.CALLBACK, report_button),
 ]
 # Before anti-flood (100) and violations (110): a message a rule deletes is dealt with by
 # the rule; the others still count it.
@@ -477,6 +637,14 @@ OBSERVERS: list[Observer] = [
         chat_types=GROUPS,
         order=90,
         foresee=foresee_rules,
+    ),
+    Observer.on(
+        "rules.report-mention",
+        "message",
+        report_mention,
+        chat_types=GROUPS,
+        order=94,
+        foresee=foresee_report_mention,
     ),
     Observer.on(
         "rules.answers",

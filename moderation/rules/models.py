@@ -160,3 +160,117 @@ class Filter(SavedReply):
 
     def __str__(self) -> str:
         return f"{self.keyword} in {self.chat_id}"
+
+
+class Report(models.Model):
+    """A member's message that members reported to the chat's admins (``/report`` or
+    ``@admin`` in reply to it): one per message, however many report it; decided once, by the
+    first admin who presses a button on its notice."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", _("open")
+        DECIDED = "decided", _("decided")
+
+    class Decision(models.TextChoices):
+        DELETE = "delete", _("message deleted")
+        WARN = "warn", _("deleted, author warned")
+        MUTE = "mute", _("deleted, author muted for 1 hour")
+        BAN = "ban", _("deleted, author banned")
+        DISMISS = "dismiss", _("dismissed")
+
+    chat_id = models.BigIntegerField(_("chat id"))
+    chat_title = models.CharField(_("chat"), max_length=200, blank=True)
+    message_id = models.BigIntegerField(_("message id"))
+    target_id = models.BigIntegerField(_("author id"))
+    target_name = models.CharField(_("author"), max_length=200, blank=True)
+    excerpt = models.CharField(_("message"), max_length=300, blank=True)
+    reported_at = models.DateTimeField(_("reported"), auto_now_add=True, db_index=True)
+    notified = models.BooleanField(_("admins notified"), default=False)
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.OPEN
+    )
+    decision = models.CharField(_("decision"), max_length=10, choices=Decision.choices, blank=True)
+    decided_by_id = models.BigIntegerField(_("decided by (id)"), null=True, blank=True)
+    decided_by_name = models.CharField(_("decided by"), max_length=200, blank=True)
+    decided_at = models.DateTimeField(_("decided"), null=True, blank=True)
+    # The button press that decided it: its re-delivery carries the decision out again
+    # (idempotently), any other press is told who decided.
+    decided_update = models.BigIntegerField(null=True, blank=True, editable=False)
+
+    class Meta:
+        verbose_name = _("report")
+        verbose_name_plural = _("reports")
+        ordering = ["-reported_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["chat_id", "message_id"], name="rules_report_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"report of {self.message_id} in {self.chat_id}"
+
+
+class ReportFlag(models.Model):
+    """One member's report of a message: a member reports a message once."""
+
+    report = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="flags")
+    reporter_id = models.BigIntegerField(_("reporter id"))
+    reporter_name = models.CharField(_("reporter"), max_length=200, blank=True)
+    update_id = models.BigIntegerField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(_("reported"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("report by a member")
+        verbose_name_plural = _("reports by members")
+        constraints = [
+            models.UniqueConstraint(fields=["report", "reporter_id"], name="rules_report_flag_once")
+        ]
+        indexes = [models.Index(fields=["reporter_id", "created_at"], name="rules_report_by")]
+
+    def __str__(self) -> str:
+        return f"{self.reporter_id} reported {self.report_id}"
+
+
+class ReportNotice(models.Model):
+    """A report's notice in an admin's private chat (edited when the report is decided)."""
+
+    report = models.ForeignKey(Report, on_delete=models.CASCADE, related_name="notices")
+    chat_id = models.BigIntegerField()
+    message_id = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["report", "chat_id"], name="rules_report_notice_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"notice of {self.report_id} in {self.chat_id}"
+
+
+class ReportSetting(models.Model):
+    """Whether members of a chat can report (``/reports on|off`` in the group; on without a
+    row)."""
+
+    chat_id = models.BigIntegerField(_("chat id"), unique=True)
+    enabled = models.BooleanField(_("members can report"), default=True)
+
+    class Meta:
+        verbose_name = _("report setting")
+        verbose_name_plural = _("report settings")
+
+    def __str__(self) -> str:
+        return f"reports {'on' if self.enabled else 'off'} in {self.chat_id}"
+
+
+class ReportOptIn(models.Model):
+    """An admin who gets reports in private (``/reports on`` in a private chat with the bot),
+    from every chat where they are an admin at the time of the report."""
+
+    user_id = models.BigIntegerField(_("user id"), unique=True)
+    created_at = models.DateTimeField(_("since"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("admin getting reports")
+        verbose_name_plural = _("admins getting reports")
+
+    def __str__(self) -> str:
+        return str(self.user_id)

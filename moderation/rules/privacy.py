@@ -9,7 +9,18 @@ from typing import Any
 from django.db import transaction
 
 from moderation.rules import matcher
-from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
+from moderation.rules.models import (
+    AllowedDomain,
+    Approval,
+    BlocklistEntry,
+    Filter,
+    Lock,
+    Note,
+    Report,
+    ReportFlag,
+    ReportNotice,
+    ReportOptIn,
+)
 from telegram_bot.privacy import Subject
 from telegram_bot.state import KVStore
 
@@ -20,9 +31,16 @@ MODELS = {
     "rules.BlocklistEntry": "who added a blocklist entry",
     "rules.Note": "who saved a note",
     "rules.Filter": "who saved a filter",
+    "rules.Report": "a reported message: its author (id, name, an excerpt), who decided it",
+    "rules.ReportFlag": "who reported a message (id, name)",
+    "rules.ReportOptIn": "an admin who gets reports in private (id)",
+    "rules.ReportNotice": "a report's notice in an admin's private chat (its id)",
 }
 KEY_FAMILIES: dict[str, str] = {}
-NOT_PERSONAL = {"rules:": "filter answers counted per chat and minute"}
+NOT_PERSONAL = {
+    "rules:": "filter answers counted per chat and minute",
+    "rules.ReportSetting": "whether members can report in a chat",
+}
 
 
 def export(user_id: int, store: KVStore) -> dict[str, Any]:
@@ -44,6 +62,23 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
         "filters_saved": list(
             Filter.objects.filter(created_by=user_id).values("chat_id", "keyword")
         ),
+        "messages_reported_of_yours": list(
+            Report.objects.filter(target_id=user_id).values(
+                "chat_id", "message_id", "target_name", "excerpt", "reported_at", "decision"
+            )
+        ),
+        "reports_you_made": list(
+            ReportFlag.objects.filter(reporter_id=user_id).values(
+                "report__chat_id", "report__message_id", "reporter_name", "created_at"
+            )
+        ),
+        "reports_you_decided": list(
+            Report.objects.filter(decided_by_id=user_id).values(
+                "chat_id", "message_id", "decision", "decided_at"
+            )
+        ),
+        "takes_reports": ReportOptIn.objects.filter(user_id=user_id).exists(),
+        "report_notices_received": ReportNotice.objects.filter(chat_id=user_id).count(),
     }
 
 
@@ -60,6 +95,15 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
             + BlocklistEntry.objects.filter(created_by=user).update(created_by=subject.pseudonym)
             + Note.objects.filter(created_by=user).update(created_by=subject.pseudonym)
             + Filter.objects.filter(created_by=user).update(created_by=subject.pseudonym),
+            "reports_of_their_messages": Report.objects.filter(target_id=user).delete()[0],
+            "reports_made": ReportFlag.objects.filter(reporter_id=user).update(
+                reporter_id=subject.pseudonym, reporter_name=""
+            ),
+            "reports_decided": Report.objects.filter(decided_by_id=user).update(
+                decided_by_id=subject.pseudonym, decided_by_name=""
+            ),
+            "report_opt_in": ReportOptIn.objects.filter(user_id=user).delete()[0],
+            "report_notices": ReportNotice.objects.filter(chat_id=user).delete()[0],
         }
     matcher.forget()
     return counts

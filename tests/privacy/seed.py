@@ -21,12 +21,23 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from community.member_state import Challenge, Stay, challenge_key, stay_key
-from community.models import MemberMovement
+from community.models import MemberMovement, SpamListEntry
 from content.models import Post
 from moderation.flood import flood_key
 from moderation.models import Warning, WarnState
 from moderation.rights import admins_key
-from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
+from moderation.rules.models import (
+    AllowedDomain,
+    Approval,
+    BlocklistEntry,
+    Filter,
+    Lock,
+    Note,
+    Report,
+    ReportFlag,
+    ReportNotice,
+    ReportOptIn,
+)
 from stats import keys as stats_keys
 from stats import write_behind
 from stats.member_months import month_write
@@ -210,6 +221,23 @@ def _seed_apps(store: KVStore) -> None:
     BlocklistEntry.objects.create(chat_id=CHATS[0], pattern="spam", created_by=USER)
     Note.objects.create(chat_id=CHATS[0], name="rules", text="Be kind", created_by=USER)
     Filter.objects.create(chat_id=CHATS[0], keyword="hello", text="Hi", created_by=USER)
+    # Reports: of their message, by them of another's, decided by them; they take reports.
+    theirs = Report.objects.create(
+        chat_id=CHATS[0], message_id=1, target_id=USER, target_name=FIRST, excerpt="spam"
+    )
+    ReportFlag.objects.create(report=theirs, reporter_id=OTHER, reporter_name="Other")
+    others = Report.objects.create(
+        chat_id=CHATS[0],
+        message_id=2,
+        target_id=OTHER,
+        target_name="Other",
+        decided_by_id=USER,
+        decided_by_name=FIRST,
+    )
+    ReportFlag.objects.create(report=others, reporter_id=USER, reporter_name=FIRST)
+    ReportNotice.objects.create(report=others, chat_id=USER, message_id=3)
+    ReportOptIn.objects.create(user_id=USER)
+    SpamListEntry.objects.create(user_id=USER, source="cas")
     store.increment(flood_key(CHATS[0], USER, 99), 1)
     store.set(admins_key(CHATS[0]), [[USER, "administrator", True, True, USERNAME]])
     for chat_id in CHATS:
