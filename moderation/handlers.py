@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from moderation import flood, panel, services, violations
+from moderation import connections, flood, panel, services, violations
 from moderation.conf import chat_settings
 from moderation.durations import (
     DurationError,
@@ -33,11 +33,12 @@ from moderation.rights import (
     check_bot,
     check_moderator,
     forget_chat_admins,
+    is_group_id,
     is_protected,
 )
 from moderation.services import Origin, Target
 from telegram_bot import ids
-from telegram_bot.admins import GROUP_ANONYMOUS_BOT_ID, Role, sent_as_the_chat
+from telegram_bot.admins import GROUP_ANONYMOUS_BOT_ID, Role, role_of, sent_as_the_chat
 from telegram_bot.audit import Actor, telegram_actor
 from telegram_bot.client.methods import DELETE_BATCH
 from telegram_bot.errors import TelegramApiError
@@ -48,6 +49,8 @@ from telegram_bot.updates import Message
 
 log = logging.getLogger(__name__)
 GROUPS = ("group", "supergroup")
+# Commands that also work in private, on the group the sender connected to (``/connect``).
+CONNECTABLE = (*GROUPS, "private")
 PURGE_MAX = 500  # messages one /purge may delete (five deleteMessages calls)
 
 
@@ -72,7 +75,8 @@ def moderator_command(
     right: str,
 ) -> Callable[[Callable[[Request], str]], Callable[[Context], None]]:
     """Wrap a command: admins fetched, the sender's and the bot's rights checked, refusals
-    and Telegram errors answered in one line."""
+    and Telegram errors answered in one line. In a private chat the command applies to the
+    group the sender connected to (``/connect``), with their rights there."""
 
     def wrap(body: Callable[[Request], str]) -> Callable[[Context], None]:
         def handler(ctx: Context) -> None:
@@ -80,13 +84,14 @@ def moderator_command(
             if message is None or command is None or ctx.chat_id is None:
                 return
             try:
-                admins = _admins_of(ctx, message)
+                chat_id = _command_chat(ctx, message)
+                admins = _admins_of(ctx, message, chat_id)
                 if sent_as_the_chat(message):
                     check_anonymous(admins, right)
                 else:
                     check_moderator(admins, ctx.sender.user_id, right)
                 check_bot(admins, right)
-                answer = body(Request(ctx, message, ctx.chat_id, admins, command.args.split()))
+                answer = body(Request(ctx, message, chat_id, admins, command.args.split()))
             except Refusal as refusal:
                 answer = str(refusal)
             except TelegramApiError as exc:
@@ -101,13 +106,25 @@ def moderator_command(
     return wrap
 
 
-def _admins_of(ctx: Context, message: Message) -> dict[int, ChatAdmin]:
+def _command_chat(ctx: Context, message: Message) -> int:
+    """The group a command is about: its own chat, or in private the connected group."""
     assert ctx.chat_id is not None
-    admins = chat_admins(ctx.store, ctx.client, ctx.chat_id)
+    if message.chat.type != "private":
+        return ctx.chat_id
+    connected = connections.connected(ctx.sender.user_id)
+    if connected is None:
+        raise Refusal(
+            _("Send that in the group, or connect this chat to it first: /connect in the group.")
+        )
+    return connected.chat_id
+
+
+def _admins_of(ctx: Context, message: Message, chat_id: int) -> dict[int, ChatAdmin]:
+    admins = chat_admins(ctx.store, ctx.client, chat_id)
     if sent_as_the_chat(message) and not any(a.is_anonymous for a in admins.values()):
         # Only an anonymous admin can write as the chat: the cached list is older than that.
-        forget_chat_admins(ctx.store, ctx.chat_id)
-        admins = chat_admins(ctx.store, ctx.client, ctx.chat_id)
+        forget_chat_admins(ctx.store, chat_id)
+        admins = chat_admins(ctx.store, ctx.client, chat_id)
     return admins
 
 
@@ -476,69 +493,145 @@ def panel_button(ctx: Context) -> None:
         log.info("moderation panel not updated: %s", exc)
 
 
+# -- connections -----------------------------------------------------------------------------
+
+
+def connect(ctx: Context) -> None:
+    """``/connect`` in a group by its admin, or ``/connect <group id>`` in private."""
+    message, command, user = ctx.update.message, ctx.command, ctx.update.user
+    if message is None or command is None or user is None or ctx.chat_id is None:
+        return
+    if message.chat.type == "private":
+        word = command.args.strip()
+        if not word:
+            current = connections.connected(user.id)
+            ctx.reply(
+                _("Send /connect in the group to set up from here, or /connect <group id>.")
+                if current is None
+                else _("Connected to %(chat)s: /disconnect ends it.")
+                % {"chat": current.chat_title or current.chat_id}
+            )
+            return
+        try:
+            chat_id = int(word)
+        except ValueError:
+            chat_id = 0
+        if not is_group_id(chat_id):
+            ctx.reply(_("%(word)s is not a group id (they start with -).") % {"word": quoted(word)})
+            return
+        title = ""
+    else:
+        chat_id, title = ctx.chat_id, message.chat.title or ""
+    try:
+        admins = chat_admins(ctx.store, ctx.client, chat_id)
+    except TelegramApiError as exc:
+        log.info("/connect %s: %s", chat_id, exc)
+        ctx.reply(_("I can't see that group: add me to it first."))
+        return
+    if user.id not in admins and role_of(user.id) < Role.ADMIN:
+        ctx.reply(_("Only the chat's admins can do that."))
+        return
+    connections.connect(user.id, chat_id, title)
+    ctx.reply(
+        _(
+            "Connected: the commands you send me in private now apply to %(chat)s "
+            "(/disconnect ends it)."
+        )
+        % {"chat": title or chat_id}
+    )
+
+
+def disconnect(ctx: Context) -> None:
+    user = ctx.update.user
+    if user is None:
+        return
+    if connections.disconnect(user.id):
+        ctx.reply(_("Disconnected."))
+    else:
+        ctx.reply(_("You were not connected to a group."))
+
+
 ROUTES: list[Route] = [
+    Route.on_command(
+        "connect",
+        connect,
+        help=gettext_lazy("(in a group, or <group id> in private): set the group up from private"),
+        chat_types=CONNECTABLE,
+    ),
+    Route.on_command(
+        "disconnect",
+        disconnect,
+        help=gettext_lazy("end the connection to a group"),
+        chat_types=("private",),
+    ),
     Route.on_command(
         "warn",
         warn,
         help=gettext_lazy("(reply or @user/id) [reason]: warn a member"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "unwarn",
         unwarn,
         help=gettext_lazy("(reply or @user/id): remove a warning"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "warns",
         warns,
         help=gettext_lazy("(reply or @user/id): a member's warnings"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "resetwarns",
         resetwarns,
         help=gettext_lazy("(reply or @user/id): remove all of a member's warnings"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "warnlimit",
         warnlimit,
         help=gettext_lazy("[1-20]: the warning limit"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "warnmode",
         warnmode,
         help=gettext_lazy("mute|ban|kick [duration]: the action at the warning limit"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "warntime",
         warntime,
         help=gettext_lazy("<days, e.g. 30d>: when warnings expire"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "mute",
         mute,
         help=gettext_lazy("(reply or @user/id) [30m|2h|7d] [reason]"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "unmute",
         unmute,
         help=gettext_lazy("(reply or @user/id): let a member write"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
-        "ban", ban, help=gettext_lazy("(reply or @user/id) [duration] [reason]"), chat_types=GROUPS
+        "ban",
+        ban,
+        help=gettext_lazy("(reply or @user/id) [duration] [reason]"),
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
-        "unban", unban, help=gettext_lazy("(reply or @user/id): lift a ban"), chat_types=GROUPS
+        "unban", unban, help=gettext_lazy("(reply or @user/id): lift a ban"), chat_types=CONNECTABLE
     ),
     Route.on_command(
-        "kick", kick, help=gettext_lazy("(reply or @user/id): remove a member"), chat_types=GROUPS
+        "kick",
+        kick,
+        help=gettext_lazy("(reply or @user/id): remove a member"),
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "del", delete, help=gettext_lazy("(reply): delete a message"), chat_types=GROUPS

@@ -180,3 +180,21 @@ class Warning(models.Model):
 
     def __str__(self) -> str:
         return f"warning of {self.user_id} in {self.chat_id}"
+
+
+class Connection(models.Model):
+    """An admin's private chat with the bot connected to one of their groups (``/connect``):
+    their moderation and rules commands sent in private apply to that group, their rights
+    there checked at each command."""
+
+    user_id = models.BigIntegerField(_("user id"), unique=True)
+    chat_id = models.BigIntegerField(_("chat id"))
+    chat_title = models.CharField(_("chat"), max_length=200, blank=True)
+    connected_at = models.DateTimeField(_("connected"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("connection")
+        verbose_name_plural = _("connections")
+
+    def __str__(self) -> str:
+        return f"{self.user_id} -> {self.chat_id}"

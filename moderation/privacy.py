@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from moderation.flood import flood_key
-from moderation.models import Warning, WarnState
+from moderation.models import Connection, Warning, WarnState
 from moderation.rights import admins_key
 from moderation.services import JOB_KIND
 from telegram_bot.jobs.models import Job, JobStatus
@@ -24,6 +24,7 @@ ADMINS_PREFIX = admins_key(0).removesuffix("0")
 MODELS = {
     "moderation.Warning": "a warning: the member, the moderator, the reason",
     "moderation.WarnState": "a warned member's id, name and username per chat",
+    "moderation.Connection": "an admin's private chat connected to a group (/connect)",
 }
 KEY_FAMILIES = {
     "mod": "a chat's administrators (ids, usernames; 10 min) and anti-flood windows per member",
@@ -40,6 +41,9 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
             WarnState.objects.filter(user_id=user_id).values("chat_id", "username", "name")
         ),
         "anti_flood_windows": sorted(_flood_keys(store, user_id)),
+        "connected_to": list(
+            Connection.objects.filter(user_id=user_id).values_list("chat_id", flat=True)
+        ),
     }
 
 
@@ -71,6 +75,7 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
             "warned_members": WarnState.objects.filter(user_id=user).update(
                 user_id=anon, username="", name=""
             ),
+            "connections": Connection.objects.filter(user_id=user).delete()[0],
         }
     # The admin cache is refetched from Telegram when it is missing: drop the chats naming them.
     cached = [key for key, _ in list(values_mentioning(store, ADMINS_PREFIX, user))]

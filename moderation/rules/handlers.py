@@ -11,7 +11,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from moderation.durations import DurationError, looks_like_duration, parse_duration, quoted
-from moderation.handlers import GROUPS, Request, moderator_command, resolve_target
+from moderation.handlers import CONNECTABLE, GROUPS, Request, moderator_command, resolve_target
 from moderation.models import Action
 from moderation.rights import (
     DELETE,
@@ -524,63 +524,65 @@ ROUTES: list[Route] = [
         "lock",
         lock,
         help=gettext_lazy("<kind> [delete|warn|mute|ban] [duration]: lock a kind of message"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
-    Route.on_command("unlock", unlock, help=gettext_lazy("<kind>: lift a lock"), chat_types=GROUPS),
-    Route.on_command("locks", locks, help=gettext_lazy("the chat's locks"), chat_types=GROUPS),
     Route.on_command(
-        "locktypes", locktypes, help=gettext_lazy("the kinds of lock"), chat_types=GROUPS
+        "unlock", unlock, help=gettext_lazy("<kind>: lift a lock"), chat_types=CONNECTABLE
+    ),
+    Route.on_command("locks", locks, help=gettext_lazy("the chat's locks"), chat_types=CONNECTABLE),
+    Route.on_command(
+        "locktypes", locktypes, help=gettext_lazy("the kinds of lock"), chat_types=CONNECTABLE
     ),
     Route.on_command(
         "allowlist",
         allowlist,
         help=gettext_lazy("[domain]: link domains the url lock allows"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "rmallowlist",
         rmallowlist,
         help=gettext_lazy("<domain>: stop allowing a link domain"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "addblocklist",
         addblocklist,
         help=gettext_lazy('<word|"phrase"> [delete|warn|mute|ban] [duration]: block a word'),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "rmblocklist",
         rmblocklist,
         help=gettext_lazy("<word|phrase>: unblock a word"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "blocklist",
         blocklist_command,
         help=gettext_lazy("the chat's blocked words"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "approve",
         approve,
         help=gettext_lazy("(reply or @user/id): exempt a member from the automatic rules"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "unapprove",
         unapprove,
         help=gettext_lazy("(reply or @user/id): end an approval"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
-        "approved", approved, help=gettext_lazy("the approved members"), chat_types=GROUPS
+        "approved", approved, help=gettext_lazy("the approved members"), chat_types=CONNECTABLE
     ),
     Route.on_command(
         "save",
         answers.save,
         help=gettext_lazy("<name> <text> (or reply): save a note; {admin} for admins only"),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "get", answers.get, help=gettext_lazy("<name>: a note (or #name)"), chat_types=GROUPS
@@ -590,13 +592,13 @@ ROUTES: list[Route] = [
     ),
     Route.on_command("saved", answers.notes_list, chat_types=GROUPS),
     Route.on_command(
-        "clear", answers.clear, help=gettext_lazy("<name>: remove a note"), chat_types=GROUPS
+        "clear", answers.clear, help=gettext_lazy("<name>: remove a note"), chat_types=CONNECTABLE
     ),
     Route.on_command(
         "filter",
         answers.filter_command,
         help=gettext_lazy('<word|"phrase"> <text> (or reply): answer a keyword'),
-        chat_types=GROUPS,
+        chat_types=CONNECTABLE,
     ),
     Route.on_command(
         "stop", answers.stop, help=gettext_lazy("<word|phrase>: remove a filter"), chat_types=GROUPS

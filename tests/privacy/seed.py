@@ -24,7 +24,7 @@ from community.member_state import Challenge, Stay, challenge_key, stay_key
 from community.models import MemberMovement, SpamListEntry
 from content.models import Post
 from moderation.flood import flood_key
-from moderation.models import Warning, WarnState
+from moderation.models import Connection, Warning, WarnState
 from moderation.rights import admins_key
 from moderation.rules.models import (
     AllowedDomain,
@@ -237,6 +237,7 @@ def _seed_apps(store: KVStore) -> None:
     ReportFlag.objects.create(report=others, reporter_id=USER, reporter_name=FIRST)
     ReportNotice.objects.create(report=others, chat_id=USER, message_id=3)
     ReportOptIn.objects.create(user_id=USER)
+    Connection.objects.create(user_id=USER, chat_id=CHATS[0], chat_title="Cats")
     SpamListEntry.objects.create(user_id=USER, source="cas")
     store.increment(flood_key(CHATS[0], USER, 99), 1)
     store.set(admins_key(CHATS[0]), [[USER, "administrator", True, True, USERNAME]])
