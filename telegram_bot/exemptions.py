@@ -26,3 +26,20 @@ def unregister_exemption(name: str) -> None:
 def is_exempt(chat_id: int, user_id: int) -> bool:
     """Whether a registered check exempts ``user_id`` from the automatic rules of ``chat_id``."""
     return any(check(chat_id, user_id) for check in list(_checks.values()))
+
+
+# The other way round: members a chat refuses when they join (a shared ban list), as a core
+# service too. The app that keeps the list registers a check and removes the member itself;
+# the app that welcomes and challenges joiners asks ``join_refused`` first and leaves them be.
+_refusals: dict[str, ExemptionCheck] = {}
+
+
+def register_join_refusal(name: str, check: ExemptionCheck) -> None:
+    """Add (or replace) the check called ``name``: True refuses ``user_id`` in ``chat_id``."""
+    _refusals[name] = check
+
+
+def join_refused(chat_id: int, user_id: int) -> bool:
+    """Whether a registered check refuses ``user_id`` joining ``chat_id`` (its app removes
+    them): no welcome, no captcha, no goodbye."""
+    return any(check(chat_id, user_id) for check in list(_refusals.values()))

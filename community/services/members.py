@@ -54,7 +54,7 @@ from community.services import raid, spam
 from telegram_bot.bot import get_client
 from telegram_bot.client import SEND_PERMISSIONS
 from telegram_bot.errors import BotError, TelegramApiError
-from telegram_bot.exemptions import is_exempt
+from telegram_bot.exemptions import is_exempt, join_refused
 from telegram_bot.jobs.services import job_cancel_key, job_enqueue, job_retry_later
 from telegram_bot.languages import supported
 from telegram_bot.state import get_store
@@ -142,6 +142,13 @@ def member_joined(event: MemberEvent) -> None:
     if transition.changed:
         raid.join_counted(policy, event, store)
     if spam.spam_joiner(policy, event, stay, store):
+        return
+    if join_refused(event.chat_id, event.user.id):  # a shared ban list removes them
+        store.update_stay(
+            event.chat_id,
+            event.user.id,
+            lambda s: replace(s, removed=True) if s.inside and not s.removed else None,
+        )
         return
     if not stay.cap and raid.join_in_requests_mode(event, store):
         return

@@ -14,12 +14,15 @@ from moderation.rules import blocklist, kinds
 from moderation.rules.models import (
     AllowedDomain,
     Approval,
+    BanList,
+    BanListChat,
     BlocklistEntry,
     Filter,
     Lock,
     Note,
     Report,
     ReportSetting,
+    SharedBan,
 )
 from telegram_bot.audit_admin import AuditedModelAdmin
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
@@ -145,3 +148,35 @@ class ReportSettingAdmin(AuditedModelAdmin):
     list_display = ("chat_id", "enabled")
     list_filter = ("enabled",)
     search_fields = ("=chat_id",)
+
+
+class BanListChatInline(admin.TabularInline):
+    model = BanListChat
+    extra = 0
+    fields = ("chat_id", "chat_title", "added_by", "added_at")
+    readonly_fields = ("added_at",)
+
+
+@admin.register(BanList)
+class BanListAdmin(AuditedModelAdmin):
+    """Shared ban lists and their chats (the bot's /newfed, /joinfed, /leavefed)."""
+
+    list_display = ("name", "owner_id", "created_at")
+    search_fields = ("name", "=owner_id")
+    inlines = (BanListChatInline,)
+
+
+@admin.register(SharedBan)
+class SharedBanAdmin(admin.ModelAdmin):
+    """Who is banned in each list (/fban, /unfban in a chat of the list): read only, as each
+    change is carried out chat by chat by the bot."""
+
+    list_display = ("user_id", "name", "ban_list", "reason", "active", "changed_at")
+    list_filter = ("active", "ban_list")
+    search_fields = ("=user_id", "name", "reason")
+
+    def has_add_permission(self, request: Any) -> bool:
+        return False
+
+    def has_change_permission(self, request: Any, obj: Any = None) -> bool:
+        return False

@@ -17,7 +17,7 @@ class RulesConfig(features.FeatureConfig):
     job_handlers = "moderation.rules.tasks.JOB_HANDLERS"
     privacy = "moderation.rules.privacy"
     start_line = gettext_lazy(
-        "chat rules (/lock, /addblocklist, /approve, /save, /filter, /report in groups)"
+        "chat rules (/lock, /addblocklist, /approve, /save, /filter, /report, /fban in groups)"
     )
     chat_settings_models = (
         "rules.Lock",
@@ -36,16 +36,26 @@ class RulesConfig(features.FeatureConfig):
         "rules.report_dismiss": gettext_lazy("{actor} dismissed a report on {target}"),
         "rules.reports_on": gettext_lazy("{actor} let members report messages"),
         "rules.reports_off": gettext_lazy("{actor} turned reports off"),
+        "rules.fban": gettext_lazy("{actor} banned {target} in a shared ban list {detail}"),
+        "rules.unfban": gettext_lazy("{actor} lifted the shared ban of {target} {detail}"),
     }
     console_sections = {
-        "safety": ("rules.lock", "rules.blocklistentry", "rules.approval", "rules.report"),
+        "safety": (
+            "rules.lock",
+            "rules.blocklistentry",
+            "rules.approval",
+            "rules.report",
+            "rules.sharedban",
+            "rules.banlist",
+        ),
         "settings": ("rules.alloweddomain", "rules.note", "rules.filter", "rules.reportsetting"),
     }
 
     def ready(self) -> None:
         super().ready()
-        from moderation.rules import matcher
-        from telegram_bot.exemptions import register_exemption
+        from moderation.rules import fedban, matcher
+        from telegram_bot.exemptions import register_exemption, register_join_refusal
 
         matcher.connect_signals()
         register_exemption("rules.approved", matcher.is_approved)
+        register_join_refusal("rules.shared_bans", fedban.refuses)

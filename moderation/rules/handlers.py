@@ -8,7 +8,7 @@ import logging
 import re
 
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 
 from moderation.durations import DurationError, looks_like_duration, parse_duration, quoted
 from moderation.handlers import CONNECTABLE, GROUPS, Request, moderator_command, resolve_target
@@ -22,18 +22,19 @@ from moderation.rights import (
     is_member_message,
     is_protected,
 )
-from moderation.rules import answers, blocklist, kinds, matcher, reports, services
+from moderation.rules import answers, blocklist, fedban, kinds, matcher, reports, services
 from moderation.rules.matcher import Verdict
-from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Lock
+from moderation.rules.models import AllowedDomain, Approval, BanList, BlocklistEntry, Lock
 from moderation.rules.services import Change, RulesError
 from moderation.services import Target, explain
+from telegram_bot.admins import Role, role_of
 from telegram_bot.audit import telegram_actor
 from telegram_bot.bot import bot_id
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import QUIET, Foresight, Observer, Route
 from telegram_bot.state import KVStore
-from telegram_bot.updates import Message, Update
+from telegram_bot.updates import Message, Update, User
 
 log = logging.getLogger(__name__)
 ACTION_WORDS = {
@@ -519,6 +520,160 @@ def report_button(ctx: Context) -> None:
             log.info("report notice not updated: %s", exc)
 
 
+# -- shared ban lists (Rose's federations) ----------------------------------------------------
+
+
+def newfed(ctx: Context) -> None:
+    """``/newfed <name>`` in private: a new shared ban list, owned by the sender."""
+    command, user = ctx.command, ctx.update.user
+    if command is None or user is None:
+        return
+    name = " ".join(command.args.split())
+    if not name or len(name) > 64:
+        ctx.reply(_("Give the list a name of 1 to 64 characters: /newfed My groups."))
+        return
+    if BanList.objects.filter(owner_id=user.id).count() >= fedban.MAX_LISTS_PER_OWNER:
+        ctx.reply(_("You own %(count)d lists already.") % {"count": fedban.MAX_LISTS_PER_OWNER})
+        return
+    ban_list = fedban.list_create(user.id, name)
+    ctx.reply(
+        _(
+            "Created the shared ban list %(name)s (id %(id)d). In each group of yours that "
+            "should share it, send /joinfed %(id)d."
+        )
+        % {"name": ban_list.name, "id": ban_list.pk}
+    )
+
+
+def joinfed(ctx: Context) -> None:
+    """``/joinfed <list id>`` in a group, by its creator who owns the list."""
+    message, command, user = ctx.update.message, ctx.command, ctx.update.user
+    if message is None or command is None or user is None or ctx.chat_id is None:
+        return
+    word = command.args.strip()
+    ban_list = BanList.objects.filter(pk=int(word)).first() if word.isdigit() else None
+    if ban_list is None or len(word) > 18:
+        ctx.reply(_("Say which list: /joinfed <list id> (/newfed in private creates one)."))
+        return
+    admins = chat_admins(ctx.store, ctx.client, ctx.chat_id)
+    creator = admins.get(user.id)
+    bot_admin = role_of(user.id) >= Role.ADMIN
+    if not bot_admin and (creator is None or creator.status != "creator"):
+        ctx.reply(_("Only the group's owner can add it to a shared ban list."))
+        return
+    if not bot_admin and ban_list.owner_id != user.id:
+        ctx.reply(_("That list is not yours."))
+        return
+    if not fedban.chat_join(ban_list, ctx.chat_id, message.chat.title or "", user.id):
+        current = fedban.list_of_chat(ctx.chat_id)
+        ctx.reply(
+            _("This group is in the list %(name)s already (/leavefed first).")
+            % {"name": current.name if current else "?"}
+        )
+        return
+    ctx.reply(_("This group now shares the bans of %(name)s.") % {"name": ban_list.name})
+
+
+@moderator_command(RESTRICT)
+def leavefed(req: Request) -> str:
+    left = fedban.chat_leave(req.chat_id)
+    if left is None:
+        return _("This group is in no shared ban list.")
+    return _("This group left the shared ban list %(name)s.") % {"name": left.name}
+
+
+def _fed_change(req: Request, *, active: bool) -> str:
+    ban_list = fedban.list_of_chat(req.chat_id)
+    if ban_list is None:
+        raise Refusal(_("This group is in no shared ban list: /joinfed <list id>."))
+    target = resolve_target(req, protect=active)
+    reason = " ".join(req.args)[:200]
+    result = fedban.change(
+        ban_list,
+        user_id=target.user_id,
+        name=target.label,
+        reason=reason,
+        active=active,
+        actor=req.origin.actor,
+        update_id=req.origin.update_id,
+    )
+    names = {"name": target.label, "list": ban_list.name, "count": result.chats}
+    if not result.changed:
+        if active:
+            return _("%(name)s is banned in %(list)s already.") % names
+        return _("%(name)s is not banned in %(list)s.") % names
+    if active:
+        return (
+            ngettext(
+                "%(name)s is banned in the %(count)d chat of %(list)s.",
+                "%(name)s is banned in the %(count)d chats of %(list)s.",
+                result.chats,
+            )
+            % names
+        )
+    return (
+        ngettext(
+            "%(name)s is unbanned in the %(count)d chat of %(list)s.",
+            "%(name)s is unbanned in the %(count)d chats of %(list)s.",
+            result.chats,
+        )
+        % names
+    )
+
+
+@moderator_command(RESTRICT)
+def fban(req: Request) -> str:
+    """``/fban (reply or @user/id) [reason]``."""
+    return _fed_change(req, active=True)
+
+
+@moderator_command(RESTRICT)
+def unfban(req: Request) -> str:
+    return _fed_change(req, active=False)
+
+
+def fedinfo(ctx: Context) -> None:
+    if ctx.chat_id is None:
+        return
+    ban_list = fedban.list_of_chat(ctx.chat_id)
+    if ban_list is None:
+        ctx.reply(_("This group is in no shared ban list."))
+        return
+    chats = ban_list.chats.count()
+    bans = ban_list.bans.filter(active=True).count()
+    ctx.reply(
+        _("Shared ban list %(name)s (id %(id)d): %(chats)d chats, %(bans)d members banned.")
+        % {"name": ban_list.name, "id": ban_list.pk, "chats": chats, "bans": bans}
+    )
+
+
+def _joiners(update: Update) -> list[User]:
+    change = update.chat_member
+    if change is not None:
+        old, new = change.old_chat_member, change.new_chat_member
+        inside = ("creator", "administrator", "member")
+        joined = new.status in inside or (new.status == "restricted" and bool(new.is_member))
+        was = old.status in inside or (old.status == "restricted" and bool(old.is_member))
+        return [new.user] if joined and not was else []
+    message = update.message
+    return list(message.new_chat_members or []) if message is not None else []
+
+
+def foresee_fban_join(update: Update, store: KVStore) -> Foresight | None:
+    """Quiet for everything but a join."""
+    return None if _joiners(update) else QUIET
+
+
+def fban_join(ctx: Context) -> None:
+    """A member on the chat's shared ban list who joins is banned at once."""
+    if ctx.chat_id is None:
+        return
+    for user in _joiners(ctx.update):
+        ban = fedban.banned_joiner(ctx.chat_id, user.id)
+        if ban is not None:
+            fedban.remove_joiner(ctx.client, ban, ctx.chat_id, ctx.update.update_id)
+
+
 ROUTES: list[Route] = [
     Route.on_command(
         "lock",
@@ -625,6 +780,39 @@ ROUTES: list[Route] = [
         chat_types=("private",),
     ),
     Route.on_callback(reports.CALLBACK, report_button),
+    Route.on_command(
+        "newfed",
+        newfed,
+        help=gettext_lazy("<name>: create a shared ban list for your groups"),
+        chat_types=("private",),
+    ),
+    Route.on_command(
+        "joinfed",
+        joinfed,
+        help=gettext_lazy("<list id>: this group shares the list's bans (its owner)"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "leavefed",
+        leavefed,
+        help=gettext_lazy("this group leaves its shared ban list"),
+        chat_types=GROUPS,
+    ),
+    Route.on_command(
+        "fban",
+        fban,
+        help=gettext_lazy("(reply or @user/id) [reason]: ban in every chat of the list"),
+        chat_types=CONNECTABLE,
+    ),
+    Route.on_command(
+        "unfban",
+        unfban,
+        help=gettext_lazy("(reply or @user/id): lift a shared ban everywhere"),
+        chat_types=CONNECTABLE,
+    ),
+    Route.on_command(
+        "fedinfo", fedinfo, help=gettext_lazy("this group's shared ban list"), chat_types=GROUPS
+    ),
 ]
 # Before anti-flood (100) and violations (110): a message a rule deletes is dealt with by
 # the rule; the others still count it.
@@ -639,6 +827,17 @@ OBSERVERS: list[Observer] = [
         chat_types=GROUPS,
         order=90,
         foresee=foresee_rules,
+    ),
+    Observer.on(
+        "rules.fban-join", "chat_member", fban_join, chat_types=GROUPS, foresee=foresee_fban_join
+    ),
+    Observer.on(
+        "rules.fban-join-service",
+        "message",
+        fban_join,
+        chat_types=GROUPS,
+        order=80,
+        foresee=foresee_fban_join,
     ),
     Observer.on(
         "rules.report-mention",

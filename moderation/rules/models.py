@@ -274,3 +274,79 @@ class ReportOptIn(models.Model):
 
     def __str__(self) -> str:
         return str(self.user_id)
+
+
+class BanList(models.Model):
+    """A shared ban list (Rose's "federation"): a ban in one of its chats applies to all."""
+
+    name = models.CharField(_("name"), max_length=64)
+    owner_id = models.BigIntegerField(_("owner id"))
+    created_at = models.DateTimeField(_("created"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("shared ban list")
+        verbose_name_plural = _("shared ban lists")
+
+    def __str__(self) -> str:
+        return f"{self.name} (#{self.pk})"
+
+
+class BanListChat(models.Model):
+    """A chat in a shared ban list (a chat is in one list at most)."""
+
+    ban_list = models.ForeignKey(BanList, on_delete=models.CASCADE, related_name="chats")
+    chat_id = models.BigIntegerField(_("chat id"), unique=True)
+    chat_title = models.CharField(_("chat"), max_length=200, blank=True)
+    added_by = models.BigIntegerField(_("added by"), null=True, blank=True)
+    added_at = models.DateTimeField(_("added"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("chat of a shared ban list")
+        verbose_name_plural = _("chats of shared ban lists")
+
+    def __str__(self) -> str:
+        return f"{self.chat_title or self.chat_id} in {self.ban_list_id}"
+
+
+class SharedBan(models.Model):
+    """A member banned (or unbanned again) in every chat of a list; ``generation`` counts the
+    changes, so that a job of an older change does nothing."""
+
+    ban_list = models.ForeignKey(BanList, on_delete=models.CASCADE, related_name="bans")
+    user_id = models.BigIntegerField(_("user id"))
+    name = models.CharField(_("name"), max_length=200, blank=True)
+    reason = models.CharField(_("reason"), max_length=200, blank=True)
+    active = models.BooleanField(_("banned"), default=True)
+    generation = models.PositiveIntegerField(default=1, editable=False)
+    changed_by = models.BigIntegerField(_("changed by"), null=True, blank=True)
+    changed_at = models.DateTimeField(_("changed"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("shared ban")
+        verbose_name_plural = _("shared bans")
+        constraints = [
+            models.UniqueConstraint(fields=["ban_list", "user_id"], name="rules_shared_ban_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name or self.user_id} in list {self.ban_list_id}"
+
+
+class SharedBanApplied(models.Model):
+    """One chat's part of one change of a shared ban, carried out (recorded once)."""
+
+    ban = models.ForeignKey(SharedBan, on_delete=models.CASCADE, related_name="applied")
+    chat_id = models.BigIntegerField()
+    generation = models.PositiveIntegerField()
+    outcome = models.CharField(max_length=10)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["ban", "chat_id", "generation"], name="rules_shared_ban_applied_once"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.ban_id} in {self.chat_id} ({self.generation})"

@@ -12,6 +12,8 @@ from moderation.rules import matcher
 from moderation.rules.models import (
     AllowedDomain,
     Approval,
+    BanList,
+    BanListChat,
     BlocklistEntry,
     Filter,
     Lock,
@@ -20,6 +22,7 @@ from moderation.rules.models import (
     ReportFlag,
     ReportNotice,
     ReportOptIn,
+    SharedBan,
 )
 from telegram_bot.privacy import Subject
 from telegram_bot.state import KVStore
@@ -35,11 +38,15 @@ MODELS = {
     "rules.ReportFlag": "who reported a message (id, name)",
     "rules.ReportOptIn": "an admin who gets reports in private (id)",
     "rules.ReportNotice": "a report's notice in an admin's private chat (its id)",
+    "rules.BanList": "a shared ban list's owner (id)",
+    "rules.BanListChat": "who added a chat to a shared ban list (id)",
+    "rules.SharedBan": "a member banned in a shared ban list (id, name, reason), who changed it",
 }
 KEY_FAMILIES: dict[str, str] = {}
 NOT_PERSONAL = {
     "rules:": "filter answers counted per chat and minute",
     "rules.ReportSetting": "whether members can report in a chat",
+    "rules.SharedBanApplied": "which chat carried out which change of a shared ban",
 }
 
 
@@ -79,6 +86,16 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
         ),
         "takes_reports": ReportOptIn.objects.filter(user_id=user_id).exists(),
         "report_notices_received": ReportNotice.objects.filter(chat_id=user_id).count(),
+        "shared_bans_of_you": list(
+            SharedBan.objects.filter(user_id=user_id).values(
+                "ban_list__name", "name", "reason", "active", "changed_at"
+            )
+        ),
+        "shared_ban_lists_owned": list(
+            BanList.objects.filter(owner_id=user_id).values("name", "created_at")
+        ),
+        "shared_ban_changes_made": SharedBan.objects.filter(changed_by=user_id).count(),
+        "chats_added_to_lists": BanListChat.objects.filter(added_by=user_id).count(),
     }
 
 
@@ -104,6 +121,18 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
             ),
             "report_opt_in": ReportOptIn.objects.filter(user_id=user).delete()[0],
             "report_notices": ReportNotice.objects.filter(chat_id=user).delete()[0],
+            # The record stays for the chats under the anonymous id, nameless: the member is
+            # no longer recognised, so erasure lifts their shared bans.
+            "shared_bans": SharedBan.objects.filter(user_id=user).update(
+                user_id=subject.anonymous_id, name=""
+            ),
+            "shared_ban_changes": SharedBan.objects.filter(changed_by=user).update(
+                changed_by=subject.pseudonym
+            )
+            + BanListChat.objects.filter(added_by=user).update(added_by=subject.pseudonym),
+            "shared_ban_lists": BanList.objects.filter(owner_id=user).update(
+                owner_id=subject.pseudonym
+            ),
         }
     matcher.forget()
     return counts

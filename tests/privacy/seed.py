@@ -29,6 +29,8 @@ from moderation.rights import admins_key
 from moderation.rules.models import (
     AllowedDomain,
     Approval,
+    BanList,
+    BanListChat,
     BlocklistEntry,
     Filter,
     Lock,
@@ -37,6 +39,7 @@ from moderation.rules.models import (
     ReportFlag,
     ReportNotice,
     ReportOptIn,
+    SharedBan,
 )
 from stats import keys as stats_keys
 from stats import write_behind
@@ -238,6 +241,11 @@ def _seed_apps(store: KVStore) -> None:
     ReportNotice.objects.create(report=others, chat_id=USER, message_id=3)
     ReportOptIn.objects.create(user_id=USER)
     Connection.objects.create(user_id=USER, chat_id=CHATS[0], chat_title="Cats")
+    # Shared bans: a list they own (a chat they added), a ban of them, a ban they changed.
+    shared = BanList.objects.create(name="Mine", owner_id=USER)
+    BanListChat.objects.create(ban_list=shared, chat_id=CHATS[0], added_by=USER)
+    SharedBan.objects.create(ban_list=shared, user_id=USER, name=FIRST, reason="spam")
+    SharedBan.objects.create(ban_list=shared, user_id=OTHER, name="Other", changed_by=USER)
     SpamListEntry.objects.create(user_id=USER, source="cas")
     store.increment(flood_key(CHATS[0], USER, 99), 1)
     store.set(admins_key(CHATS[0]), [[USER, "administrator", True, True, USERNAME]])
