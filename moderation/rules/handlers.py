@@ -47,6 +47,7 @@ ACTION_WORDS = {
     "tban": Action.BAN,
 }
 LIST_MAX = 50  # lines a listing shows
+LOCK_MESSAGE_MAX = 500
 
 
 def _change(req: Request) -> Change:
@@ -115,6 +116,29 @@ def lock(req: Request) -> str:
 
 
 @moderator_command(DELETE)
+def lockmessage(req: Request) -> str:
+    """``/lockmessage <kind> [text]``: what the lock says when it deletes a message ({first}:
+    the member's first name); without a text, it says nothing again."""
+    command = req.ctx.command
+    raw = command.args.strip() if command is not None else ""
+    word, _sep, text = raw.partition(" ")
+    kind = kinds.kind_named(word) if word else None
+    if kind is None:
+        raise Refusal(_("Say which lock and what it says, e.g. /lockmessage url No links here."))
+    text = " ".join(text.split())
+    if len(text) > LOCK_MESSAGE_MAX:
+        raise Refusal(
+            _("A lock's message is at most %(max)d characters.") % {"max": LOCK_MESSAGE_MAX}
+        )
+    if not Lock.objects.filter(chat_id=req.chat_id, kind=kind).exists():
+        raise Refusal(_("%(kind)s is not locked here: /lock %(kind)s first.") % {"kind": kind})
+    services.lock_message_set(_change(req), kind=kind, message=text)
+    if not text:
+        return _("The %(kind)s lock deletes without a word.") % {"kind": kind}
+    return _("The %(kind)s lock now says: %(text)s") % {"kind": kind, "text": text}
+
+
+@moderator_command(DELETE)
 def unlock(req: Request) -> str:
     if not req.args:
         raise Refusal(_("Say what to unlock, e.g. /unlock url."))
@@ -132,10 +156,15 @@ def unlock(req: Request) -> str:
 
 @moderator_command(DELETE)
 def locks(req: Request) -> str:
-    rows = list(Lock.objects.filter(chat_id=req.chat_id).values_list("kind", "action", "seconds"))
+    rows = list(
+        Lock.objects.filter(chat_id=req.chat_id).values_list("kind", "action", "seconds", "message")
+    )
     if not rows:
         return _("Nothing is locked here.")
-    lines = [f"- {kind}: {_described(action, seconds)}" for kind, action, seconds in rows]
+    lines = [
+        f"- {kind}: {_described(action, seconds)}" + (f" «{said}»" if said else "")
+        for kind, action, seconds, said in rows
+    ]
     domains = list(
         AllowedDomain.objects.filter(chat_id=req.chat_id).values_list("domain", flat=True)
     )
@@ -343,6 +372,9 @@ def enforce(ctx: Context) -> None:
         )
     except TelegramApiError as exc:
         answer = explain(exc, target)
+    if verdict.message:
+        said = verdict.message.replace("{first}", user.first_name or "")
+        answer = f"{said}\n{answer}" if answer else said
     if answer:
         ctx.reply(answer)
 
@@ -679,6 +711,12 @@ ROUTES: list[Route] = [
         "lock",
         lock,
         help=gettext_lazy("<kind> [delete|warn|mute|ban] [duration]: lock a kind of message"),
+        chat_types=CONNECTABLE,
+    ),
+    Route.on_command(
+        "lockmessage",
+        lockmessage,
+        help=gettext_lazy("<kind> [text]: what a lock says when it deletes ({first}: the name)"),
         chat_types=CONNECTABLE,
     ),
     Route.on_command(

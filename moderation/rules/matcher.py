@@ -31,6 +31,7 @@ class LockRule:
     kind: str
     action: str
     seconds: int | None
+    message: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Verdict:
     rule: str
     action: str
     seconds: int | None
+    message: str = ""  # said in the chat when the rule deletes a message (a lock's)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class ChatRules:
                     candidates |= found
             for kind, lock in self.locks.items():  # in the kinds' order
                 if kind in candidates and self._breaks(kind, message):
-                    return Verdict("lock", f"lock:{kind}", lock.action, lock.seconds)
+                    return Verdict("lock", f"lock:{kind}", lock.action, lock.seconds, lock.message)
         if self.blocklist:
             entry = self.blocklist.first_match(message.text_or_caption)
             if entry is not None:
@@ -121,10 +123,10 @@ def _compile(chat_id: int) -> ChatRules:
     # Locks in a fixed order: invite links before links, so an invitation is named as one.
     order = {kind: index for index, kind in enumerate(kinds.KINDS)}
     rows = sorted(
-        Lock.objects.filter(chat_id=chat_id).values_list("kind", "action", "seconds"),
+        Lock.objects.filter(chat_id=chat_id).values_list("kind", "action", "seconds", "message"),
         key=lambda row: order.get(row[0], len(order)),
     )
-    locks = {kind: LockRule(kind, action, seconds) for kind, action, seconds in rows}
+    locks = {kind: LockRule(kind, action, seconds, text) for kind, action, seconds, text in rows}
     domains = frozenset(
         AllowedDomain.objects.filter(chat_id=chat_id).values_list("domain", flat=True)
     )

@@ -32,6 +32,15 @@ class Lock(models.Model):
         _("action"), max_length=10, choices=RULE_ACTIONS, default=Action.DELETE
     )
     seconds = _seconds()
+    message = models.CharField(
+        _("message"),
+        max_length=500,
+        blank=True,
+        help_text=_(
+            "Said in the chat when the lock deletes a message ({first}: the member's first "
+            "name); empty: nothing is said."
+        ),
+    )
     created_by = models.BigIntegerField(_("set by"), null=True, blank=True)
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 

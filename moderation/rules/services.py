@@ -115,6 +115,21 @@ def lock_set(change: Change, *, kinds: list[str], action: str, seconds: int | No
     return _write(change, "rules.lock", detail, work)
 
 
+def lock_message_set(change: Change, *, kind: str, message: str) -> bool:
+    """What a lock says when it deletes a message (empty: nothing); False when ``kind`` is not
+    locked or said that already."""
+
+    def work() -> bool:
+        row = Lock.objects.select_for_update().filter(chat_id=change.chat_id, kind=kind).first()
+        if row is None or row.message == message:
+            return False
+        Lock.objects.filter(pk=row.pk).update(message=message)
+        return True
+
+    detail = f"{kind}: {message}" if message else f"{kind}: no message"
+    return _write(change, "rules.lock_message", detail, work)
+
+
 def lock_remove(change: Change, *, kinds: list[str]) -> list[str]:
     """Lift the locks of ``kinds``; those that were on."""
     removed: list[str] = []

@@ -163,3 +163,32 @@ def test_unlock_and_locks(bot: FakeTelegramServer, post_update: Any) -> None:
     )
     send(post_update, forwarded)
     assert deleted(bot) == []
+
+
+def test_a_lock_says_its_message_when_it_deletes(bot: FakeTelegramServer, post_update: Any) -> None:
+    command(post_update, "/lock url")
+    command(post_update, "/lockmessage photo Hi")
+    command(post_update, "/lockmessage nothing Hi")
+    command(post_update, "/lockmessage url " + "x" * 501)
+    command(post_update, "/lockmessage url No links here, {first}!", sender=MEMBER)
+    assert answers(bot)[-4:] == [
+        "photo is not locked here: /lock photo first.",
+        "Say which lock and what it says, e.g. /lockmessage url No links here.",
+        "A lock's message is at most 500 characters.",
+        "Only the chat's admins can do that.",
+    ]
+    command(post_update, "/lockmessage url   No links here,   {first}!")
+    assert answers(bot)[-1] == "The url lock now says: No links here, {first}!"
+    command(post_update, "/locks")
+    assert answers(bot)[-1].startswith("Locked here:\n- url: delete «No links here, {first}!»")
+    first = link_message(name="Mallory")
+    send(post_update, first)
+    assert answers(bot)[-1] == "No links here, Mallory!"
+    assert deleted(bot) == [first["message_id"]]
+    command(post_update, "/lockmessage url")
+    assert answers(bot)[-1] == "The url lock deletes without a word."
+    count = len(answers(bot))
+    send(post_update, link_message(name="Mallory"))
+    assert len(answers(bot)) == count and len(deleted(bot)) == 2
+    assert Lock.objects.get(kind="url").message == ""
+    assert AuditEntry.objects.filter(action="rules.lock_message").count() == 2
