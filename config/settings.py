@@ -133,6 +133,13 @@ STATS_CONFIG_CACHE_SECONDS = 5.0
 STATS_BACKFILL_CLOCK_SKEW_MS = 5000
 STATS_COMMAND_TOP = env.STATS_COMMAND_TOP
 STATS_COMMAND_COOLDOWN_SECONDS = env.STATS_COMMAND_COOLDOWN_SECONDS
+# The Mini App (webapp/): its public https address (empty: the buttons and the menu button are
+# not offered), the age an initData or Login Widget answer may have, the session's length, and
+# the logins a client address may try a minute.
+MINIAPP_PUBLIC_URL = env.MINIAPP_PUBLIC_URL
+MINIAPP_AUTH_MAX_AGE_SECONDS = env.MINIAPP_AUTH_MAX_AGE_SECONDS
+MINIAPP_SESSION_SECONDS = env.MINIAPP_SESSION_SECONDS
+MINIAPP_LOGINS_PER_MINUTE = env.MINIAPP_LOGINS_PER_MINUTE
 
 
 # --- Database -------------------------------------------------------------------------------
@@ -245,6 +252,7 @@ FEATURE_APPS = {
     "moderation": "moderation",
     "rules": "moderation.rules.apps.RulesConfig",
     "stats": "stats",
+    "webapp": "webapp",
 }
 INSTALLED_APPS = [
     "telegram_bot.ops.admin_site.OperatorsAdminConfig",
