@@ -23,7 +23,6 @@ WELCOME_FIELDS = (
 CAPTCHA_FIELDS = (
     "captcha_enabled",
     "captcha_seconds",
-    "clean_service_messages",
     "raid_joins",
     "raid_window_seconds",
     "raid_strict_minutes",
@@ -55,6 +54,12 @@ class CaptchaForm(forms.ModelForm):
     class Meta:
         model = MemberPolicy
         fields = CAPTCHA_FIELDS
+
+
+class CleaningForm(forms.ModelForm):
+    class Meta:
+        model = MemberPolicy
+        fields = ("clean_service_messages",)
 
 
 class ModerationForm(forms.ModelForm):

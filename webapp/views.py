@@ -45,11 +45,12 @@ from telegram_bot.numbers import ascii_int
 from telegram_bot.state import get_store
 from telegram_bot.updates import User
 from webapp import access
-from webapp.access import INFO, RESTRICT, ChatAccess
+from webapp.access import DELETE, INFO, RESTRICT, ChatAccess
 from webapp.auth import AuthError, init_data_check, login_widget_check
 from webapp.forms import (
     BlocklistForm,
     CaptchaForm,
+    CleaningForm,
     LockForm,
     MemberActionForm,
     ModerationForm,
@@ -258,6 +259,13 @@ def welcome(request: HttpRequest, chat: ChatAccess) -> HttpResponse:
 def captcha(request: HttpRequest, chat: ChatAccess) -> HttpResponse:
     """Captcha and anti-raid (``can_restrict_members``)."""
     return _settings_form(request, chat, CaptchaForm, RESTRICT, "captcha")
+
+
+@require_http_methods(["GET", "POST"])
+@chat_page
+def cleaning(request: HttpRequest, chat: ChatAccess) -> HttpResponse:
+    """Deleting the join and leave service messages (``can_delete_messages``)."""
+    return _settings_form(request, chat, CleaningForm, DELETE, "cleaning")
 
 
 @require_http_methods(["GET", "POST"])

@@ -28,7 +28,16 @@ from tests.webapp.helpers import (
 
 pytestmark = pytest.mark.django_db
 
-CHAT_PAGES = ["", "welcome/", "captcha/", "moderation/", "rules/", "audit/", f"members/{MEMBER}/"]
+CHAT_PAGES = [
+    "",
+    "welcome/",
+    "captcha/",
+    "cleaning/",
+    "moderation/",
+    "rules/",
+    "audit/",
+    f"members/{MEMBER}/",
+]
 
 
 @pytest.fixture
@@ -58,6 +67,7 @@ def test_every_app_url_is_in_the_table() -> None:
         "overview",
         "welcome",
         "captcha",
+        "cleaning",
         "moderation",
         "rules",
         "audit",
@@ -212,3 +222,23 @@ def test_member_actions_are_taken_once_and_audited(token: str) -> None:
         .status_code
         == 403
     )
+
+
+def test_cleaning_needs_the_right_to_delete_messages(token: str, bot: FakeTelegramServer) -> None:
+    bot.set_chat_member(GROUP, 15, "administrator", first_name="Del", can_delete_messages=True)
+    form = {"clean_service_messages": "on"}
+    assert as_user(token, MODERATOR).post(f"/app/c/{GROUP}/cleaning/", form).status_code == 403
+    assert not MemberPolicy.objects.exists()
+    assert as_user(token, 15).post(f"/app/c/{GROUP}/cleaning/", form).status_code == 200
+    assert MemberPolicy.objects.get(chat_id=GROUP).clean_service_messages
+
+
+@pytest.mark.parametrize("page", CHAT_PAGES)
+def test_only_telegrams_web_client_may_frame_the_app(token: str, page: str) -> None:
+    response = as_user(token, CREATOR).get(f"/app/c/{GROUP}/{page}")
+    assert "X-Frame-Options" not in response
+    assert response["Content-Security-Policy"].startswith(
+        "frame-ancestors https://web.telegram.org"
+    )
+    # The rest of the site keeps its DENY.
+    assert Client().get("/admin/login/")["X-Frame-Options"] == "DENY"
