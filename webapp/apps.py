@@ -12,6 +12,7 @@ class WebappConfig(features.FeatureConfig):
     name = "webapp"
     verbose_name = gettext_lazy("Mini App")
     bot_handlers = "webapp.handlers"
+    privacy = "webapp.privacy"
     key_families = {
         "miniapp": "Mini App sessions (s:), used logins (seen:), admin lists (adm:), "
         "login and change budgets (rl:), one-time form keys (once:)",
