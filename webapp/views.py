@@ -36,7 +36,7 @@ from moderation.rules import blocklist
 from moderation.rules import services as rules
 from moderation.rules.models import BlocklistEntry, Lock
 from moderation.services import Origin, Target, penalize_queued, warn_and_queue
-from stats.selectors import stats_report
+from stats.selectors import member_names, stats_report
 from telegram_bot.audit import Actor, audit_step
 from telegram_bot.audit_admin import phrases, sentence
 from telegram_bot.bot import bot_username
@@ -235,9 +235,22 @@ def overview(request: HttpRequest, chat: ChatAccess) -> HttpResponse:
         joins=sum(day.joins for day in growth),
         leaves=sum(day.leaves for day in growth),
         growth=growth,
-        top=report.members(10),
-        hours=report.week_hours,
+        top=member_names(chat.chat_id, report.members(10), get_store()),
+        heat=_heat(report.week_hours),
     )
+
+
+WEEKDAYS = (0, 1, 2, 3, 4, 5, 6)
+
+
+def _heat(week_hours: list[list[int]]) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Each weekday's 24 hours as (count, shade 0-4) for the heat map, Monday first."""
+    top = max((count for row in week_hours for count in row), default=0)
+    return [
+        (day, [(count, 0 if not count else 1 + (3 * count) // top) for count in week_hours[day]])
+        for day in WEEKDAYS
+        if day < len(week_hours)
+    ]
 
 
 def _policy(chat: ChatAccess, *, lock: bool = False) -> MemberPolicy:

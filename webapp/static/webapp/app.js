@@ -71,20 +71,23 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     var login = document.getElementById("login");
-    if (login) {
-      var status = document.getElementById("login-status");
-      var initData = (webApp && webApp.initData) || fragment.get("tgWebAppData");
-      var widget = fragment.get("tgAuthResult");
-      if (initData) {
-        signIn(login.dataset.login, {init_data: initData}, status);
-      } else if (widget) {
-        try {
-          var fields = JSON.parse(atob(widget.replace(/-/g, "+").replace(/_/g, "/")));
-          signIn(login.dataset.widget, fields, status);
-        } catch (e) { status.textContent = ""; }
-      } else {
-        status.textContent = "";
-      }
+    var status = document.getElementById("login-status");
+    var initData = (webApp && webApp.initData) || fragment.get("tgWebAppData");
+    var widget = fragment.get("tgAuthResult");
+    // A launch signs in once, on whichever page Telegram opened (another user's older session
+    // on this device is replaced); a reload of the same launch does not try again.
+    var used = null;
+    try { used = sessionStorage.getItem("tgUsed"); } catch (e) { /* private mode */ }
+    if (initData && initData !== used) {
+      try { sessionStorage.setItem("tgUsed", initData); } catch (e) { /* private mode */ }
+      signIn("/app/login/", {init_data: initData}, status);
+    } else if (widget && login) {
+      try {
+        var fields = JSON.parse(atob(widget.replace(/-/g, "+").replace(/_/g, "/")));
+        signIn(login.dataset.widget, fields, status);
+      } catch (e) { status.textContent = ""; }
+    } else if (status) {
+      status.textContent = "";
     }
     // Telegram's back button goes where the page's own back link goes.
     var back = document.querySelector("a.back");
