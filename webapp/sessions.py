@@ -17,6 +17,7 @@ import hashlib
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Literal
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
@@ -112,7 +113,7 @@ def over_limit(request: HttpRequest, what: str, per_minute: int, who: str = "") 
     return get_store().increment(key, 1, ttl_ms=120_000) > per_minute
 
 
-def _same_site(request: HttpRequest | None = None) -> str:
+def _same_site(request: HttpRequest | None = None) -> Literal["None", "Lax"]:
     secure = settings.SESSION_COOKIE_SECURE or (request is not None and request.is_secure())
     return "None" if secure else "Lax"
 

@@ -175,3 +175,33 @@ def test_a_demoted_admin_cannot_submit(
     assert answer.value.status == 404
     assert not MemberPolicy.objects.exists()
     assert not AuditEntry.objects.filter(action="memberpolicy.change").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_browser_signs_in_with_the_login_widgets_answer(
+    chromium: Any, live_server: Any, live_bot: FakeTelegramServer
+) -> None:
+    """Outside Telegram: oauth.telegram.org sends the browser back to /app/ with
+    ``#tgAuthResult=<base64 JSON>``; the page posts it and the chats are listed. A forged
+    answer leaves the login page with Telegram's refusal."""
+    import base64
+    import json
+
+    from tests.webapp.helpers import widget_fields
+
+    describe_groups(live_bot)
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        forged = dict(widget_fields(settings.TELEGRAM_BOT_TOKEN, CREATOR), hash="0" * 64)
+        encoded = base64.urlsafe_b64encode(json.dumps(forged).encode()).decode().rstrip("=")
+        page.goto(f"{live_server.url}/app/#tgAuthResult={encoded}")
+        page.wait_for_function("document.getElementById('login-status').textContent.length > 10")
+        assert "did not confirm" in page.inner_text("#login-status")
+        fields = widget_fields(settings.TELEGRAM_BOT_TOKEN, CREATOR)
+        encoded = base64.urlsafe_b64encode(json.dumps(fields).encode()).decode().rstrip("=")
+        page.goto(f"{live_server.url}/app/?again#tgAuthResult={encoded}")
+        page.wait_for_selector("#chats >> text=Test group")
+    finally:
+        context.close()

@@ -242,3 +242,15 @@ def test_only_telegrams_web_client_may_frame_the_app(token: str, page: str) -> N
     )
     # The rest of the site keeps its DENY.
     assert Client().get("/admin/login/")["X-Frame-Options"] == "DENY"
+
+
+def test_changes_are_rate_limited_per_user(token: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from webapp import views
+
+    monkeypatch.setattr(views, "CHANGES_PER_MINUTE", 2)
+    client = as_user(token, EDITOR)
+    form = {"welcome_enabled": "on", "welcome_text": "Hi"}
+    codes = [client.post(f"/app/c/{GROUP}/welcome/", form).status_code for _ in range(3)]
+    assert codes == [200, 200, 429]
+    # Another admin has their own budget.
+    assert as_user(token, CREATOR).post(f"/app/c/{GROUP}/welcome/", form).status_code == 200

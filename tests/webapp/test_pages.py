@@ -62,3 +62,18 @@ def test_the_audit_log_shows_this_chat_only(token: str) -> None:
     login(client, token, CREATOR)
     page = client.get(f"/app/c/{GROUP}/audit/").content.decode()
     assert "Mallory" in page and "Zed" not in page and "Oscar" not in page
+
+
+def test_the_audit_log_links_targets_to_their_member_page(token: str) -> None:
+    audit_record(
+        action="ban",
+        actor=Actor(CREATOR, "Olga"),
+        source="command",
+        chat_id=GROUP,
+        target_id=MEMBER,
+        target_name="Mallory",
+    )
+    client = Client()
+    login(client, token, CREATOR)
+    page = client.get(f"/app/c/{GROUP}/audit/").content.decode()
+    assert f'href="/app/c/{GROUP}/members/{MEMBER}/"' in page
