@@ -88,3 +88,24 @@ class MemberActionForm(forms.Form):
     )
     reason = forms.CharField(label=_("reason"), max_length=300, required=False, strip=True)
     once = forms.RegexField(regex=r"^[A-Za-z0-9_-]{16,64}$", widget=forms.HiddenInput)
+
+
+class NoteForm(forms.Form):
+    name = forms.RegexField(
+        label=_("name"),
+        regex=r"^#?[\w-]{1,64}$",
+        error_messages={"invalid": _("Letters, digits, - and _ (at most 64).")},
+    )
+    text = forms.CharField(
+        label=_("text"),
+        max_length=4096,
+        widget=forms.Textarea,
+        strip=True,
+        help_text=_("Buttons as in /save: [label](buttonurl://https://example.org)."),
+    )
+    admin_only = forms.BooleanField(label=_("admins only"), required=False)
+
+
+class FilterForm(forms.Form):
+    keyword = forms.CharField(label=_("keyword or phrase"), max_length=100, strip=True)
+    text = forms.CharField(label=_("answer"), max_length=4096, widget=forms.Textarea, strip=True)

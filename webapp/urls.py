@@ -41,6 +41,7 @@ urlpatterns = [
         name="moderation",
     ),
     path("c/<str:chat_id>/rules/", in_telegram_frame(views.chat_rules), name="rules"),
+    path("c/<str:chat_id>/notes/", in_telegram_frame(views.notes), name="notes"),
     path("c/<str:chat_id>/audit/", in_telegram_frame(views.audit_log), name="audit"),
     path(
         "c/<str:chat_id>/members/<str:user_id>/",

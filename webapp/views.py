@@ -34,7 +34,8 @@ from community.services.members import render as render_member_text
 from moderation.models import ChatSettings, Warning, WarnState
 from moderation.rules import blocklist
 from moderation.rules import services as rules
-from moderation.rules.models import BlocklistEntry, Lock
+from moderation.rules.models import BlocklistEntry, Filter, Lock, Note
+from moderation.rules.replies import content_of
 from moderation.services import Origin, Target, penalize_queued, warn_and_queue
 from stats.selectors import member_names, stats_report
 from telegram_bot.audit import Actor, audit_step
@@ -51,9 +52,11 @@ from webapp.forms import (
     BlocklistForm,
     CaptchaForm,
     CleaningForm,
+    FilterForm,
     LockForm,
     MemberActionForm,
     ModerationForm,
+    NoteForm,
     WelcomeForm,
 )
 from webapp.sessions import (
@@ -367,11 +370,12 @@ def _short(value: Any) -> str:
 @require_http_methods(["GET", "POST"])
 @chat_page
 def chat_rules(request: HttpRequest, chat: ChatAccess) -> HttpResponse:
-    """Locks and the blocklist (``can_restrict_members``), through the rules' services."""
+    """Locks and the blocklist (``can_delete_messages``, as /lock and /addblocklist), through
+    the rules' services."""
     lock_form, block_form = LockForm(), BlocklistForm()
     message = ""
     if request.method == "POST":
-        if not chat.may(RESTRICT):
+        if not chat.may(DELETE):
             return _refused(request)
         change = rules.Change(chat.chat_id, _actor(request), source=SOURCE)
         what = request.POST.get("do", "")
@@ -412,8 +416,63 @@ def chat_rules(request: HttpRequest, chat: ChatAccess) -> HttpResponse:
         entries=BlocklistEntry.objects.filter(chat_id=chat.chat_id).order_by("pattern"),
         lock_form=lock_form,
         block_form=block_form,
-        can_change=chat.may(RESTRICT),
+        can_change=chat.may(DELETE),
         message=message,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@chat_page
+def notes(request: HttpRequest, chat: ChatAccess) -> HttpResponse:
+    """Notes and filters (``can_delete_messages``, as /save and /filter), through the rules'
+    services; a text is read as the commands read it (its ``[label](url)`` buttons)."""
+    note_form, filter_form = NoteForm(), FilterForm()
+    if request.method == "POST":
+        if not chat.may(DELETE):
+            return _refused(request)
+        change = rules.Change(chat.chat_id, _actor(request), source=SOURCE)
+        what = request.POST.get("do", "")
+        try:
+            if what == "note":
+                note_form = NoteForm(request.POST)
+                if note_form.is_valid():
+                    data = note_form.cleaned_data
+                    rules.note_save(
+                        change,
+                        name=data["name"].lstrip("#").lower(),
+                        content=content_of(data["text"], None),
+                        admin_only=data["admin_only"],
+                    )
+                    return redirect("webapp:notes", chat_id=chat.chat_id)
+            elif what == "filter":
+                filter_form = FilterForm(request.POST)
+                if filter_form.is_valid():
+                    data = filter_form.cleaned_data
+                    try:
+                        keyword = blocklist.normalise(data["keyword"])
+                    except ValueError as exc:
+                        filter_form.add_error("keyword", str(exc))
+                    else:
+                        content = content_of(data["text"], None)
+                        rules.filter_save(change, keyword=keyword, content=content)
+                        return redirect("webapp:notes", chat_id=chat.chat_id)
+            elif what == "clear":
+                rules.note_clear(change, name=request.POST.get("name", "")[:64])
+                return redirect("webapp:notes", chat_id=chat.chat_id)
+            elif what == "stop":
+                rules.filter_stop(change, keyword=request.POST.get("keyword", "")[:100])
+                return redirect("webapp:notes", chat_id=chat.chat_id)
+        except rules.RulesError as exc:
+            (note_form if what == "note" else filter_form).add_error(None, str(exc))
+    return _page(
+        request,
+        "webapp/notes.html",
+        chat,
+        notes=Note.objects.filter(chat_id=chat.chat_id).order_by("name"),
+        filters=Filter.objects.filter(chat_id=chat.chat_id).order_by("keyword"),
+        note_form=note_form,
+        filter_form=filter_form,
+        can_change=chat.may(DELETE),
     )
 
 

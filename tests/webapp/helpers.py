@@ -16,6 +16,7 @@ from tests.fakes.telegram import FakeTelegramServer
 GROUP, OTHER_GROUP = -100777, -100888
 BOT_ID = 123456789
 CREATOR, EDITOR, MODERATOR, PLAIN_ADMIN, MEMBER = 11, 12, 13, 14, 5005
+DELETER = 15
 
 
 def init_data(
@@ -58,7 +59,8 @@ def widget_fields(token: str, user_id: int, *, auth_date: int | None = None) -> 
 
 def describe_groups(bot: FakeTelegramServer) -> None:
     """GROUP: creator 11, 12 may change info, 13 may restrict, 14 an admin without those
-    rights, 5005 a member; OTHER_GROUP: 11 is only a member there, 21 its creator."""
+    rights, 15 may delete messages, 5005 a member; OTHER_GROUP: 11 is only a member there,
+    21 its creator."""
     for chat_id, title in ((GROUP, "Test group"), (OTHER_GROUP, "Other group")):
         bot.set_chat(chat_id, "supergroup", title=title)
         bot.set_chat_member(
@@ -84,6 +86,7 @@ def describe_groups(bot: FakeTelegramServer) -> None:
         GROUP, MODERATOR, "administrator", first_name="Mo", can_restrict_members=True
     )
     bot.set_chat_member(GROUP, PLAIN_ADMIN, "administrator", first_name="Pa")
+    bot.set_chat_member(GROUP, DELETER, "administrator", first_name="Del", can_delete_messages=True)
     bot.set_chat_member(GROUP, MEMBER, "member", first_name="Mallory")
     bot.set_chat_member(OTHER_GROUP, 21, "creator", first_name="Oscar")
     bot.set_chat_member(OTHER_GROUP, CREATOR, "member", first_name="Olga")

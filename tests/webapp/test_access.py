@@ -16,6 +16,7 @@ from telegram_bot.models import AuditEntry
 from tests.fakes.telegram import FakeTelegramServer
 from tests.webapp.helpers import (
     CREATOR,
+    DELETER,
     EDITOR,
     GROUP,
     MEMBER,
@@ -35,6 +36,7 @@ CHAT_PAGES = [
     "cleaning/",
     "moderation/",
     "rules/",
+    "notes/",
     "audit/",
     f"members/{MEMBER}/",
 ]
@@ -70,6 +72,7 @@ def test_every_app_url_is_in_the_table() -> None:
         "cleaning",
         "moderation",
         "rules",
+        "notes",
         "audit",
         "member",
     }
@@ -131,8 +134,9 @@ def test_a_chat_the_bot_left_is_not_shown(token: str) -> None:
 
 
 def test_rights_follow_telegram(token: str, bot: FakeTelegramServer) -> None:
-    """can_change_info for the welcome, can_restrict_members for the locks."""
+    """can_change_info for the welcome; can_delete_messages for the locks, as /lock."""
     editor, moderator, plain = (as_user(token, uid) for uid in (EDITOR, MODERATOR, PLAIN_ADMIN))
+    deleter = as_user(token, DELETER)
     welcome = {"welcome_enabled": "on", "welcome_text": "Hello {first_name}"}
     assert plain.get(f"/app/c/{GROUP}/welcome/").status_code == 200
     assert b"read-only" in plain.get(f"/app/c/{GROUP}/welcome/").content
@@ -144,11 +148,12 @@ def test_rights_follow_telegram(token: str, bot: FakeTelegramServer) -> None:
 
     lock = {"do": "lock", "kind": "url", "action": "delete"}
     assert editor.post(f"/app/c/{GROUP}/rules/", lock).status_code == 403
+    assert moderator.post(f"/app/c/{GROUP}/rules/", lock).status_code == 403
     assert not Lock.objects.exists()
-    assert moderator.post(f"/app/c/{GROUP}/rules/", lock).status_code == 302
+    assert deleter.post(f"/app/c/{GROUP}/rules/", lock).status_code == 302
     assert Lock.objects.get(chat_id=GROUP).kind == "url"
     entry = AuditEntry.objects.get(action="rules.lock")
-    assert (entry.actor_id, entry.source, entry.chat_id) == (MODERATOR, "miniapp", GROUP)
+    assert (entry.actor_id, entry.source, entry.chat_id) == (DELETER, "miniapp", GROUP)
     settings_entry = AuditEntry.objects.get(action="memberpolicy.change")
     assert settings_entry.actor_id == EDITOR and "welcome_text" in settings_entry.detail
 
@@ -169,9 +174,9 @@ def test_a_demotion_between_load_and_submit_refuses_the_submit(
 
 
 def test_a_right_taken_away_before_submit_refuses_it(token: str, bot: FakeTelegramServer) -> None:
-    client = as_user(token, MODERATOR)
+    client = as_user(token, DELETER)
     assert b"lock-form" in client.get(f"/app/c/{GROUP}/rules/").content
-    bot.set_chat_member(GROUP, MODERATOR, "administrator", first_name="Mo")
+    bot.set_chat_member(GROUP, DELETER, "administrator", first_name="Del")
     response = client.post(
         f"/app/c/{GROUP}/rules/", {"do": "lock", "kind": "url", "action": "delete"}
     )
@@ -185,8 +190,8 @@ def test_bad_input_is_refused_with_a_clear_error(token: str) -> None:
     )
     assert response.status_code == 200 and b"errorlist" in response.content
     assert not MemberPolicy.objects.exists()
-    moderator = as_user(token, MODERATOR)
-    response = moderator.post(
+    deleter = as_user(token, DELETER)
+    response = deleter.post(
         f"/app/c/{GROUP}/rules/", {"do": "lock", "kind": "nope", "action": "delete"}
     )
     assert response.status_code == 200 and b"errorlist" in response.content
@@ -225,11 +230,10 @@ def test_member_actions_are_taken_once_and_audited(token: str) -> None:
 
 
 def test_cleaning_needs_the_right_to_delete_messages(token: str, bot: FakeTelegramServer) -> None:
-    bot.set_chat_member(GROUP, 15, "administrator", first_name="Del", can_delete_messages=True)
     form = {"clean_service_messages": "on"}
     assert as_user(token, MODERATOR).post(f"/app/c/{GROUP}/cleaning/", form).status_code == 403
     assert not MemberPolicy.objects.exists()
-    assert as_user(token, 15).post(f"/app/c/{GROUP}/cleaning/", form).status_code == 200
+    assert as_user(token, DELETER).post(f"/app/c/{GROUP}/cleaning/", form).status_code == 200
     assert MemberPolicy.objects.get(chat_id=GROUP).clean_service_messages
 
 
@@ -254,3 +258,30 @@ def test_changes_are_rate_limited_per_user(token: str, monkeypatch: pytest.Monke
     assert codes == [200, 200, 429]
     # Another admin has their own budget.
     assert as_user(token, CREATOR).post(f"/app/c/{GROUP}/welcome/", form).status_code == 200
+
+
+def test_notes_and_filters_need_the_right_to_delete_messages(token: str) -> None:
+    from moderation.rules.models import Filter, Note
+
+    note = {
+        "do": "note",
+        "name": "#Rules",
+        "text": "Be kind [Site](buttonurl://https://example.org)",
+    }
+    assert as_user(token, MODERATOR).post(f"/app/c/{GROUP}/notes/", note).status_code == 403
+    deleter = as_user(token, DELETER)
+    assert deleter.post(f"/app/c/{GROUP}/notes/", note).status_code == 302
+    saved = Note.objects.get(chat_id=GROUP)
+    assert saved.name == "rules" and saved.text == "Be kind"
+    assert saved.buttons == [[{"text": "Site", "url": "https://example.org"}]]
+    bad = deleter.post(f"/app/c/{GROUP}/notes/", dict(note, name="no spaces"))
+    assert bad.status_code == 200 and b"errorlist" in bad.content
+    flt = {"do": "filter", "keyword": "Hello there", "text": "Hi!"}
+    assert deleter.post(f"/app/c/{GROUP}/notes/", flt).status_code == 302
+    assert Filter.objects.get(chat_id=GROUP).keyword == "hello there"
+    assert (
+        deleter.post(f"/app/c/{GROUP}/notes/", {"do": "clear", "name": "rules"}).status_code == 302
+    )
+    assert not Note.objects.exists()
+    actions = set(AuditEntry.objects.filter(actor_id=DELETER).values_list("action", flat=True))
+    assert actions == {"rules.note", "rules.filter", "rules.clear"}
