@@ -205,3 +205,24 @@ def test_a_browser_signs_in_with_the_login_widgets_answer(
         page.wait_for_selector("#chats >> text=Test group")
     finally:
         context.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_telegrams_back_button_and_theme_change_reach_the_page(
+    open_app: Any, live_server: Any, live_bot: FakeTelegramServer
+) -> None:
+    """Telegram's native clients deliver events through window.Telegram.WebView.receiveEvent:
+    the back button leads where the page's back link does; a theme change recolours it."""
+    describe_groups(live_bot)
+    page = open_app(CREATOR, "en")
+    page.wait_for_url(f"{live_server.url}/app/c/{GROUP}/")
+    page.click("nav.tabs >> text=Audit log")
+    page.wait_for_url(f"{live_server.url}/app/c/{GROUP}/audit/")
+    page.evaluate("window.Telegram.WebView.receiveEvent('back_button_pressed', {})")
+    page.wait_for_url(f"{live_server.url}/app/c/{GROUP}/")
+    page.evaluate(
+        "window.Telegram.WebView.receiveEvent('theme_changed',"
+        " {theme_params: {bg_color: '#ffffff', text_color: '#000000'}})"
+    )
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background == "rgb(255, 255, 255)"

@@ -45,6 +45,28 @@
     try { sessionStorage.setItem("tgTheme", JSON.stringify(theme)); } catch (e) { /* private mode */ }
   }
   post("web_app_ready");
+  post("web_app_expand");
+  // Events from Telegram: native clients call window.Telegram.WebView.receiveEvent, the web
+  // client posts a message from web.telegram.org.
+  var handlers = {
+    theme_changed: function (data) {
+      if (!data || !data.theme_params) return;
+      applyTheme(data.theme_params);
+      try { sessionStorage.setItem("tgTheme", JSON.stringify(data.theme_params)); } catch (e) { /* private mode */ }
+    }
+  };
+  function receive(name, data) {
+    if (Object.prototype.hasOwnProperty.call(handlers, name)) handlers[name](data);
+  }
+  window.Telegram = window.Telegram || {};
+  if (!window.Telegram.WebView) window.Telegram.WebView = {receiveEvent: receive};
+  window.addEventListener("message", function (event) {
+    if (event.origin !== "https://web.telegram.org") return;
+    try {
+      var message = JSON.parse(event.data);
+      receive(message.eventType, message.eventData);
+    } catch (e) { /* not Telegram's */ }
+  });
 
   function csrf() {
     var input = document.querySelector("input[name=csrfmiddlewaretoken]");
@@ -94,21 +116,11 @@
     if (back) {
       post("web_app_setup_back_button", {is_visible: true});
       var goBack = function () { window.location.href = back.href; };
-      window.addEventListener("message", function (event) {
-        if (event.origin !== "https://web.telegram.org") return;
-        try {
-          if (JSON.parse(event.data).eventType === "back_button_pressed") goBack();
-        } catch (e) { /* not Telegram's */ }
-      });
+      handlers.back_button_pressed = goBack;
       if (webApp && webApp.BackButton) {
         webApp.BackButton.show();
         webApp.BackButton.onClick(goBack);
       }
-      // Telegram's native clients call window.Telegram.WebView.receiveEvent.
-      window.Telegram = window.Telegram || {};
-      window.Telegram.WebView = window.Telegram.WebView || {
-        receiveEvent: function (name) { if (name === "back_button_pressed") goBack(); }
-      };
     } else {
       post("web_app_setup_back_button", {is_visible: false});
     }
