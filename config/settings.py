@@ -376,6 +376,11 @@ if BEHIND_TLS_PROXY:
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.secure_cookies
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Telegram's web client shows the Mini App (/app/) in a frame of web.telegram.org, where a Lax
+# cookie is not sent and every form would fail its CSRF check. The CSRF cookie is no credential
+# (a request must also carry the token from the page, which another site cannot read), so over
+# https it goes to frames too; the admin's session cookie stays Lax.
+CSRF_COOKIE_SAMESITE = "None" if CSRF_COOKIE_SECURE else "Lax"
 SECURE_SSL_REDIRECT = env.ssl_redirect
 # Probes and the Prometheus scrape come over the internal network in plain HTTP.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
