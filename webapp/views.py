@@ -123,6 +123,7 @@ def _login(request: HttpRequest, check: Callable[[], Any]) -> HttpResponse:
     chat_id = ascii_int(identity.start_param, signed=True) if identity.start_param else None
     target = f"/app/c/{chat_id}/" if chat_id is not None and chat_id < 0 else "/app/"
     response = JsonResponse({"next": target})
+    session_close(request, response)  # the session this browser had before (another user's?)
     set_cookie(request, response, token)
     return response
 

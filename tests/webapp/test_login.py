@@ -121,3 +121,16 @@ def test_logout_ends_the_session(client: Client, token: str) -> None:
     login(client, token, CREATOR)
     client.post("/app/logout/")
     assert client.get(f"/app/c/{GROUP}/").status_code == 404
+
+
+def test_a_new_login_ends_the_browsers_previous_session(client: Client, token: str) -> None:
+    from tests.webapp.helpers import EDITOR
+
+    login(client, token, CREATOR)
+    old = client.cookies[COOKIE].value
+    login(client, token, EDITOR)
+    assert client.cookies[COOKIE].value != old
+    stale = Client()
+    stale.cookies[COOKIE] = old
+    assert stale.get(f"/app/c/{GROUP}/").status_code == 404
+    assert client.get(f"/app/c/{GROUP}/").status_code == 200
