@@ -86,9 +86,17 @@ def test_an_admin_changes_the_welcome_in_russian_and_a_member_is_welcomed(
     open_app: Any, live_server: Any, live_bot: FakeTelegramServer
 ) -> None:
     describe_groups(live_bot)
+    for n in range(3):
+        said = make_message_update(f"hello {n}", chat_id=GROUP, user_id=MEMBER)
+        said["message"]["from"]["first_name"] = "Mallory"
+        _post(live_server, said)
     page = open_app(EDITOR, "ru")
     page.wait_for_url(f"{live_server.url}/app/c/{GROUP}/")
     assert "сообщений сегодня" in page.inner_text("main")
+    assert page.inner_text("#today-messages") == "3"
+    assert "Mallory" in page.inner_text("#top")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "miniapp-overview-ru.png"), full_page=True)
     # Telegram's theme colours reach the page's variables.
     background = page.evaluate(
         "getComputedStyle(document.body).getPropertyValue('background-color')"
@@ -105,7 +113,6 @@ def test_an_admin_changes_the_welcome_in_russian_and_a_member_is_welcomed(
     page.click("button[name=save]")
     page.wait_for_selector("#saved")
     assert len(live_bot.calls_to("getChatMember")) > asked  # asked again before the change
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "miniapp-welcome-ru.png"))
     policy = MemberPolicy.objects.get(chat_id=GROUP)
     assert policy.welcome_enabled and policy.welcome_text.startswith("Привет")
