@@ -236,6 +236,9 @@ def overview(request: HttpRequest, chat: ChatAccess) -> HttpResponse:
         today_members=today_view.members if today_view else 0,
         week_messages=report.messages,
         days=report.days,
+        member_count=next(
+            (day.member_count for day in reversed(growth) if day.member_count is not None), None
+        ),
         joins=sum(day.joins for day in growth),
         leaves=sum(day.leaves for day in growth),
         growth=growth,

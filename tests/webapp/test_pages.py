@@ -77,3 +77,16 @@ def test_the_audit_log_links_targets_to_their_member_page(token: str) -> None:
     login(client, token, CREATOR)
     page = client.get(f"/app/c/{GROUP}/audit/").content.decode()
     assert f'href="/app/c/{GROUP}/members/{MEMBER}/"' in page
+
+
+def test_the_overview_shows_the_latest_member_count(token: str) -> None:
+    from django.utils import timezone
+
+    from community.models import MemberCount
+
+    MemberCount.objects.create(chat_id=GROUP, day=timezone.now().date(), count=321)
+    MemberCount.objects.create(chat_id=OTHER_GROUP, day=timezone.now().date(), count=999)
+    client = Client()
+    login(client, token, CREATOR)
+    page = client.get(f"/app/c/{GROUP}/").content.decode()
+    assert 'id="member-count">321<' in page and "999" not in page
