@@ -17,3 +17,11 @@ class WebappConfig(features.FeatureConfig):
         "miniapp": "Mini App sessions (s:), used logins (seen:), admin lists (adm:), "
         "login and change budgets (rl:), one-time form keys (once:)",
     }
+
+    def ready(self) -> None:
+        super().ready()
+        from django.core.checks import register
+
+        from webapp.checks import public_url_served
+
+        register(public_url_served)

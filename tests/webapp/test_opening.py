@@ -70,3 +70,31 @@ def test_the_public_url_setting_is_validated(monkeypatch: pytest.MonkeyPatch) ->
             read_environment()
     monkeypatch.setenv("MINIAPP_PUBLIC_URL", URL + "/")
     assert read_environment().MINIAPP_PUBLIC_URL == URL
+
+
+def test_check_refuses_a_public_url_this_site_does_not_serve(settings: Any) -> None:
+    from webapp.checks import public_url_served
+
+    settings.MINIAPP_PUBLIC_URL = URL
+    settings.ALLOWED_HOSTS = ["other.example.org"]
+    (error,) = public_url_served()
+    assert error.id == "webapp.E001" and "bot.example.org" in error.msg
+    settings.ALLOWED_HOSTS = ["bot.example.org"]
+    assert public_url_served() == []
+    settings.MINIAPP_PUBLIC_URL = ""
+    assert public_url_served() == []
+
+
+def test_check_reads_allowed_hosts_patterns(settings: Any) -> None:
+    from webapp.checks import public_url_served
+
+    settings.MINIAPP_PUBLIC_URL = URL
+    for allowed, ok in (
+        (["*"], True),
+        ([".example.org"], True),
+        ([".bot.example.org"], True),
+        ([".other.org"], False),
+        (["example.org"], False),
+    ):
+        settings.ALLOWED_HOSTS = allowed
+        assert (public_url_served() == []) is ok, allowed
