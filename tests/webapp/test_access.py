@@ -285,3 +285,36 @@ def test_notes_and_filters_need_the_right_to_delete_messages(token: str) -> None
     assert not Note.objects.exists()
     actions = set(AuditEntry.objects.filter(actor_id=DELETER).values_list("action", flat=True))
     assert actions == {"rules.note", "rules.filter", "rules.clear"}
+
+
+@pytest.mark.parametrize(
+    ("action", "method", "params"),
+    [
+        ("ban", "banChatMember", {}),
+        ("mute", "restrictChatMember", {"permissions": {"can_send_messages": False}}),
+        ("unban", "unbanChatMember", {"only_if_banned": True}),
+    ],
+)
+def test_a_member_action_calls_telegram_once_with_the_admin_as_actor(
+    token: str, bot: FakeTelegramServer, action: str, method: str, params: dict[str, Any]
+) -> None:
+    """Queued as the console queues it (a moderation.act job); the job's call reaches the fake
+    Bot API once, and the audit entry names the Telegram admin."""
+    from telegram_bot.jobs.runner import run_until_idle
+
+    client = as_user(token, MODERATOR)
+    page = client.get(f"/app/c/{GROUP}/members/{MEMBER}/").content.decode()
+    once = page.split('name="once" value="')[1].split('"')[0]
+    form = {"action": action, "reason": "spam", "once": once}
+    for _ in range(2):  # a second submit of the same form does nothing
+        assert client.post(f"/app/c/{GROUP}/members/{MEMBER}/", form).status_code == 200
+    run_until_idle(5.0)
+    (call,) = bot.calls_to(method)
+    assert call.params["chat_id"] == GROUP and call.params["user_id"] == MEMBER
+    for key, value in params.items():
+        assert call.params[key] == value or (
+            isinstance(value, dict) and value.items() <= call.params[key].items()
+        )
+    entry = AuditEntry.objects.get(action=action)
+    assert (entry.actor_id, entry.source, entry.target_id) == (MODERATOR, "miniapp", MEMBER)
+    assert entry.outcome == "done"
