@@ -138,6 +138,17 @@ def _url(schemes: tuple[str, ...]) -> Callable[[str], str]:
     return check
 
 
+def _https_url(value: str) -> str:
+    """An https address without query or fragment (Telegram opens Mini Apps over https only);
+    empty: unset."""
+    if not value:
+        return value
+    parsed = parse_url(value, ("https",))
+    if parsed.query or "#" in value:
+        raise ValueError("must be an https address without a query or fragment")
+    return value.rstrip("/")
+
+
 Text = Annotated[str, BeforeValidator(_text_or_default)]
 Int = Annotated[int, BeforeValidator(_integer)]
 OptionalInt = Annotated[int | None, BeforeValidator(_integer)]
@@ -299,6 +310,12 @@ class Environment(BaseSettings):
     SPAMCHECK_TIMEOUT_MS: Annotated[Int, Field(ge=50, le=10_000)] = 800
     SPAMCHECK_CACHE_SECONDS: Annotated[Int, Field(ge=0, le=7 * DAY)] = 3600
     SPAMCHECK_FAIL_OPEN: Flag = True
+    # --- The Mini App (webapp/): its public https address (BotFather's URL, the buttons'), how
+    # old a Mini App's initData or a Login Widget answer may be, how long its session lasts.
+    MINIAPP_PUBLIC_URL: Annotated[Text, AfterValidator(_https_url)] = ""
+    MINIAPP_AUTH_MAX_AGE_SECONDS: Annotated[Int, Field(ge=30, le=DAY)] = 3600
+    MINIAPP_SESSION_SECONDS: Annotated[Int, Field(ge=300, le=7 * DAY)] = 8 * 3600
+    MINIAPP_LOGINS_PER_MINUTE: Annotated[Int, Field(ge=1, le=1000)] = 20
     # App labels (comma-separated) whose handlers, schedules, admin pages, API routes and
     # overview cards are off (telegram_bot/features.py); checked against the feature apps by
     # config/settings.py.

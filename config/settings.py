@@ -138,6 +138,13 @@ SPAMCHECK_URL = env.SPAMCHECK_URL
 SPAMCHECK_TIMEOUT_MS = env.SPAMCHECK_TIMEOUT_MS
 SPAMCHECK_CACHE_SECONDS = env.SPAMCHECK_CACHE_SECONDS
 SPAMCHECK_FAIL_OPEN = env.SPAMCHECK_FAIL_OPEN
+# The Mini App (webapp/): its public https address (empty: the buttons and the menu button are
+# not offered), the age an initData or Login Widget answer may have, the session's length, and
+# the logins a client address may try a minute.
+MINIAPP_PUBLIC_URL = env.MINIAPP_PUBLIC_URL
+MINIAPP_AUTH_MAX_AGE_SECONDS = env.MINIAPP_AUTH_MAX_AGE_SECONDS
+MINIAPP_SESSION_SECONDS = env.MINIAPP_SESSION_SECONDS
+MINIAPP_LOGINS_PER_MINUTE = env.MINIAPP_LOGINS_PER_MINUTE
 
 
 # --- Database -------------------------------------------------------------------------------
@@ -250,6 +257,7 @@ FEATURE_APPS = {
     "moderation": "moderation",
     "rules": "moderation.rules.apps.RulesConfig",
     "stats": "stats",
+    "webapp": "webapp",
 }
 INSTALLED_APPS = [
     "telegram_bot.ops.admin_site.OperatorsAdminConfig",
@@ -373,6 +381,11 @@ if BEHIND_TLS_PROXY:
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env.secure_cookies
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Telegram's web client shows the Mini App (/app/) in a frame of web.telegram.org, where a Lax
+# cookie is not sent and every form would fail its CSRF check. The CSRF cookie is no credential
+# (a request must also carry the token from the page, which another site cannot read), so over
+# https it goes to frames too; the admin's session cookie stays Lax.
+CSRF_COOKIE_SAMESITE = "None" if CSRF_COOKIE_SECURE else "Lax"
 SECURE_SSL_REDIRECT = env.ssl_redirect
 # Probes and the Prometheus scrape come over the internal network in plain HTTP.
 SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 from config.api import api
@@ -29,4 +29,6 @@ urlpatterns = [
     path("telegram/", webhook.webhook_api.urls),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    # The Mini App of the groups' own admins (webapp/): its own sessions, never the admin's.
+    path("app/", include("webapp.urls")),
 ]

@@ -37,7 +37,7 @@ from telegram_bot.models import AuditEntry
 
 log = logging.getLogger(__name__)
 Outcome = AuditEntry.Outcome
-SOURCES = frozenset({"command", "button", "panel", "admin", "auto"})
+SOURCES = frozenset({"command", "button", "panel", "admin", "auto", "miniapp"})
 MIRROR_JOB = "core.audit_mirror"
 
 

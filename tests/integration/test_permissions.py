@@ -73,6 +73,8 @@ def perm(view: tuple[str, ...], method: str = "GET", **kwargs: Any) -> Rule:
 
 
 PUBLIC, STAFF = Rule("public"), Rule("staff")
+MINI_APP = Rule("mini app")
+MINI_APP_CHAT = -1001234567890
 RULES: dict[str, Rule] = {
     "home": PUBLIC,  # a redirect to the admin site, which asks for a login
     "favicon": PUBLIC,  # an empty answer
@@ -136,6 +138,27 @@ RULES: dict[str, Rule] = {
     "api-v1:community-retention": perm(
         GROWTH, query="?chat_id=-1001234567890&week_start=2026-01-05"
     ),
+    # The Mini App (webapp/): its login page and login endpoints are open (Telegram's signature
+    # is the check: tests/webapp/test_login.py); a chat's pages open only to a Mini App session
+    # of that chat's Telegram admin (tests/webapp/test_access.py), never to a staff account.
+    "webapp:home": PUBLIC,
+    "webapp:login": PUBLIC,
+    "webapp:login-widget": PUBLIC,
+    "webapp:logout": PUBLIC,
+    **{
+        f"webapp:{name}": MINI_APP
+        for name in (
+            "overview",
+            "welcome",
+            "captcha",
+            "cleaning",
+            "moderation",
+            "rules",
+            "notes",
+            "audit",
+            "member",
+        )
+    },
 }
 # The pages Django's admin makes for each registered model: what the view permission opens.
 MODEL_PAGES = {"changelist": True, "history": True, "change": True, "add": False, "delete": False}
@@ -202,6 +225,9 @@ def test_every_view_and_action_checks_its_permission(
     rule, model = rule_for(endpoint)
     if rule.access == "public":
         return
+    if rule.access == "mini app":
+        check_mini_app_page(endpoint)
+        return
     url = build_url(endpoint, objects, model) + rule.query
     assert denied(request_as(None, rule, url)), f"anonymous reached {url}"
     staff = user("staff")
@@ -215,6 +241,23 @@ def test_every_view_and_action_checks_its_permission(
     assert denied(outcome) != rule.viewer_allowed, f"view-only user at {url}: {outcome}"
     if rule.check_allowed and superuser_may(endpoint, model, objects):
         assert not denied(request_as(superuser(), rule, url)), f"superuser refused at {url}"
+
+
+def check_mini_app_page(endpoint: Endpoint) -> None:
+    """A page of a chat the bot is in: no staff account, a superuser neither, opens it, by
+    GET or POST (the Mini App's own session is the only way in)."""
+    from community.models import BotChat
+
+    BotChat.objects.get_or_create(
+        chat_id=MINI_APP_CHAT,
+        defaults={"title": "Group", "chat_type": "supergroup", "is_member": True},
+    )
+    url = endpoint.route.replace("<str:chat_id>", str(MINI_APP_CHAT))
+    url = url.replace("<str:user_id>", "5005")
+    for account in (None, user("staff"), superuser()):
+        for method in ("GET", "POST"):
+            response = request_as(account, Rule("mini app", method), url)
+            assert response.status_code in (404, 405), f"{account} reached {method} {url}"
 
 
 def check_action(name: str) -> None:

@@ -249,6 +249,12 @@ def _seed_apps(store: KVStore) -> None:
     SpamListEntry.objects.create(user_id=USER, source="cas")
     store.increment(flood_key(CHATS[0], USER, 99), 1)
     store.set(admins_key(CHATS[0]), [[USER, "administrator", True, True, USERNAME]])
+    # A Mini App session (webapp/sessions.py's shape).
+    store.set(
+        "miniapp:s:" + "a" * 64,
+        {"v": 1, "d": {"uid": USER, "name": FIRST, "lang": "en", "exp": int(time.time()) + 3600}},
+        3_600_000,
+    )
     for chat_id in CHATS:
         ChatUserProfile.objects.create(
             chat_id=chat_id, user_id=USER, display_name=f"{FIRST} {LAST}", username=USERNAME

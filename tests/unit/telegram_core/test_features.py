@@ -30,6 +30,7 @@ def test_the_installed_feature_apps_contribute_in_installed_apps_order() -> None
         "moderation",
         "rules",
         "stats",
+        "webapp",
     ]
     modules = [module.__name__ for module in features.handler_modules()]
     # The chat rules are an app of their own inside the moderation package.
