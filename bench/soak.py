@@ -277,10 +277,14 @@ def part_soak(session: Session) -> Section:
         server = serving.serve(session, "soak-legacy", database, "2", "config.settings",
                                redis_url=redis_url, extra_env=legacy)  # fmt: skip
         warm = Phase("warm-up", 5, 1_000, 300 if session.quick else 2_000)
-        asyncio.run(_send(server.url(serving.GROUP_PATH), 98, warm, first_id - 10**8, RATE))
+        warm_legacy = asyncio.run(
+            _send(server.url(serving.GROUP_PATH), 98, warm, first_id - 10**8, RATE)
+        )
         store_text(database, False)
         results.append(_phase(server, redis_url, database, index, before, first_id))
-        section.details.append(shapes_detail(redis_url, results[0][1].answered, before.label))
+        messages = warm_legacy.answered + results[0][1].answered
+        what = f"the warm-up and the {before.label}"
+        section.details.append(shapes_detail(redis_url, messages, what))
         session.stop(server)
         redis.Redis.from_url(redis_url).flushdb()
         server = serving.serve(session, "soak", database, "2", "config.settings",
