@@ -218,7 +218,7 @@ def test_quick_soak_prints_the_cost_of_a_message_per_phase(tmp_path: Path) -> No
     # and buffer entries are packed (a group of 100 a Redis key), the legacy layout's are not.
     before, after = soak.baseline(quick=True), soak.phases(quick=True)[0]
     assert keys[after.label] <= keys[before.label] - 1.5, keys
-    shapes = text.split("Redis keys of the warm-up and the main soak", 1)[1].split("```")[0]
+    shapes = text.split("Redis keys of the warm-up and the main soak (", 1)[1].split("```")[0]
     assert "upd:d:##" in shapes and "msg:-#:##" in shapes and "upd:#:stats.count" not in shapes
     legacy = text.split(f"Redis keys of the warm-up and the {before.label}", 1)[1]
     legacy = legacy.split("```")[0]
