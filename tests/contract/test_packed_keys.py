@@ -4,10 +4,12 @@ written once per message costs a fraction of a Redis key per message)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 
 import pytest
+from django.db import connections
 
 from telegram_bot.errors import StateError
 from telegram_bot.state import Increment, InvalidKeyError, KVStore, Put
@@ -165,3 +167,43 @@ def test_redis_scans_a_group_larger_than_a_page_whole(redis_kv: KVStore) -> None
             break
     expected = {f"msg:-5:1#{n}" for n in range(60)} | {f"msg:-5:{n + 2}#0" for n in range(30)}
     assert set(found) == expected
+
+
+def test_threads_finishing_one_update_at_its_done_key_apply_it_once(kv: KVStore) -> None:
+    """Eight threads deliver updates 0-19 each: every update is finished once, its done value
+    in its group, whatever backend holds the groups (the database's rows, Redis's hash)."""
+    results: list[Finished | None] = []
+    barrier = threading.Barrier(8)
+
+    def run() -> None:
+        try:
+            barrier.wait()
+            for n in range(20):
+                results.append(
+                    kv.claim_or_finish(
+                        f"upd:{n}",
+                        claim=CLAIM,
+                        claim_ttl_ms=60_000,
+                        done=DONE,
+                        done_ttl_ms=60_000,
+                        increments=[Increment("counter:claimed")],
+                        triggers=[None],
+                        marker_key=f"upd:{n}:stats.count",
+                        ops=[Increment("stats:c:applied")],
+                        done_key=f"upd:d:0#{n}",
+                        write_marker=False,
+                    )
+                )
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    won = [r for r in results if r is not None]
+    assert len(won) == 20 and sorted(r.values[0] for r in won) == list(range(1, 21))
+    assert kv.get("counter:claimed") == 20 and kv.get("stats:c:applied") == 20
+    assert kv.get_many([f"upd:d:0#{n}" for n in range(20)]) == [DONE] * 20
+    assert kv.get_many([f"upd:{n}" for n in range(20)]) == [None] * 20
