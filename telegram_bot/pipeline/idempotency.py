@@ -152,7 +152,8 @@ def _done_ops(update_id: int) -> list[Op]:
 
 
 def mark_done(store: KVStore, update_id: int) -> None:
-    """The update is done: one write (compact: one atomic step of ``_done_ops``)."""
+    """The update is done: one KV call. Compact: the packed done-marker, and ``DONE`` in place
+    of our claim at ``marker_key`` for the claim's TTL (``_done_ops``), in one ``apply_once``."""
     if compact():
         done = [Put(done_key(update_id), DONE, done_ttl_ms())]
         store.apply_once(marker_key(update_id), DONE, done, claim_ttl_ms())
