@@ -101,10 +101,11 @@ def serve(
     settings: str = "bench.settings",
     server: str | None = None,
     redis_url: str | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> Server:
     """``manage.py serve`` with ``web_processes`` web processes and the web server's own
     defaults (threads and the rest: no ``WEB_*`` of the shell); ``server`` sets WEB_SERVER,
-    ``redis_url`` another Redis than the run's."""
+    ``redis_url`` another Redis than the run's, ``extra_env`` more settings."""
     fake = fake_api(session)
     port = harness.free_port()
     env = session.env(
@@ -119,6 +120,7 @@ def serve(
     env["WEB_CONCURRENCY"] = web_processes
     if server is not None:
         env["WEB_SERVER"] = server
+    env.update(extra_env or {})
     argv = [sys.executable, "manage.py", "serve"]
     return session.start(name, argv, env, port)
 

@@ -58,6 +58,14 @@ class Phase:
     members: int
     messages: int
     store_text: bool = False
+    layout: str = "compact"  # STATE_KEY_LAYOUT: "legacy" is the baseline before issue 45 item 1
+
+
+def baseline(quick: bool) -> Phase:
+    """The main soak with the key layout before issue 45 item 1 (``STATE_KEY_LAYOUT=legacy``):
+    the same run's before, beside the main soak's after."""
+    main = 3_000 if quick else 60_000
+    return Phase("main soak, legacy key layout (before)", 10, 10_000, main, layout="legacy")
 
 
 def phases(quick: bool) -> list[Phase]:
@@ -96,13 +104,15 @@ class Sent:
 
 def body(phase_index: int, phase: Phase, n: int, update_id: int) -> bytes:
     """Message ``n`` of a phase: chat ``n % chats`` and sender ``n % members`` of the
-    phase's own ranges (chat ids -1001 - 1000 * phase - c; sender ids phase * 10**6 + 1 + u)."""
+    phase's own ranges (chat ids -1001 - 1000 * phase - c; sender ids phase * 10**6 + 1 + u).
+    Message ids count up in each chat, as Telegram's do in a supergroup (every phase's
+    ``chats`` divides its ``members``, so message ``n`` is the chat's ``n // chats + 1``-th)."""
     sender = phase_index * 1_000_000 + 1 + n % phase.members
     chat = -1001 - 1000 * phase_index - n % phase.members % phase.chats
     update = {
         "update_id": update_id,
         "message": {
-            "message_id": update_id,
+            "message_id": n // phase.chats + 1,
             "date": int(time.time()),
             "chat": {"id": chat, "type": "supergroup", "title": "Soak group"},
             "from": {"id": sender, "is_bot": False, "first_name": f"Member {sender}"},
@@ -258,34 +268,48 @@ def part_soak(session: Session) -> Section:
     first_id = (int(time.time()) % 100_000) * 10**10 + 5 * 10**9
     with harness.private_redis(session, "soak-redis") as redis_base:
         redis_url = f"{redis_base}/0"
+        results = []
+        # The before: the legacy key layout on a server of its own, then Redis emptied, so that
+        # the after (the main soak below) starts from the same Redis.
+        before = baseline(session.quick)
+        index = len(phases(session.quick))
+        legacy = {"STATE_KEY_LAYOUT": "legacy"}
+        server = serving.serve(session, "soak-legacy", database, "2", "config.settings",
+                               redis_url=redis_url, extra_env=legacy)  # fmt: skip
+        warm = Phase("warm-up", 5, 1_000, 300 if session.quick else 2_000)
+        warm_legacy = asyncio.run(
+            _send(server.url(serving.GROUP_PATH), 98, warm, first_id - 10**8, RATE)
+        )
+        store_text(database, False)
+        results.append(_phase(server, redis_url, database, index, before, first_id))
+        messages = warm_legacy.answered + results[0][1].answered
+        what = f"the warm-up and the {before.label}"
+        section.details.append(shapes_detail(redis_url, messages, what))
+        session.stop(server)
+        redis.Redis.from_url(redis_url).flushdb()
         server = serving.serve(session, "soak", database, "2", "config.settings",
                                redis_url=redis_url)  # fmt: skip
-        warm = Phase("warm-up", 5, 1_000, 300 if session.quick else 2_000)
         warmed = asyncio.run(_send(server.url(serving.GROUP_PATH), 99, warm, first_id, RATE))
-        results = []
         for index, phase in enumerate(phases(session.quick)):
             first_id += 10**8
             store_text(database, phase.store_text)
             if phase.store_text:
                 time.sleep(6)  # the statistics' settings are cached 5 s in each process
-            chats = (-1001 - 1000 * index - phase.chats + 1, -1001 - 1000 * index)
-            before = snapshot(server, redis_url, database, chats)
-            sent = asyncio.run(_send(server.url(serving.GROUP_PATH), index, phase, first_id, RATE))
-            waited = wait_counted(database, chats, sent.answered)
-            after = snapshot(server, redis_url, database, chats)
-            results.append((phase, sent, before, after, waited))
+            results.append(_phase(server, redis_url, database, index, phase, first_id))
+            sent = results[-1][1]
             if index == 0:
                 what = "the warm-up and the main soak"
                 messages = warmed.answered + sent.answered
                 section.details.append(shapes_detail(redis_url, messages, what))
             elif phase.store_text:
+                chats = _chats(index, phase)
                 what = f"the phase '{phase.label}' (keys naming its chats)"
                 section.details.append(shapes_detail(redis_url, sent.answered, what, chats))
         store_text(database, False)
         session.stop(server)
     section.rows += cost_rows(results)
     section.details.append(table_detail(results))
-    section.details.append(pg_detail(results[0]))
+    section.details.append(pg_detail(results[1]))
     section.notes += [
         f"Served by `manage.py serve` (the default web server, 2 processes, and the worker "
         f"cluster), PostgreSQL and a private redis-server (noeviction, no persistence). "
@@ -309,6 +333,23 @@ def part_soak(session: Session) -> Section:
         "key table (MEMORY USAGE) does not.",
     ]
     return section
+
+
+def _chats(index: int, phase: Phase) -> tuple[int, int]:
+    return (-1001 - 1000 * index - phase.chats + 1, -1001 - 1000 * index)
+
+
+def _phase(
+    server: Server, redis_url: str, database: str, index: int, phase: Phase, first_id: int
+) -> tuple[Phase, Sent, Snapshot, Snapshot, float]:
+    """One phase sent and measured: the snapshots before and after, and the wait for the
+    write-behind to add its last message."""
+    chats = _chats(index, phase)
+    before = snapshot(server, redis_url, database, chats)
+    sent = asyncio.run(_send(server.url(serving.GROUP_PATH), index, phase, first_id, RATE))
+    waited = wait_counted(database, chats, sent.answered)
+    after = snapshot(server, redis_url, database, chats)
+    return phase, sent, before, after, waited
 
 
 def wait_counted(database_url: str, chats: tuple[int, int], expected: int) -> float:
@@ -351,7 +392,7 @@ def cost_rows(results: list[tuple[Phase, Sent, Snapshot, Snapshot, float]]) -> l
                 f"Redis {redis_bytes:.0f} B, {keys:.2f} keys; PostgreSQL {pg_bytes:.0f} B",
                 f"CPU ms: web {server_ms:.3f}, worker {worker_ms:.3f}, Redis {redis_ms:.3f}, "
                 f"PostgreSQL {pg_ms:.3f}",
-                summary=phase is results[0][0],
+                summary=phase.layout == "legacy" or phase is results[1][0],
             )
         )
     return rows

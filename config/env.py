@@ -24,7 +24,7 @@ import zoneinfo
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import redis
@@ -276,6 +276,7 @@ class Environment(BaseSettings):
     UPDATE_CLAIM_TTL_SECONDS: Annotated[Int, Field(ge=5, le=3600)] = 90
     UPDATE_LIVENESS_TTL_SECONDS: Annotated[Int, Field(ge=3, le=120)] = 10
     UPDATE_DONE_TTL_HOURS: Annotated[Int, Field(ge=24, le=24 * 30)] = 48
+    STATE_KEY_LAYOUT: Literal["compact", "legacy"] = "compact"
     DEAD_LETTER_RETENTION_DAYS: Annotated[Int, Field(ge=1, le=365)] = 7
     AUDIT_LOG_RETENTION_DAYS: Annotated[Int, Field(ge=1, le=36500)] = 365
     SUPPORT_CLOSED_TICKET_RETENTION_DAYS: Annotated[Int, Field(ge=1, le=36500)] = 365

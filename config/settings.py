@@ -79,6 +79,11 @@ UPDATE_CLAIM_TTL_SECONDS = env.UPDATE_CLAIM_TTL_SECONDS
 # (telegram_bot/pipeline/liveness.py).
 UPDATE_LIVENESS_TTL_SECONDS = env.UPDATE_LIVENESS_TTL_SECONDS
 UPDATE_DONE_TTL_HOURS = env.UPDATE_DONE_TTL_HOURS
+# How the per-message KV keys are laid out (issue 45): "compact" packs done-markers and the
+# raw-message buffer into groups (one Redis hash per 100 updates / 100 messages of a chat) and
+# writes no unit marker beside a done-marker written in the same step; "legacy" is the 0.2
+# layout (a key per marker and per buffer entry), kept as the bench's baseline. Both read both.
+STATE_KEY_LAYOUT = env.STATE_KEY_LAYOUT
 DEAD_LETTER_RETENTION_DAYS = env.DEAD_LETTER_RETENTION_DAYS
 # Retention of personal data (docs/privacy.md), enforced by the daily privacy_retention schedule.
 AUDIT_LOG_RETENTION_DAYS = env.AUDIT_LOG_RETENTION_DAYS

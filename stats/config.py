@@ -42,6 +42,9 @@ class CountingConfig:
     counter_ttl_ms: int
     buffer_ttl_ms: int
     late_margin_ms: int = 300_000
+    # The compact key layout (STATE_KEY_LAYOUT): buffer entries packed 100 messages of a chat
+    # a group (stats.keys.buffer_key).
+    compact: bool = True
 
     @property
     def new_member_ms(self) -> int:
@@ -119,4 +122,5 @@ def _load() -> CountingConfig:
         counter_ttl_ms=counter_ttl_ms(),
         buffer_ttl_ms=buffer_ttl_ms(),
         late_margin_ms=late_margin_ms(),
+        compact=settings.STATE_KEY_LAYOUT == "compact",
     )

@@ -139,8 +139,8 @@ def counting_ops(
         ),
         Put(keys.chat_key(chat), {"title": facts.chat_title, "type": facts.chat_type}, ttl),
         Put(
-            keys.buffer_key(chat, facts.ts, facts.message_id),
-            _buffer_entry(facts),
+            keys.buffer_key(chat, facts.ts, facts.message_id, compact=config.compact),
+            _buffer_entry(facts, compact=config.compact),
             config.buffer_ttl_ms,
         ),
     ]
@@ -242,8 +242,18 @@ def _violations(
     return counts
 
 
-def _buffer_entry(facts: MessageFacts) -> dict[str, Any]:
-    entry: dict[str, Any] = {"u": facts.user_id, "k": facts.kind, "w": facts.words}
+def _buffer_entry(facts: MessageFacts, *, compact: bool = True) -> dict[str, Any]:
+    """The buffer's entry: the member, the kind, words and the rest only when there is any.
+    Compact: the time (``at``, not in the key), the kind only when not text, words only when
+    some; legacy: ``u``, ``k``, ``w`` always."""
+    if compact:
+        entry: dict[str, Any] = {"at": facts.ts, "u": facts.user_id}
+        if facts.kind != "text":
+            entry["k"] = facts.kind
+        if facts.words:
+            entry["w"] = facts.words
+    else:
+        entry = {"u": facts.user_id, "k": facts.kind, "w": facts.words}
     seconds = facts.voice_seconds or facts.video_note_seconds
     if seconds:
         entry["d"] = seconds

@@ -20,7 +20,10 @@ hours phase, which runs first, also reads each member-day's messages and words c
 | ``stats:chat:{chat}`` | ``{"title", "type"}`` of the chat | base (hydration) |
 | ``stats:joined:{chat}:{user}`` | join time; expires after the new-member window | (rules) |
 | ``last_message:{chat}:{user}`` | ``{"at", "id", "name", "username"}`` | base (profiles) |
-| ``msg:{chat}:{ts}:{message_id}`` | the raw-message buffer entry, 7 days | (none) |
+| ``msg:{chat}:{id // 100}#{id % 100}`` | the raw-message buffer entry, 7 days (1) | (none) |
+
+(1) A packed key (one Redis hash per 100 messages of a chat); ``msg:{chat}:{ts}:{id}`` in
+the legacy layout (``STATE_KEY_LAYOUT``).
 
 ``day`` is the UTC date ``YYYY-MM-DD``; chat ids are negative for groups. Keys never contain
 spaces (the state layer refuses them).
@@ -164,7 +167,16 @@ def last_message_key(chat_id: int, user_id: int) -> str:
     return f"last_message:{chat_id}:{user_id}"
 
 
-def buffer_key(chat_id: int, ts: int, message_id: int) -> str:
+# Buffer entries a group in the compact layout: a supergroup's message ids are consecutive, so
+# a group fills up, and stays a small Redis hash (at most 100 fields: hash-max-listpack-entries).
+BUFFER_GROUP = 100
+
+
+def buffer_key(chat_id: int, ts: int, message_id: int, *, compact: bool = True) -> str:
+    """The buffer entry's key: compact, a packed key (``msg:{chat}:{id // 100}#{id % 100}``,
+    the time in the entry); legacy, ``msg:{chat}:{ts}:{id}``."""
+    if compact:
+        return f"msg:{chat_id}:{message_id // BUFFER_GROUP}#{message_id % BUFFER_GROUP}"
     return f"msg:{chat_id}:{ts}:{message_id}"
 
 

@@ -79,7 +79,6 @@ def smoke_test() -> str | None:
         outcome = str(json.loads(body).get("outcome") or json.loads(body).get("error"))
     except (ValueError, AttributeError):
         outcome = body[:80].decode("utf-8", "replace")
-    key = idempotency.marker_key(update_id)
     try:
         store = get_store()
     except StateError as exc:
@@ -87,14 +86,14 @@ def smoke_test() -> str | None:
     try:
         if status != 200 or outcome not in FINAL_OUTCOMES:
             return f"the webhook answered {status} ({outcome}) to the signed test update"
-        if not idempotency.is_final(store.get(key)):
+        if not idempotency.is_final(idempotency.read_marker(store, update_id)):
             return (
                 f"the webhook answered 200 ({outcome}) but update {update_id} is not marked "
                 "done in this KV store: do the web nodes and this machine share REDIS_URL?"
             )
     finally:
         with contextlib.suppress(StateError):  # unreachable: the failure above says so
-            store.delete(key)
+            idempotency.forget(store, update_id)
             store.delete(f"dlq:{update_id}")
     where = smoke_base_url or "in-process"
     return Passed(

@@ -1,6 +1,10 @@
-"""The per-update markers in the KV store: ``upd:<update_id>`` (claim, done, dead, released)
-and ``upd:<update_id>:<unit>`` (one unit of the update, an observer or the routed handler,
-has committed or finished).
+"""The per-update markers in the KV store: ``upd:<update_id>`` (claim, dead, released; done in
+the legacy layout), ``upd:d:<update_id // 100>#<update_id % 100>`` (done, in the compact
+layout: a packed key, so that Redis keeps 100 updates' done-markers in one small hash) and
+``upd:<update_id>:<unit>`` (one unit of the update, an observer or the routed handler, has
+committed or finished; in the compact layout not written when the same step writes the
+update's done-marker, which says as much). Both layouts are read whatever the setting
+(``read_marker``), so an upgrade keeps the markers written before it.
 
 A claim names its process; when that process is gone (its ``live:`` key expired, see
 ``liveness``) another worker takes the claim over at once instead of waiting for its TTL.
@@ -38,8 +42,35 @@ DEAD: dict[str, Any] = {"s": "dead"}
 RELEASED: dict[str, Any] = {"s": "released"}
 
 
+# Done-markers of the compact layout: one group (a Redis hash) per GROUP consecutive update ids,
+# at most 100 fields, so Redis keeps it in its small encoding (hash-max-listpack-entries 128).
+GROUP = 100
+
+
+def compact() -> bool:
+    """The compact key layout (``STATE_KEY_LAYOUT``): done-markers packed in groups
+    (``done_key``), no unit marker beside a done-marker written in the same step."""
+    return settings.STATE_KEY_LAYOUT == "compact"
+
+
 def marker_key(update_id: int) -> str:
+    """The update's claim (both layouts), and its done or dead marker in the legacy layout
+    (and a dead marker in both)."""
     return f"upd:{update_id}"
+
+
+def done_key(update_id: int) -> str:
+    """The update's done-marker in the compact layout: a packed key, ``GROUP`` updates a
+    group (``keys.PACK``)."""
+    return f"upd:d:{update_id // GROUP}#{update_id % GROUP}"
+
+
+def read_marker(store: KVStore, update_id: int) -> Any:
+    """What the update's markers say, in one read of both layouts: its done-marker
+    (``done_key``) when set, else what ``marker_key`` holds (a claim, dead, or a done-marker
+    of the legacy layout), else None."""
+    done, current = store.get_many([done_key(update_id), marker_key(update_id)])
+    return done if done is not None else current
 
 
 def unit_marker_key(update_id: int, unit: str) -> str:
@@ -104,8 +135,37 @@ def is_final(value: Any) -> bool:
     return isinstance(value, dict) and value.get("s") in ("done", "dead")
 
 
+def claim_ttl_ms() -> int:
+    return int(settings.UPDATE_CLAIM_TTL_SECONDS) * 1000
+
+
+def _done_ops(update_id: int) -> list[Op]:
+    """The compact layout's done-marker (in its group, ``UPDATE_DONE_TTL_HOURS``) and, in place
+    of the claim at ``marker_key``, ``DONE`` for the claim's TTL: so that no claim of a
+    finished update is left behind for a replay to take for one in progress (a replay reads
+    ``marker_key``), and nothing stays there after the claim would have expired. In key
+    order, as a commit's ops are (the database store locks rows in that order)."""
+    return [
+        Put(marker_key(update_id), DONE, claim_ttl_ms()),
+        Put(done_key(update_id), DONE, done_ttl_ms()),
+    ]
+
+
 def mark_done(store: KVStore, update_id: int) -> None:
-    store.set(marker_key(update_id), DONE, done_ttl_ms())
+    """The update is done: one KV call. Compact: the packed done-marker, and ``DONE`` in place
+    of our claim at ``marker_key`` for the claim's TTL (``_done_ops``), in one ``apply_once``."""
+    if compact():
+        done = [Put(done_key(update_id), DONE, done_ttl_ms())]
+        store.apply_once(marker_key(update_id), DONE, done, claim_ttl_ms())
+    else:
+        store.set(marker_key(update_id), DONE, done_ttl_ms())
+
+
+def forget(store: KVStore, update_id: int) -> None:
+    """Delete the update's claim and done-markers, of both layouts (the production check's
+    test update; tests: a crash before the done-marker)."""
+    store.delete(marker_key(update_id))
+    store.delete(done_key(update_id))
 
 
 def mark_dead(store: KVStore, update_id: int, claim: dict[str, Any] | None) -> None:
@@ -125,7 +185,11 @@ def commit_once(
     """
     ttl = done_ttl_ms()
     if finish:
-        ops = [*ops, Put(marker_key(update_id), DONE, ttl)]
+        ops = (
+            [*ops, *_done_ops(update_id)]
+            if compact()
+            else [*ops, Put(marker_key(update_id), DONE, ttl)]
+        )
     return store.apply_once(unit_marker_key(update_id, unit), DONE, ops, ttl)
 
 

@@ -87,7 +87,7 @@ def process_update(data: Update | dict[str, Any], *, replay: bool = False) -> Ou
         # A letter from before per-unit markers whose handler committed: its DONE marker
         # alone says so (see _run_units).
         legacy_done = replay and idempotency.is_done(
-            store.get(idempotency.marker_key(update.update_id))
+            idempotency.read_marker(store, update.update_id)
         )
         claim = idempotency.new_claim(store)
         if not replay:
@@ -459,13 +459,19 @@ def _claim_counting(
         if store.compare_and_set(key, current, claim, ttl):
             return claim, None
         return Outcome.IN_PROGRESS
-    values = store.set_if_absent_and_increment(key, claim, ttl, _increments(counters))
+    done = idempotency.done_key(update_id)
+    values = store.set_if_absent_and_increment(
+        key, claim, ttl, _increments(counters), absent_key=done
+    )
     if values is not None:
         return claim, _counted(counters, values)
-    current = store.get(key)
+    current = idempotency.read_marker(store, update_id)
     if idempotency.is_final(current):
         return Outcome.DUPLICATE
-    if current is None and store.set_if_absent(key, claim, ttl):  # expired meanwhile
+    if (  # expired meanwhile
+        current is None
+        and store.set_if_absent_and_increment(key, claim, ttl, [], absent_key=done) is not None
+    ):
         return claim, None
     # Given up a moment ago by an older version (a marker with a 1 ms TTL; claims are now
     # given up by deleting them): as if absent. It may expire between the read and the
@@ -531,6 +537,7 @@ def _finish(
     committer: tuple[str, Callable[[CommitOnce], object]] | None,
 ) -> Outcome | tuple[dict[str, Any], Counted] | None:
     results: list[Finished | None] = []
+    compact = idempotency.compact()
 
     def commit(ops: Sequence[Op]) -> bool:
         if results:
@@ -549,6 +556,10 @@ def _finish(
                 else idempotency.unit_marker_key(update.update_id, committer[0])
             ),
             ops=ops,
+            # Compact: the done-marker in its group, and no unit marker beside it (a done
+            # update runs no unit again; a letter of it marks its units itself).
+            done_key=idempotency.done_key(update.update_id) if compact else None,
+            write_marker=not compact,
         )
         results.append(finished)
         return finished is not None and finished.finished

@@ -95,6 +95,8 @@ class RawFinish(NamedTuple):
     triggers: list[int | None]
     marker: str | None  # a raw key, or None for no unit marker
     ops: list[RawOp]
+    done_key: str  # a raw key: where ``done`` goes (``key`` unless the caller names another)
+    write_marker: bool  # False: the marker is checked, not written (``done`` stands for it)
 
 
 def compact_json_encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[Any], str]:
@@ -214,21 +216,26 @@ class KVStore(ABC):
         value: Any,
         ttl_ms: int | None,
         increments: Sequence[Increment],
+        *,
+        absent_key: str | None = None,
     ) -> list[int] | None:
         """``set_if_absent`` and, in the same atomic step, ``increments``; their new values.
 
-        When ``key`` is absent or expired: write ``value`` and add every increment (its TTL
-        applies when it creates the key), and return the new values in order. When ``key``
-        holds a value: None, and nothing is written. An increment of a key that holds no
-        integer raises StateError and nothing at all is written; an indexed key is refused.
-        (The update path's claim with the counters its observers take with it: one round trip.)
+        When ``key`` is absent or expired (and ``absent_key``, if given, too): write ``value``
+        and add every increment (its TTL applies when it creates the key), and return the new
+        values in order. When ``key`` (or ``absent_key``) holds a value: None, and nothing is
+        written. An increment of a key that holds no integer raises StateError and nothing at
+        all is written; an indexed key is refused. (The update path's claim with the counters
+        its observers take with it: one round trip; ``absent_key`` its done-marker, kept apart
+        from the claim.)
         """
         raw = self._raw(check_not_indexed(check_key(key)))
         text, ttl = encode(value), check_ttl(ttl_ms)
         raw_ops = self._encode_increments(increments)
-        if not raw_ops:
+        raw_absent = None if absent_key is None else self._raw(check_key(absent_key))
+        if not raw_ops and raw_absent is None:
             return [] if self._set_if_absent(raw, text, ttl) else None
-        return self._set_if_absent_and_increment(raw, text, ttl, raw_ops)
+        return self._set_if_absent_and_increment(raw, text, ttl, raw_ops, raw_absent)
 
     def claim_or_finish(
         self,
@@ -242,13 +249,17 @@ class KVStore(ABC):
         triggers: Sequence[int | None] = (),
         marker_key: str | None = None,
         ops: Sequence[Op] = (),
+        done_key: str | None = None,
+        write_marker: bool = True,
     ) -> Finished | None:
         """One atomic step that either finishes the work on ``key`` or claims it.
 
-        When ``key`` is absent or expired and ``marker_key`` (if given) does not hold ``done``:
-        add every increment (its TTL applies when it creates the key), then, unless a new value
-        equals its trigger (``triggers``, one per increment, None for none), apply ``ops`` and
-        set ``marker_key`` and ``key`` to ``done``: ``Finished(True, values)``. A value that
+        When ``key`` is absent or expired, ``done_key`` (if given) too, and ``marker_key`` (if
+        given) does not hold ``done``: add every increment (its TTL applies when it creates the
+        key), then, unless a new value equals its trigger (``triggers``, one per increment,
+        None for none), apply ``ops`` and set ``marker_key`` (unless ``write_marker`` is False:
+        then it is only checked) and ``done_key`` (``key`` when not given) to ``done``:
+        ``Finished(True, values)``. A value that
         meets its trigger writes ``claim`` at ``key`` instead and applies no op:
         ``Finished(False, values)``, exactly what ``set_if_absent_and_increment`` would have
         done. Otherwise None, and nothing is written. An increment of a key that holds no
@@ -275,6 +286,8 @@ class KVStore(ABC):
             list(triggers),
             raw_marker,
             [self._encode_op(op) for op in ops],
+            raw if done_key is None else self._raw(check_not_indexed(check_key(done_key))),
+            write_marker,
         )
         outcome = self._claim_or_finish(step)
         return None if outcome is None else Finished(*outcome)
@@ -414,7 +427,12 @@ class KVStore(ABC):
     def _increment(self, raw_key: str, by: int, ttl_ms: int | None) -> int: ...
 
     def _set_if_absent_and_increment(
-        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+        self,
+        raw_key: str,
+        text: str,
+        ttl_ms: int | None,
+        ops: list[RawOp],
+        raw_absent: str | None = None,
     ) -> list[int] | None:
         """Every backend has it; only a test's partial store may go without."""
         raise NotImplementedError(f"{type(self).__name__} cannot claim with increments")

@@ -149,7 +149,12 @@ class DatabaseStore(KVStore):
         return int(row[0])
 
     def _set_if_absent_and_increment(
-        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+        self,
+        raw_key: str,
+        text: str,
+        ttl_ms: int | None,
+        ops: list[RawOp],
+        raw_absent: str | None = None,
     ) -> list[int] | None:
         now = _now_ms()
         vendor = connections[self.alias].vendor
@@ -162,6 +167,9 @@ class DatabaseStore(KVStore):
                     f"{_UPSERT} WHERE {_EXPIRED}", [raw_key, text, _expiry(ttl_ms, now), now]
                 )
                 if cursor.rowcount != 1:
+                    return None
+                if raw_absent is not None and self._live_in(cursor, raw_absent, now):
+                    transaction.set_rollback(True, using=self.alias)
                     return None
                 for op in ops:
                     params = [op.key, op.arg, _expiry(op.ttl_ms, now), now, int(op.arg), now, now]
@@ -188,6 +196,9 @@ class DatabaseStore(KVStore):
                 )
                 if cursor.rowcount != 1:
                     return None
+                if step.done_key != step.key and self._live_in(cursor, step.done_key, now):
+                    transaction.set_rollback(True, using=self.alias)
+                    return None
                 if step.marker is not None:
                     cursor.execute(
                         f'SELECT 1 FROM {TABLE} WHERE "key" = %s AND "value" = %s AND {_LIVE}',
@@ -205,12 +216,20 @@ class DatabaseStore(KVStore):
                     else:
                         self._add(cursor, vendor, op, now)
                 done_expiry = _expiry(step.done_ttl_ms, now)
-                for key in (step.marker, step.key):
+                if step.done_key != step.key:  # the claim written above is not kept
+                    cursor.execute(f'DELETE FROM {TABLE} WHERE "key" = %s', [step.key])
+                for key in (step.marker if step.write_marker else None, step.done_key):
                     if key is not None:
                         cursor.execute(_UPSERT, [key, step.done, done_expiry])
         except _NotAnIntegerError as exc:
             raise StateError(f"cannot increment {exc}: it does not hold an integer") from None
         return True, values
+
+    @staticmethod
+    def _live_in(cursor: Any, raw_key: str, now: int) -> bool:
+        """Whether ``raw_key`` holds a live value, read in the caller's transaction."""
+        cursor.execute(f'SELECT 1 FROM {TABLE} WHERE "key" = %s AND {_LIVE}', [raw_key, now])
+        return cursor.fetchone() is not None
 
     @staticmethod
     def _add(cursor: Any, vendor: str, op: RawOp, now: int) -> int:

@@ -110,11 +110,18 @@ class MemoryStore(KVStore):
             return self._add(raw_key, by, ttl_ms, now)
 
     def _set_if_absent_and_increment(
-        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+        self,
+        raw_key: str,
+        text: str,
+        ttl_ms: int | None,
+        ops: list[RawOp],
+        raw_absent: str | None = None,
     ) -> list[int] | None:
         with self._lock:
             now = _now_ms()
             if self._live(raw_key, now) is not None:
+                return None
+            if raw_absent is not None and self._live(raw_absent, now) is not None:
                 return None
             for op in ops:  # all checked before anything is written
                 self._check_integer(op.key, now)
@@ -125,6 +132,8 @@ class MemoryStore(KVStore):
         with self._lock:
             now = _now_ms()
             if self._live(step.key, now) is not None:
+                return None
+            if self._live(step.done_key, now) is not None:
                 return None
             if step.marker is not None and self._live(step.marker, now) == step.done:
                 return None
@@ -139,7 +148,7 @@ class MemoryStore(KVStore):
                     self._put(op.key, op.arg, self._expiry(op.ttl_ms, now))
                 else:
                     self._add(op.key, int(op.arg), op.ttl_ms, now)
-            for key in (step.marker, step.key):
+            for key in (step.marker if step.write_marker else None, step.done_key):
                 if key is not None:
                     self._put(key, step.done, self._expiry(step.done_ttl_ms, now))
             return True, values

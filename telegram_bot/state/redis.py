@@ -44,69 +44,141 @@ from telegram_bot.state.base import (
     compact_json_encoder,
     prefix_successor,
 )
-from telegram_bot.state.keys import INDEXED_FAMILIES
+from telegram_bot.state.keys import INDEXED_FAMILIES, PACK
 
+# Packed keys (``<group>#<field>``, ``keys.PACK``): the group is one hash, ``<group>#`` its
+# name and ``<field>`` its field; every script reads and writes keys through these functions, so
+# a packed key takes every operation a plain one does. A group lives as long as its
+# longest-lived field: a field written with a TTL extends the hash to at least that TTL, one
+# written without a TTL makes it permanent.
+_KEYS = """
+local function group(key)
+  return string.match(key, '^(.*#)(.*)$')
+end
+local function set_px(key, value, ttl)
+  if ttl == '' then redis.call('SET', key, value)
+  else redis.call('SET', key, value, 'PX', ttl) end
+end
+local function group_ttl(h, existed, ttl)
+  if ttl == '' then redis.call('PERSIST', h) return end
+  if not existed then redis.call('PEXPIRE', h, ttl) return end
+  local left = redis.call('PTTL', h)
+  if left >= 0 and left < tonumber(ttl) then redis.call('PEXPIRE', h, ttl) end
+end
+local function kget(key)
+  local h, f = group(key)
+  if h then return redis.call('HGET', h, f) end
+  return redis.call('GET', key)
+end
+local function kexists(key)
+  local h, f = group(key)
+  if h then return redis.call('HEXISTS', h, f) == 1 end
+  return redis.call('EXISTS', key) == 1
+end
+local function kset(key, value, ttl)
+  local h, f = group(key)
+  if not h then return set_px(key, value, ttl) end
+  local existed = redis.call('EXISTS', h) == 1
+  redis.call('HSET', h, f, value)
+  group_ttl(h, existed, ttl)
+end
+local function kdel(key)
+  local h, f = group(key)
+  if h then redis.call('HDEL', h, f) else redis.call('DEL', key) end
+end
+-- An increment of a key that holds an integer (its TTL stays).
+local function kadd(key, step)
+  local h, f = group(key)
+  if h then return redis.call('HINCRBY', h, f, step) end
+  return redis.call('INCRBY', key, step)
+end
+-- An increment whose TTL applies when it creates the key.
+local function kincr(key, step, ttl)
+  if kexists(key) then return kadd(key, step) end
+  kset(key, step, ttl)
+  return tonumber(step)
+end
+"""
+_GET_MANY = (
+    _KEYS
+    + """
+local values = {}
+for i = 1, #KEYS do values[i] = kget(KEYS[i]) end
+return values
+"""
+)
+# set (ARGV: value, TTL or ''), or set only if absent (ARGV[3] == 'nx'), for a packed key.
+_SET = (
+    _KEYS
+    + """
+if ARGV[3] == 'nx' and kexists(KEYS[1]) then return 0 end
+kset(KEYS[1], ARGV[1], ARGV[2])
+return 1
+"""
+)
 # compare_and_set with an expected value: the GET and the SET run as one step on the server.
-_REPLACE_IF_EQUAL = """
-local current = redis.call('GET', KEYS[1])
-if current ~= ARGV[1] then return 0 end
-if ARGV[3] == '' then redis.call('SET', KEYS[1], ARGV[2])
-else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+_REPLACE_IF_EQUAL = (
+    _KEYS
+    + """
+if kget(KEYS[1]) ~= ARGV[1] then return 0 end
+kset(KEYS[1], ARGV[2], ARGV[3])
 return 1
 """
+)
 # delete_if_equal: a GET and a DEL, nothing that takes memory (a full Redis runs it).
-_DELETE_IF_EQUAL = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
+_DELETE_IF_EQUAL = (
+    _KEYS
+    + """
+if kget(KEYS[1]) ~= ARGV[1] then return 0 end
+kdel(KEYS[1])
 return 1
 """
+)
 # The TTL applies only when this increment creates the key.
-_INCREMENT = """
-local existed = redis.call('EXISTS', KEYS[1])
-local value = redis.call('INCRBY', KEYS[1], ARGV[1])
-if existed == 0 and ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return value
+_INCREMENT = (
+    _KEYS
+    + """
+return kincr(KEYS[1], ARGV[1], ARGV[2])
 """
-# set_if_absent_and_increment: KEYS: the key, then one per increment; ARGV: the value, its TTL
-# or '', then per increment its step and its TTL or ''. Every target is checked before anything
-# is written; the new values are returned in order (nil: the key held a value).
-_SET_IF_ABSENT_AND_INCREMENT = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return false end
-for i = 2, #KEYS do
-  local current = redis.call('GET', KEYS[i])
+)
+# set_if_absent_and_increment: KEYS: the key, the key that must be absent too (the key again
+# when there is none), then one per increment; ARGV: the value, its TTL or '', then per
+# increment its step and its TTL or ''. Every target is checked before anything is written; the
+# new values are returned in order (nil: the key held a value).
+_SET_IF_ABSENT_AND_INCREMENT = (
+    _KEYS
+    + """
+if kexists(KEYS[1]) or kexists(KEYS[2]) then return false end
+for i = 3, #KEYS do
+  local current = kget(KEYS[i])
   if current and not string.match(current, '^-?%d+$') then
     return redis.error_reply('not an integer: ' .. KEYS[i])
   end
 end
-if ARGV[2] == '' then redis.call('SET', KEYS[1], ARGV[1])
-else redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2]) end
+set_px(KEYS[1], ARGV[1], ARGV[2])
 local values = {}
-for i = 2, #KEYS do
-  local existed = redis.call('EXISTS', KEYS[i])
-  values[i - 1] = redis.call('INCRBY', KEYS[i], ARGV[2 * i - 1])
-  local ttl = ARGV[2 * i]
-  if existed == 0 and ttl ~= '' then redis.call('PEXPIRE', KEYS[i], ttl) end
+for i = 3, #KEYS do
+  values[i - 2] = kincr(KEYS[i], ARGV[2 * i - 3], ARGV[2 * i - 2])
 end
 return values
 """
+)
 # The writes of apply_once and claim_or_finish: a SET with its TTL in ms ('' for none), and the
 # ops (a JSON list of [kind, arg, ttl]) whose keys start at KEYS[first]. ``known`` says which
 # keys hold a value, from the GETs that checked the increments' targets first: an increment of
 # a key that holds none is a SET of the step with its TTL (INCRBY and PEXPIRE would write the
 # same), one of a key that holds one an INCRBY alone (its TTL stays). Each write marks its key.
-_WRITE_OPS = """
-local function set_px(key, value, ttl)
-  if ttl == '' then redis.call('SET', key, value)
-  else redis.call('SET', key, value, 'PX', ttl) end
-end
+_WRITE_OPS = (
+    _KEYS
+    + """
 local function add(known, key, step, ttl)
-  if known[key] then return redis.call('INCRBY', key, step) end
-  set_px(key, step, ttl)
+  if known[key] then return kadd(key, step) end
+  kset(key, step, ttl)
   known[key] = true
   return tonumber(step)
 end
 local function check_integer(known, key)
-  local current = redis.call('GET', key)
+  local current = kget(key)
   if current and not string.match(current, '^-?%d+$') then
     return redis.error_reply('not an integer: ' .. key)
   end
@@ -117,12 +189,13 @@ local function apply_ops(known, ops, first)
     local key, kind, arg, ttl = KEYS[first + i - 1], op[1], op[2], op[3]
     if kind == 'i' then add(known, key, arg, ttl)
     else
-      set_px(key, arg, ttl)
+      kset(key, arg, ttl)
       known[key] = true
     end
   end
 end
 """
+)
 # apply_once: check every increment target first (a script that fails half-way keeps its
 # earlier writes), then apply the ops and the marker. KEYS: marker, then one key per op. ARGV:
 # marker value, marker TTL, then the ops as one JSON list of [kind, arg, ttl] in KEYS order
@@ -131,7 +204,7 @@ end
 _APPLY_ONCE = (
     _WRITE_OPS
     + """
-if redis.call('GET', KEYS[1]) == ARGV[1] then return 0 end
+if kget(KEYS[1]) == ARGV[1] then return 0 end
 local ops = cjson.decode(ARGV[3])
 local known = {}
 for i, op in ipairs(ops) do
@@ -141,32 +214,33 @@ for i, op in ipairs(ops) do
   end
 end
 apply_ops(known, ops, 2)
-set_px(KEYS[1], ARGV[1], ARGV[2])
+kset(KEYS[1], ARGV[1], ARGV[2])
 return 1
 """
 )
-# claim_or_finish: KEYS: the key, the marker (the key again when there is none), one per
-# increment, one per op. ARGV: the claim and its TTL, the done value and its TTL, '1' when there
-# is a marker, the increments as one JSON list of [step, ttl, trigger], the ops as apply_once's.
+# claim_or_finish: KEYS: the key, the marker (the key again when there is none), the done key
+# (the key again when it is the key), one per increment, one per op. ARGV: the claim and its
+# TTL, the done value and its TTL, the marker ('0' none, '1' checked and written, '2' checked
+# only), the increments as one JSON list of [step, ttl, trigger], the ops as apply_once's.
 # Answers nil (nothing written), or {1 finished / 0 claimed, the increments' new values...}.
 _CLAIM_OR_FINISH = (
     _WRITE_OPS
     + """
-if redis.call('EXISTS', KEYS[1]) == 1 then return false end
-if ARGV[5] == '1' and redis.call('GET', KEYS[2]) == ARGV[3] then return false end
+if kexists(KEYS[1]) or kexists(KEYS[3]) then return false end
+if ARGV[5] ~= '0' and kget(KEYS[2]) == ARGV[3] then return false end
 local increments = cjson.decode(ARGV[6])
 local ops = cjson.decode(ARGV[7])
 local n = #increments
 local known = {}
 for i = 1, n + #ops do
   if i <= n or ops[i - n][1] == 'i' then
-    local refused = check_integer(known, KEYS[i + 2])
+    local refused = check_integer(known, KEYS[i + 3])
     if refused then return refused end
   end
 end
 local answer = {1}
 for i, inc in ipairs(increments) do
-  local value = add(known, KEYS[i + 2], inc[1], inc[2])
+  local value = add(known, KEYS[i + 3], inc[1], inc[2])
   if inc[3] ~= '' and value == tonumber(inc[3]) then answer[1] = 0 end
   answer[i + 1] = value
 end
@@ -174,9 +248,9 @@ if answer[1] == 0 then
   set_px(KEYS[1], ARGV[1], ARGV[2])
   return answer
 end
-apply_ops(known, ops, n + 3)
-if ARGV[5] == '1' then set_px(KEYS[2], ARGV[3], ARGV[4]) end
-set_px(KEYS[1], ARGV[3], ARGV[4])
+apply_ops(known, ops, n + 4)
+if ARGV[5] == '1' then kset(KEYS[2], ARGV[3], ARGV[4]) end
+kset(KEYS[3], ARGV[3], ARGV[4])
 return answer
 """
 )
@@ -300,6 +374,10 @@ class RedisStore(KVStore):
         self._indexed_write_script = client.register_script(_INDEXED_WRITE)
         self._indexed_scan_script = client.register_script(_INDEXED_SCAN)
         self._indexed_checked: set[str] = set()  # families whose upgrade index is known built
+        if PACK in prefix:
+            raise ValueError(f"a Redis store's prefix cannot contain {PACK!r} (packed keys)")
+        self._get_many_lua = client.register_script(_GET_MANY)
+        self._set_lua = client.register_script(_SET)
         self._replace = client.register_script(_REPLACE_IF_EQUAL)
         self._delete_if_equal_lua = client.register_script(_DELETE_IF_EQUAL)
         self._increment_lua = client.register_script(_INCREMENT)
@@ -359,12 +437,19 @@ class RedisStore(KVStore):
 
     def _get(self, raw_key: str) -> str | None:
         with self._errors():
-            value = self.client.get(raw_key)
+            if PACK in raw_key:
+                group, _, field = raw_key.rpartition(PACK)
+                value = self.client.hget(group + PACK, field)
+            else:
+                value = self.client.get(raw_key)
         return None if value is None else _text(value)
 
     def _get_many(self, raw_keys: list[str]) -> list[str | None]:
         with self._errors():
-            values = self.client.mget(raw_keys)
+            if any(PACK in raw_key for raw_key in raw_keys):
+                values = self._get_many_lua(keys=raw_keys)
+            else:
+                values = self.client.mget(raw_keys)
         return [None if value is None else _text(value) for value in values]
 
     def _set(self, raw_key: str, text: str, ttl_ms: int | None) -> None:
@@ -372,14 +457,21 @@ class RedisStore(KVStore):
             self._indexed_write(raw_key, indexes, "set", text, ttl_ms)
             return
         with self._errors():
-            self.client.set(raw_key, text, px=ttl_ms)
+            if PACK in raw_key:
+                self._set_lua(keys=[raw_key], args=[text, _ttl_text(ttl_ms), ""])
+            else:
+                self.client.set(raw_key, text, px=ttl_ms)
 
     def _delete(self, raw_key: str) -> None:
         if (indexes := self._indexes(raw_key)) is not None:
             self._indexed_write(raw_key, indexes, "del")
             return
         with self._errors():
-            self.client.delete(raw_key)
+            if PACK in raw_key:
+                group, _, field = raw_key.rpartition(PACK)
+                self.client.hdel(group + PACK, field)
+            else:
+                self.client.delete(raw_key)
 
     def _delete_if_equal(self, raw_key: str, expected: str) -> bool:
         if (indexes := self._indexes(raw_key)) is not None:
@@ -391,6 +483,8 @@ class RedisStore(KVStore):
         if (indexes := self._indexes(raw_key)) is not None:
             return self._indexed_write(raw_key, indexes, "nx", text, ttl_ms)
         with self._errors():
+            if PACK in raw_key:
+                return bool(self._set_lua(keys=[raw_key], args=[text, _ttl_text(ttl_ms), "nx"]))
             return bool(self.client.set(raw_key, text, px=ttl_ms, nx=True))
 
     def _replace_if_equal(self, raw_key: str, expected: str, text: str, ttl_ms: int | None) -> bool:
@@ -408,13 +502,19 @@ class RedisStore(KVStore):
         return int(value)
 
     def _set_if_absent_and_increment(
-        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+        self,
+        raw_key: str,
+        text: str,
+        ttl_ms: int | None,
+        ops: list[RawOp],
+        raw_absent: str | None = None,
     ) -> list[int] | None:
         args: list[Any] = [text, "" if ttl_ms is None else ttl_ms]
         for op in ops:
             args += [op.arg, "" if op.ttl_ms is None else op.ttl_ms]
+        keys = [raw_key, raw_absent or raw_key, *(op.key for op in ops)]
         with self._errors():
-            values = self._claim_lua(keys=[raw_key, *(op.key for op in ops)], args=args)
+            values = self._claim_lua(keys=keys, args=args)
         return None if values is None else [int(value) for value in values]
 
     def _claim_or_finish(self, step: RawFinish) -> tuple[bool, list[int]] | None:
@@ -427,11 +527,12 @@ class RedisStore(KVStore):
             _ttl_text(step.claim_ttl_ms),
             step.done,
             _ttl_text(step.done_ttl_ms),
-            "0" if step.marker is None else "1",
+            "0" if step.marker is None else "1" if step.write_marker else "2",
             _pack(packed_increments),
             _pack([[op.kind, op.arg, _ttl_text(op.ttl_ms)] for op in step.ops]),
         ]
-        keys = [step.key, step.marker or step.key, *(op.key for op in step.increments)]
+        keys = [step.key, step.marker or step.key, step.done_key]
+        keys += [op.key for op in step.increments]
         keys += [op.key for op in step.ops]
         with self._errors():
             answer = self._claim_or_finish_lua(keys=keys, args=args)
@@ -464,12 +565,15 @@ class RedisStore(KVStore):
         if (indexes := self._indexes(raw_prefix)) is not None:
             return self._indexed_scan(raw_prefix, indexes, cursor, limit)
         scan_cursor, skip, digest = self._parse_cursor(cursor)
-        match = raw_prefix.translate(_GLOB_SPECIAL) + "*"
+        if PACK in raw_prefix:  # within one group: its hash, whose fields are filtered
+            match = raw_prefix.rpartition(PACK)[0].translate(_GLOB_SPECIAL) + PACK
+        else:
+            match = raw_prefix.translate(_GLOB_SPECIAL) + "*"
         page: list[str] = []
         counted = 0  # the COUNTs of the calls whose batches the page took
         with self._errors():
             if skip:
-                next_scan, batch = self._scan_call(scan_cursor, match, 1)
+                next_scan, batch = self._scan_call(scan_cursor, match, 1, raw_prefix)
                 start = skip if _returned(batch, skip, digest) else 0
                 if len(batch) - start > limit:
                     cut = self._cut(batch, start + limit, scan_cursor)
@@ -481,7 +585,7 @@ class RedisStore(KVStore):
                 if page and (limit - len(page)) * 8 < limit:
                     break  # nearly full: the next batch starts the next page
                 for count in _counts(limit, len(page), counted):
-                    next_scan, batch = self._scan_call(scan_cursor, match, count)
+                    next_scan, batch = self._scan_call(scan_cursor, match, count, raw_prefix)
                     if len(page) + len(batch) <= limit:
                         break
                     if page:  # the next page starts with this batch
@@ -494,9 +598,29 @@ class RedisStore(KVStore):
                     return page, None
             return page, self._cursor(page[-1], scan_cursor)
 
-    def _scan_call(self, scan_cursor: int, match: str, count: int) -> tuple[int, list[str]]:
+    def _scan_call(
+        self, scan_cursor: int, match: str, count: int, raw_prefix: str
+    ) -> tuple[int, list[str]]:
+        """One SCAN call's keys; a group of packed keys (a hash named ``<group>#``) comes as
+        its fields' keys (``<group>#<field>``), in the hash's order, which a call read again
+        answers alike while the group is unchanged."""
         next_scan, batch = self.client.scan(scan_cursor, match=match, count=count)
-        return int(next_scan), [_text(key) for key in batch]
+        keys = [_text(key) for key in batch]
+        groups = [key for key in keys if key.endswith(PACK)]
+        if not groups:
+            return int(next_scan), keys
+        pipe = self.client.pipeline(transaction=False)
+        for name in groups:
+            pipe.hkeys(name)
+        fields = dict(zip(groups, pipe.execute(), strict=True))
+        expanded: list[str] = []
+        for key in keys:
+            if key in fields:
+                found = (key + _text(field) for field in fields[key])
+                expanded += [k for k in found if k.startswith(raw_prefix)]
+            else:
+                expanded.append(key)
+        return int(next_scan), expanded
 
     def _indexed_scan(
         self, raw_prefix: str, indexes: list[str], cursor: str | None, limit: int

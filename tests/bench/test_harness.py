@@ -203,7 +203,8 @@ def test_quick_soak_prints_the_cost_of_a_message_per_phase(tmp_path: Path) -> No
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     text = out.read_text()
     assert "\n## Cost per message (soak, issue 45)\n" in text
-    for phase in soak.phases(quick=True):
+    keys: dict[str, float] = {}
+    for phase in [soak.baseline(quick=True), *soak.phases(quick=True)]:
         row = next(line for line in text.splitlines() if line.startswith(f"| {phase.label}:"))
         # Redis's used_memory may fall over a short phase (a key table's rehash ends, short
         # keys expire): its sign is a measurement, the keys each message adds are not.
@@ -211,9 +212,17 @@ def test_quick_soak_prints_the_cost_of_a_message_per_phase(tmp_path: Path) -> No
         assert found is not None, row
         assert float(found.group(2)) > 0, row
         assert int(found.group(3)) > 0, row
+        keys[phase.label] = float(found.group(2))
         assert re.search(r"web [\d.]+, worker [\d.]+, Redis [\d.]+, PostgreSQL [\d.]+", row)
-    shapes = text.split("Redis keys of the warm-up and the main soak", 1)[1].split("```")[0]
-    assert "upd:#" in shapes
+    # The before and after of issue 45 item 1 in the same run: the compact layout's done-markers
+    # and buffer entries are packed (a group of 100 a Redis key), the legacy layout's are not.
+    before, after = soak.baseline(quick=True), soak.phases(quick=True)[0]
+    assert keys[after.label] <= keys[before.label] - 1.5, keys
+    shapes = text.split("Redis keys of the warm-up and the main soak (", 1)[1].split("```")[0]
+    assert "upd:d:##" in shapes and "msg:-#:##" in shapes and "upd:#:stats.count" not in shapes
+    legacy = text.split(f"Redis keys of the warm-up and the {before.label}", 1)[1]
+    legacy = legacy.split("```")[0]
+    assert "upd:#:stats.count" in legacy and "msg:-#:#:#" in legacy
 
 
 @pytest.mark.parametrize("kind", ["group", "start", "callback"])

@@ -25,6 +25,7 @@ from telegram_bot.errors import StateUnavailableError
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.runner import run_due
 from telegram_bot.models import BotAdmin
+from telegram_bot.pipeline import idempotency
 from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.state import KVStore
 from tests.builders import make_join_request_update, make_message_update
@@ -103,7 +104,7 @@ def only_token(store: KVStore) -> str:
 
 def redeliver(deliver: Deliver, store: KVStore, update: dict[str, Any]) -> str:
     """What Telegram does after a 503 at mark_done: the update comes again, unmarked."""
-    store.delete(f"upd:{update['update_id']}")
+    idempotency.forget(store, update["update_id"])
     return deliver(update)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.db import connections, transaction
 
+from telegram_bot.pipeline import idempotency
 from telegram_bot.pipeline import process as pipeline
 from telegram_bot.pipeline.process import Outcome, dead_letters, process_update
 from telegram_bot.pipeline.router import QUIET, CommitOnce, Foresight, Observer, Route, Router
@@ -139,8 +140,10 @@ def test_a_foreseen_update_is_done_in_one_kv_call(
     assert ran == ["one step applied=True"]  # no handler ran: each said what it would do
     assert [n for n in writes(calls) if n != "set"] == ["claim_or_finish"]  # "set": liveness
     upd = update["update_id"]
-    assert memory_store.get(f"upd:{upd}") == {"s": "done"}
-    assert memory_store.get(f"upd:{upd}:t.count") == {"s": "done"}
+    assert idempotency.read_marker(memory_store, upd) == {"s": "done"}
+    assert memory_store.get(f"upd:d:{upd // 100}#{upd % 100}") == {"s": "done"}  # its group
+    assert memory_store.get(f"upd:{upd}") is None  # no claim was written
+    assert memory_store.get(f"upd:{upd}:t.count") is None  # the done-marker says as much
     assert memory_store.get("counter:messages:5") == 1
     assert memory_store.get("counter:window:5") == 1
     ran.clear()
@@ -279,7 +282,7 @@ def test_work_that_raises_after_its_commit_is_a_dead_letter_whose_replay_repeats
     update = message()
     assert process_update(update) == Outcome.DEAD_LETTER
     assert memory_store.get("counter:messages:5") == 1
-    assert memory_store.get(f"upd:{update['update_id']}") == {"s": "done"}
+    assert idempotency.read_marker(memory_store, update["update_id"]) == {"s": "done"}
     assert process_update(update) == Outcome.DUPLICATE
     knobs.clear()
     ran.clear()

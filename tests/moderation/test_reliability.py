@@ -39,7 +39,7 @@ def test_a_redelivered_ban_bans_once_and_records_once(bot: FakeTelegramServer) -
     assert run(update) == Outcome.PROCESSED
     assert run(update) == Outcome.DUPLICATE  # the done-marker
     # A crash after the ban but before the done-marker: the update comes back and runs again.
-    get_store().delete(idempotency.marker_key(update["update_id"]))
+    idempotency.forget(get_store(), update["update_id"])
     assert run(update) == Outcome.PROCESSED
     assert len(ok_calls(bot, "banChatMember")) == 1
     assert AuditEntry.objects.filter(action="ban").count() == 1
@@ -50,7 +50,7 @@ def test_a_redelivered_warn_warns_once(bot: FakeTelegramServer) -> None:
     describe_group(bot)
     update = command("/warn", reply_to=member_message())
     run(update)
-    get_store().delete(idempotency.marker_key(update["update_id"]))
+    idempotency.forget(get_store(), update["update_id"])
     run(update)
     assert Warning.objects.count() == 1
     assert AuditEntry.objects.filter(action="warn").count() == 1

@@ -11,6 +11,7 @@ import pytest
 from support.models import Ticket, TicketMessage
 from telegram_bot.jobs.models import Job
 from telegram_bot.models import BlockedChat, BotAdmin, DeliveryFailure
+from telegram_bot.pipeline import idempotency
 from telegram_bot.state import KVStore
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
@@ -136,7 +137,7 @@ def test_a_redelivered_answer_reaches_the_user_once(
     open_ticket(post_update)
     answer = reply_to(notification_id(bot), "Once only.", user_id=OWNER_ID)
     post_update(answer)
-    memory_store.delete(f"upd:{answer['update_id']}")
+    idempotency.forget(memory_store, answer["update_id"])
     assert post_update(answer)["X-Update-Outcome"] == "processed"
     assert texts(bot, USER).count("Support · ticket #1\n\nOnce only.") == 1
     assert TicketMessage.objects.filter(sender="admin").count() == 1
