@@ -420,7 +420,9 @@ def any_instance(model: Any) -> Any:
             continue
         if not (field.primary_key or not (field.null or field.blank or field.has_default())):
             continue
-        if field.choices:
+        if isinstance(field, models.ForeignKey):
+            values[field.name] = any_instance(field.related_model)
+        elif field.choices:
             values[field.name] = field.choices[0][0]
         elif isinstance(field, models.DateTimeField):
             values[field.name] = timezone.now()
