@@ -22,7 +22,10 @@ MODELS = {
     "support.TicketBotMessage": "ids of the bot's messages in the user's or an admin's chat",
 }
 KEY_FAMILIES: dict[str, str] = {}
-NOT_PERSONAL = {"support.TicketCounter": "the last ticket number of the bot"}
+NOT_PERSONAL = {
+    "support.TicketCounter": "the last ticket number of the bot",
+    "support.CannedReply": "saved answers written by the operators",
+}
 ERASED = "(erased)"
 
 
