@@ -71,6 +71,8 @@ NO_CAPTION = {"sendVideoNote", "sendSticker"}
 # How long an answer waits for an earlier answer of its ticket that another process is
 # sending, so that the user gets a ticket's answers in the order they were written.
 ORDER_WAIT_SECONDS = 10.0
+# What the Bot API lets a bot download (getFile); a bigger file is still copied by id.
+DOWNLOAD_LIMIT_BYTES = 20 * 1024 * 1024
 RETRY_JOB = "support.deliver"
 # Queued by the core when an admin's notice of an entry arrived late (its retry job).
 ADMIN_NOTICE_SENT_JOB = "support.admin_notice_sent"
@@ -414,7 +416,7 @@ def _send_user_message(
     with translation.override(language):
         if entry.sender == TicketMessage.Sender.ADMIN and entry.kind != TicketMessage.Kind.EVENT:
             return _send_answer(client, ticket, entry)
-        text = _user_notice(ticket, entry)
+        text = _user_notice(ticket, entry) + _too_big_note(entry)
         markup = None
         if entry.event in (Event.CLOSED_BY_USER, Event.RESOLVED):
             markup = rating_buttons(ticket)
@@ -500,6 +502,16 @@ def _user_notice(ticket: Ticket, entry: TicketMessage) -> str:
             "Messages you send now are added to it; /close closes it."
         ) % {"number": number}
     return _("Added to ticket #%(number)s.") % {"number": number}
+
+
+def _too_big_note(entry: TicketMessage) -> str:
+    """Told to a user whose file is over what a bot may download."""
+    if entry.file_size is None or entry.file_size <= DOWNLOAD_LIMIT_BYTES:
+        return ""
+    return "\n" + _(
+        "Your file is over 20 MB, the most a bot may download: support sees it in Telegram, "
+        "but the web review cannot show it. If it matters, send a smaller file or a link."
+    )
 
 
 def _why(exc: TelegramApiError, description: str) -> str:

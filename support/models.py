@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.core.validators import MaxLengthValidator
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -289,7 +290,9 @@ class CannedReply(models.Model):
         _("name"), max_length=32, unique=True, help_text=_("Short name: /canned <name>.")
     )
     text = models.TextField(
-        _("text"), help_text=_("Placeholders: {first_name} (the user's), {ticket} (#12).")
+        _("text"),
+        validators=[MaxLengthValidator(3900)],
+        help_text=_("Placeholders: {first_name} (the user's), {ticket} (#12)."),
     )
     updated_at = models.DateTimeField(_("updated"), auto_now=True)
 

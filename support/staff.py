@@ -21,6 +21,7 @@ What staff write in a topic: ``support.topic``.
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,11 +29,13 @@ from django.db import transaction
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
+from support import assignees
 from support.models import Ticket, TicketMessage
 from telegram_bot.bot import get_client
 from telegram_bot.client import TEXT_LIMIT, TelegramClient, clip
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.languages import default_language
+from telegram_bot.notifications import notify_admins
 
 log = logging.getLogger(__name__)
 TOPIC_NAME_LIMIT = 128  # createForumTopic / editForumTopic: 1-128 characters
@@ -275,3 +278,56 @@ def _fall_back(client: TelegramClient, ticket: Ticket, reason: str) -> None:
 def _in_staff_language() -> translation.override:
     """The staff group reads the site's language."""
     return translation.override(default_language())
+
+
+# --- reminders --------------------------------------------------------------------------------
+def remind_waiting(*, client: TelegramClient | None = None, limit: int = 100) -> int:
+    """Remind once about each open ticket whose user has waited longer than
+    ``SUPPORT_REMIND_AFTER_MINUTES``: in its topic, naming the assignee, else to the admins'
+    private chats. Exactly once per wait: ``reminded_at`` is set by a conditional UPDATE (on
+    the wait it was read with) before anything is sent, so two workers never both remind,
+    and a new wait (the user writes again after an answer) may remind again. Returns how many
+    were reminded."""
+    minutes = settings.SUPPORT_REMIND_AFTER_MINUTES
+    due = timezone.now() - timedelta(minutes=minutes)
+    waiting = list(
+        Ticket.objects.filter(
+            status=Ticket.Status.OPEN,
+            waiting_since__lte=due,
+            reminded_at__isnull=True,
+        ).order_by("waiting_since")[:limit]
+    )
+    reminded = 0
+    for ticket in waiting:
+        claimed = Ticket.objects.filter(
+            pk=ticket.pk, reminded_at__isnull=True, waiting_since=ticket.waiting_since
+        ).update(reminded_at=timezone.now())
+        if not claimed:
+            continue
+        reminded += 1
+        _remind(client or get_client(), ticket, minutes)
+    return reminded
+
+
+def _remind(client: TelegramClient, ticket: Ticket, minutes: int) -> None:
+    with _in_staff_language():
+        who = assignees.assignee_name(ticket.assignee) if ticket.assignee else ""
+        text = _("⏰ Ticket #%(number)s has waited for an answer for over %(minutes)d minutes.") % {
+            "number": ticket.number,
+            "minutes": minutes,
+        }
+        if who:
+            text = f"{who}: {text}"
+        if (
+            ticket.topic_id is not None
+            and ticket.topic_chat_id is not None
+            and (ticket.topic_failed_at is None)
+        ):
+            try:
+                client.send_message(
+                    chat_id=ticket.topic_chat_id, message_thread_id=ticket.topic_id, text=text
+                )
+                return
+            except TelegramApiError as exc:
+                log.warning("support #%s: reminder in the topic failed: %s", ticket.number, exc)
+    notify_admins(lambda: text, purpose=f"support #{ticket.number} reminder", client=client)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -23,6 +24,7 @@ from support.errors import TicketClosedError
 from support.models import CannedReply, Ticket
 from support.services import Author, Origin
 from support.validation import Content, check_text
+from telegram_bot.audit import Actor, Step, audit_step
 from telegram_bot.client import TelegramClient
 from telegram_bot.errors import BotError, StateUnavailableError
 
@@ -113,10 +115,12 @@ def _command(message: StaffMessage, ticket: Ticket, client: TelegramClient) -> l
     number = {"number": ticket.number}
     try:
         if message.command == "close":
-            services.resolve(ticket_id=ticket.pk, author=message.author, origin=message.origin)
+            with _audited(message, ticket, "ticket.resolve"):
+                services.resolve(ticket_id=ticket.pk, author=message.author, origin=message.origin)
             return []  # the topic closes; the user is told
         if message.command == "reopen":
-            services.reopen(ticket_id=ticket.pk, author=message.author, origin=message.origin)
+            with _audited(message, ticket, "ticket.reopen"):
+                services.reopen(ticket_id=ticket.pk, author=message.author, origin=message.origin)
             return []
     except StateUnavailableError:
         raise
@@ -125,19 +129,36 @@ def _command(message: StaffMessage, ticket: Ticket, client: TelegramClient) -> l
     if message.command == "assign":
         return _assign(message, ticket)
     if message.command == "unassign":
-        services.ticket_assign(ticket_id=ticket.pk, assignee="")
+        with _audited(message, ticket, "ticket.assign") as step:
+            step.detail = "unassigned"
+            services.ticket_assign(ticket_id=ticket.pk, assignee="")
         return [_("Ticket #%(number)s is unassigned.") % number]
     if message.command == "priority":
         choice = message.args.strip().lower()
         if choice not in Ticket.Priority.values:
             return [_("Usage: /priority low, /priority normal or /priority high.")]
-        ticket = services.ticket_set_priority(ticket_id=ticket.pk, priority=choice)
+        with _audited(message, ticket, "ticket.priority") as step:
+            step.detail = choice
+            ticket = services.ticket_set_priority(ticket_id=ticket.pk, priority=choice)
         staff.sync_topic(client, ticket)
         return [
             _("Ticket #%(number)s: priority %(priority)s.")
             % {**number, "priority": Ticket.Priority(choice).label}
         ]
     return _canned(message, ticket)
+
+
+def _audited(message: StaffMessage, ticket: Ticket, action: str) -> AbstractContextManager[Step]:
+    """A staff member's action in the topic, in the audit log once per update."""
+    return audit_step(
+        action,
+        actor=Actor(message.user_id, message.user_name),
+        source="command",
+        chat_id=message.chat_id,
+        update_id=message.update_id,
+        target_id=ticket.user_id,
+        target_name=f"ticket #{ticket.number}",
+    )
 
 
 def _assign(message: StaffMessage, ticket: Ticket) -> list[str]:
@@ -156,7 +177,9 @@ def _assign(message: StaffMessage, ticket: Ticket) -> list[str]:
                 "message."
             )
         ]
-    services.ticket_assign(ticket_id=ticket.pk, assignee=label)
+    with _audited(message, ticket, "ticket.assign") as step:
+        step.detail = label
+        services.ticket_assign(ticket_id=ticket.pk, assignee=label)
     assigned = _("Ticket #%(number)s is assigned to %(who)s.")
     return [assigned % {"number": ticket.number, "who": name}]
 
@@ -164,7 +187,7 @@ def _assign(message: StaffMessage, ticket: Ticket) -> list[str]:
 def _canned(message: StaffMessage, ticket: Ticket) -> list[str]:
     """``/canned <name>``: the saved answer, placeholders filled in, sent to the user."""
     name = message.args.strip().lower()
-    reply = CannedReply.objects.filter(name=name).first() if name else None
+    reply = CannedReply.objects.filter(name__iexact=name).first() if name else None
     if reply is None:
         names = ", ".join(CannedReply.objects.values_list("name", flat=True)[:30]) or "—"
         return [_("Usage: /canned <name>. Saved answers: %(names)s.") % {"names": names}]

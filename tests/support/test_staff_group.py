@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from support.models import Ticket, TicketMessage
+from telegram_bot.models import AuditEntry
 from tests.builders import make_message_update
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
@@ -140,6 +141,13 @@ def test_assign_unassign_and_priority_in_the_topic(
     ticket.refresh_from_db()
     assert ticket.priority == "high"
     assert topic_of(staff_bot, topic)["name"].startswith("🔥 #1")
+    audited = AuditEntry.objects.filter(actor_id=AGENT).order_by("pk")
+    assert list(audited.values_list("action", "detail")) == [
+        ("ticket.assign", "@maria_support"),
+        ("ticket.assign", f"tg:{AGENT}"),
+        ("ticket.assign", "unassigned"),
+        ("ticket.priority", "high"),
+    ]
 
 
 def test_bad_command_arguments_are_refused_with_usage(
