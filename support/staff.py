@@ -236,6 +236,14 @@ def rating_noted(ticket: Ticket, client: TelegramClient | None = None) -> None:
     )
 
 
+def delete_topics(topics: list[tuple[int, int]], client: TelegramClient | None = None) -> None:
+    """Delete topics of the staff group (an erased person's tickets); failures are logged."""
+    for chat_id, topic_id in topics:
+        _quietly(
+            client or get_client(), "deleteForumTopic", chat_id=chat_id, message_thread_id=topic_id
+        )
+
+
 def _quietly(client: TelegramClient, method: str, **params: Any) -> None:
     try:
         client.call(method, **params)

@@ -161,3 +161,22 @@ def _poster() -> Any:
         return str(response["X-Update-Outcome"])
 
     return post
+
+
+def test_erasing_the_user_deletes_their_topics(
+    staff_bot: FakeTelegramServer, post_update: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from support import privacy
+    from telegram_bot.privacy import Subject
+
+    ticket = open_ticket(post_update)
+    topic = int(Ticket.objects.get().topic_id or 0)
+    with django_capture_on_commit_callbacks(execute=True):
+        subject = Subject(user_id=ticket.user_id, anonymous_id=2**52 + 5, marker_prefix="t:")
+        privacy.erase(subject, None)  # type: ignore[arg-type]
+    ticket.refresh_from_db()
+    assert ticket.topic_id is None
+    [deleted] = sent(staff_bot, "deleteForumTopic")
+    assert deleted.params == {"chat_id": STAFF, "message_thread_id": topic}
+    with staff_bot.lock:
+        assert topic not in staff_bot.results.topics[STAFF]
