@@ -129,7 +129,12 @@ def _delete_topics(tickets: QuerySet[Ticket]) -> None:
     """The tickets' topics in the staff group hold copies of the person's messages: unlinked
     now, deleted from the group once the transaction commits (deleteForumTopic; a group that
     refuses it keeps the topic, and the log says so)."""
-    topics = list(tickets.filter(topic_id__isnull=False).values_list("topic_chat_id", "topic_id"))
+    linked = tickets.filter(topic_id__isnull=False, topic_chat_id__isnull=False)
+    topics = [
+        (int(chat_id), int(topic_id))
+        for chat_id, topic_id in linked.values_list("topic_chat_id", "topic_id")
+        if chat_id is not None and topic_id is not None
+    ]
     if not topics:
         return
     tickets.filter(topic_id__isnull=False).update(topic_id=None)

@@ -159,14 +159,14 @@ def _copy(
 def _line(ticket: Ticket, entry: TicketMessage) -> str:
     """What the topic shows for an entry it cannot copy: an event or an answer from the web."""
     who = entry.author_name or _("support")
-    labels = {
+    labels: dict[str, str] = {
         Event.CLOSED_BY_USER: _("Closed by the user."),
         Event.RESOLVED: _("Closed by %(who)s.") % {"who": who},
         Event.REOPENED_BY_ADMIN: _("Reopened by %(who)s.") % {"who": who},
         Event.REOPENED_BY_USER: _("Reopened by the user."),
     }
     if entry.event in labels:
-        return str(labels[entry.event])
+        return labels[entry.event]
     body = entry.text if entry.kind == TicketMessage.Kind.TEXT else f"[{entry.kind}] {entry.text}"
     if entry.sender == TicketMessage.Sender.ADMIN:
         return _("%(who)s answered from the web:") % {"who": who} + f"\n{body.strip()}"

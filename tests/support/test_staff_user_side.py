@@ -113,3 +113,20 @@ def test_a_file_over_the_download_limit_is_taken_and_the_user_told(
     assert "over 20 MB" in user_texts(staff_bot)[-1]
     entry = Ticket.objects.get().messages.get(kind="document")
     assert entry.file_size == 30 * 1024 * 1024
+
+
+def test_a_saved_answer_is_chosen_and_sent_from_the_web(
+    bot: FakeTelegramServer, post_update: Any, admin_client: Any
+) -> None:
+    CannedReply.objects.create(name="thanks", text="Thank you, {first_name}! ({ticket})")
+    ticket = open_ticket(post_update)
+    page = admin_client.get(f"/admin/support/ticket/{ticket.pk}/change/").content.decode()
+    assert "Thank you, Test! (#1)" in page
+    start = page.index('class="canned-reply"')
+    token = page[page.index('name="form_token" value="', start) + 25 :][:36]
+    form = {"form_token": token, "text": "Thank you, Test! (#1)", "canned": "thanks"}
+    response = admin_client.post(f"/admin/support/ticket/{ticket.pk}/reply/", form)
+    assert response.status_code == 302
+    assert user_texts(bot)[-1] == "Support · ticket #1\n\nThank you, Test! (#1)"
+    admin_client.post(f"/admin/support/ticket/{ticket.pk}/reply/", form)  # sent twice: once
+    assert user_texts(bot).count("Support · ticket #1\n\nThank you, Test! (#1)") == 1
