@@ -180,3 +180,29 @@ def test_erasing_the_user_deletes_their_topics(
     assert deleted.params == {"chat_id": STAFF, "message_thread_id": topic}
     with staff_bot.lock:
         assert topic not in staff_bot.results.topics[STAFF]
+
+
+def test_an_answer_the_user_cannot_get_is_reported_in_the_topic(
+    staff_bot: FakeTelegramServer, post_update: Any
+) -> None:
+    from tests.support.helpers import USER
+
+    ticket = open_ticket(post_update)
+    topic = int(Ticket.objects.get().topic_id or 0)
+    staff_bot.block_chat(USER)
+    post_update(in_topic("Here is your refund.", topic))
+    lines = [c.params["text"] for c in topic_calls(staff_bot, "sendMessage", topic)]
+    assert any(line.startswith("Not delivered to the user of ticket #1") for line in lines)
+    assert ticket.messages.get(text="Here is your refund.").delivery_state == "not delivered"
+
+
+def test_an_answer_to_a_closed_ticket_is_refused_in_the_topic(
+    staff_bot: FakeTelegramServer, post_update: Any
+) -> None:
+    ticket = open_ticket(post_update)
+    topic = int(Ticket.objects.get().topic_id or 0)
+    post_update(message("/close"))
+    post_update(in_topic("one more thing", topic))
+    lines = [c.params["text"] for c in topic_calls(staff_bot, "sendMessage", topic)]
+    assert "Ticket #1 is closed: /reopen it to answer." in lines
+    assert not ticket.messages.filter(text="one more thing").exists()
