@@ -168,6 +168,8 @@ def _line(ticket: Ticket, entry: TicketMessage) -> str:
     if entry.event in labels:
         return labels[entry.event]
     body = entry.text if entry.kind == TicketMessage.Kind.TEXT else f"[{entry.kind}] {entry.text}"
+    if entry.sender == TicketMessage.Sender.ADMIN and entry.source_chat_id is not None:
+        return _("%(who)s answered in a private chat:") % {"who": who} + f"\n{body.strip()}"
     if entry.sender == TicketMessage.Sender.ADMIN:
         return _("%(who)s answered from the web:") % {"who": who} + f"\n{body.strip()}"
     return body.strip() or f"[{entry.kind}]"

@@ -215,3 +215,20 @@ def test_answers_are_recorded_with_the_entry_kind(
     [copy] = sent(staff_bot, "copyMessage", USER)
     assert copy.params["from_chat_id"] == STAFF
     assert copy.params["caption"] == "Support · ticket #1\n\nsee this"
+
+
+def test_answers_from_the_web_are_echoed_in_the_topic(
+    staff_bot: FakeTelegramServer, post_update: Any, admin_client: Any
+) -> None:
+    ticket = open_ticket(post_update)
+    topic = int(Ticket.objects.get().topic_id or 0)
+    form = {"form_token": "6f1c2b1e-8a51-4f0e-9a55-2d7c1b9b2a10", "text": "Sent from the site."}
+    admin_client.post(f"/admin/support/ticket/{ticket.pk}/reply/", form)
+    assert user_texts(staff_bot)[-1] == "Support · ticket #1\n\nSent from the site."
+    lines = [c.params["text"] for c in topic_calls(staff_bot, "sendMessage", topic)]
+    assert lines[-1].endswith("answered from the web:\nSent from the site.")
+    admin_client.post(
+        f"/admin/support/ticket/{ticket.pk}/resolve/",
+        {"form_token": "6f1c2b1e-8a51-4f0e-9a55-2d7c1b9b2a11"},
+    )
+    assert topic_of(staff_bot, topic)["closed"] is True

@@ -206,3 +206,55 @@ def test_an_answer_to_a_closed_ticket_is_refused_in_the_topic(
     lines = [c.params["text"] for c in topic_calls(staff_bot, "sendMessage", topic)]
     assert "Ticket #1 is closed: /reopen it to answer." in lines
     assert not ticket.messages.filter(text="one more thing").exists()
+
+
+def test_a_redelivered_user_message_is_copied_once(
+    staff_bot: FakeTelegramServer, post_update: Any
+) -> None:
+    ticket = open_ticket(post_update)
+    follow_up = message("did you see this?")
+    post_update(follow_up)
+    post_update(follow_up)
+    copies = topic_calls(staff_bot, "copyMessage", int(ticket.topic_id or 0))
+    assert len(copies) == 2  # the opening message and the follow-up, once each
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_messages_racing_for_a_new_topic_end_in_one(
+    live_bot: FakeTelegramServer, settings: Any
+) -> None:
+    from support import services
+    from support.services import Author, Origin
+    from support.validation import Content
+    from tests.builders import next_update_id
+    from tests.support.helpers import USER
+
+    entry, _ = services.ticket_open(  # opened before the staff group was set: no topic
+        bot_id=123456789,
+        user_id=USER,
+        chat_id=USER,
+        author=Author(name="Test", telegram_id=USER),
+        origin=Origin(update_id=next_update_id(), chat_id=USER, message_id=1),
+        content=Content(kind="text", text="help"),
+    )
+    settings.SUPPORT_STAFF_CHAT_ID = STAFF
+    live_bot.set_chat(STAFF, "supergroup", title="Support staff", is_forum=True)
+    live_bot.delay_next("createForumTopic", 0.3, times=2)
+    post = _poster()
+    outcomes: list[str] = []
+    threads = [
+        threading.Thread(target=lambda text=text: outcomes.append(post(message(text))))
+        for text in ("first", "second")
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert outcomes == ["processed", "processed"]
+    ticket = Ticket.objects.get(pk=entry.ticket_id)
+    with live_bot.lock:
+        assert list(live_bot.results.topics[STAFF]) == [ticket.topic_id]
+    copies = topic_calls(live_bot, "copyMessage", int(ticket.topic_id or 0))
+    assert len(copies) == 2
+    created = len(sent(live_bot, "createForumTopic"))
+    assert created - len(sent(live_bot, "deleteForumTopic")) == 1

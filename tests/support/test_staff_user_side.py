@@ -130,3 +130,27 @@ def test_a_saved_answer_is_chosen_and_sent_from_the_web(
     assert user_texts(bot)[-1] == "Support · ticket #1\n\nThank you, Test! (#1)"
     admin_client.post(f"/admin/support/ticket/{ticket.pk}/reply/", form)  # sent twice: once
     assert user_texts(bot).count("Support · ticket #1\n\nThank you, Test! (#1)") == 1
+
+
+def test_the_console_lists_tickets_by_state_assignee_and_waiting_time(
+    bot: FakeTelegramServer, post_update: Any, admin_client: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    first = open_ticket(post_update, "/support first")
+    second = open_ticket(post_update, "/support second")
+    Ticket.objects.filter(pk=first.pk).update(
+        waiting_since=timezone.now() - timedelta(hours=3), assignee="@maria_support"
+    )
+    Ticket.objects.filter(pk=second.pk).update(waiting_since=timezone.now(), priority="high")
+    page = admin_client.get("/admin/support/ticket/?waiting=hour").content.decode()
+    assert "first" in page and ">second<" not in page
+    assert "3h" in page  # the waiting column
+    page = admin_client.get("/admin/support/ticket/?priority__exact=high").content.decode()
+    assert "second" in page and ">first<" not in page
+    page = admin_client.get("/admin/support/ticket/?assignee=%40maria_support").content.decode()
+    assert "first" in page and ">second<" not in page
+    page = admin_client.get("/admin/support/ticket/?waiting=bogus").content.decode()
+    assert "first" in page and "second" in page  # an unknown band filters nothing
