@@ -232,3 +232,14 @@ def test_answers_from_the_web_are_echoed_in_the_topic(
         {"form_token": "6f1c2b1e-8a51-4f0e-9a55-2d7c1b9b2a11"},
     )
     assert topic_of(staff_bot, topic)["closed"] is True
+
+
+def test_the_ticket_list_names_the_assignee_given_by_assign(
+    staff_bot: FakeTelegramServer, post_update: Any, admin_client: Any
+) -> None:
+    open_ticket(post_update)
+    topic = int(Ticket.objects.get().topic_id or 0)
+    post_update(in_topic("First answer from Test.", topic))
+    post_update(in_topic("/assign @maria_support", topic))
+    page = admin_client.get("/admin/support/ticket/").content.decode()
+    assert '<td class="field-assignee_display">@maria_support</td>' in page
