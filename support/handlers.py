@@ -113,11 +113,14 @@ def invalid_button(ctx: Context) -> None:
 
 # --- the staff group -------------------------------------------------------------------------
 def foresee_staff(update: Update, store: KVStore) -> Foresight:
-    """Only the staff group's messages are the desk's: every other group message keeps the
-    pipeline's one-step path."""
+    """Only messages in the staff group's topics are the desk's: every other group message
+    keeps the pipeline's one-step path."""
     chat_id = staff.staff_chat_id()
-    if chat_id is None or update.chat_id != chat_id:
+    message = update.message
+    if chat_id is None or update.chat_id != chat_id or message is None:
         return QUIET
+    if not message.is_topic_message or not message.message_thread_id:
+        return QUIET  # the group's General topic: staff talk, no ticket
     return Foresight(acts=True)
 
 

@@ -41,9 +41,17 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
                 "user_name": ticket.user_name,
                 "created_at": ticket.created_at,
                 "closed_at": ticket.closed_at,
+                "rating": ticket.rating,
                 "messages": list(
                     ticket.messages.values(
-                        "created_at", "sender", "kind", "event", "text", "file_name", "author_name"
+                        "created_at",
+                        "sender",
+                        "kind",
+                        "event",
+                        "internal",
+                        "text",
+                        "file_name",
+                        "author_name",
                     )
                 ),
             }
