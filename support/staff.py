@@ -36,6 +36,7 @@ from telegram_bot.client import TEXT_LIMIT, TelegramClient, clip
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.languages import default_language
 from telegram_bot.notifications import notify_admins
+from telegram_bot.numbers import ascii_int
 
 log = logging.getLogger(__name__)
 TOPIC_NAME_LIMIT = 128  # createForumTopic / editForumTopic: 1-128 characters
@@ -320,24 +321,33 @@ def remind_waiting(*, client: TelegramClient | None = None, limit: int = 100) ->
 
 
 def _remind(client: TelegramClient, ticket: Ticket, minutes: int) -> None:
+    """In the topic, naming the assignee (a Telegram assignee by a mention that notifies
+    them, an @username as written); else to the admins' private chats."""
+    label = ticket.assignee
+    who = assignees.assignee_names([label])[label] if label else ""
     with _in_staff_language():
-        who = assignees.assignee_name(ticket.assignee) if ticket.assignee else ""
         text = _("⏰ Ticket #%(number)s has waited for an answer for over %(minutes)d minutes.") % {
             "number": ticket.number,
             "minutes": minutes,
         }
-        if who:
-            text = f"{who}: {text}"
-        if (
-            ticket.topic_id is not None
-            and ticket.topic_chat_id is not None
-            and (ticket.topic_failed_at is None)
-        ):
-            try:
-                client.send_message(
-                    chat_id=ticket.topic_chat_id, message_thread_id=ticket.topic_id, text=text
-                )
-                return
-            except TelegramApiError as exc:
-                log.warning("support #%s: reminder in the topic failed: %s", ticket.number, exc)
+    entities: list[dict[str, Any]] = []
+    if who:
+        text = f"{who}: {text}"
+        user_id = ascii_int(label[3:]) if label.startswith("tg:") else None
+        if user_id is not None:
+            length = len(who.encode("utf-16-le")) // 2  # Telegram counts UTF-16 code units
+            person = {"id": user_id, "is_bot": False, "first_name": who[:64]}
+            entities = [{"type": "text_mention", "offset": 0, "length": length, "user": person}]
+    if ticket.topic_id is not None and ticket.topic_chat_id is not None:
+        params: dict[str, Any] = {"entities": entities} if entities else {}
+        try:
+            client.send_message(
+                chat_id=ticket.topic_chat_id,
+                message_thread_id=ticket.topic_id,
+                text=text,
+                **params,
+            )
+            return
+        except TelegramApiError as exc:
+            log.warning("support #%s: reminder in the topic failed: %s", ticket.number, exc)
     notify_admins(lambda: text, purpose=f"support #{ticket.number} reminder", client=client)

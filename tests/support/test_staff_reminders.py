@@ -105,3 +105,20 @@ def test_two_workers_remind_once(live_bot: FakeTelegramServer, settings: Any) ->
         worker.join(timeout=30)
     assert sorted(counts) == [0, 1]
     assert len([t for t in texts(live_bot, OWNER_ID) if "⏰" in t]) == 1
+
+
+def test_a_telegram_assignee_is_mentioned_so_that_they_are_notified(
+    staff_bot: FakeTelegramServer, post_update: Any
+) -> None:
+    from tests.support.staff_helpers import AGENT
+
+    ticket = open_ticket(post_update)
+    topic = int(Ticket.objects.get().topic_id or 0)
+    post_update(in_topic("/assign me", topic))
+    _age(ticket, 61)
+    assert tasks.remind_waiting_tick() == 1
+    [call] = [c for c in topic_calls(staff_bot, "sendMessage", topic) if "⏰" in c.params["text"]]
+    [mention] = call.params["entities"]
+    assert (mention["type"], mention["user"]["id"], mention["offset"]) == ("text_mention", AGENT, 0)
+    name = call.params["text"][: mention["length"]]
+    assert call.params["text"].startswith(f"{name}: ⏰ Ticket #1")
