@@ -33,10 +33,11 @@ from support import assignees
 from support.models import Ticket, TicketMessage
 from telegram_bot.bot import get_client
 from telegram_bot.client import TEXT_LIMIT, TelegramClient, clip
-from telegram_bot.errors import TelegramApiError
+from telegram_bot.errors import StateError, TelegramApiError
 from telegram_bot.languages import default_language
 from telegram_bot.notifications import notify_admins
 from telegram_bot.numbers import ascii_int
+from telegram_bot.state import get_store
 
 log = logging.getLogger(__name__)
 TOPIC_NAME_LIMIT = 128  # createForumTopic / editForumTopic: 1-128 characters
@@ -44,6 +45,9 @@ THREAD_GONE = "thread not found"  # a topic deleted by hand
 CLOSED_MARK = "✅ "
 HIGH_MARK = "🔥 "
 Event = TicketMessage.Event
+# At most one notice to the owner about a refusing staff group in this time.
+REFUSAL_LOCK = "lock:support:staff-group-refused"
+REFUSAL_NOTICE_MS = 6 * 3600 * 1000
 
 
 def staff_chat_id() -> int | None:
@@ -275,15 +279,27 @@ def _fall_back(client: TelegramClient, ticket: Ticket, reason: str) -> None:
     ticket.topic_failed_at = ticket.topic_failed_at or timezone.now()
     log.warning("support #%s: the staff group refused the topic: %s", ticket.number, reason)
     owner = settings.OWNER_TELEGRAM_ID
-    if not marked or not owner:
+    if not marked or not owner or not _first_refusal_in_a_while():
         return
     with _in_staff_language():
         text = _(
             "Ticket #%(number)s could not get a topic in the staff group (%(reason)s), so it "
-            "continues in the admins' private chats. Check that the group is a forum and that "
-            "the bot is an administrator with the right to manage topics."
+            "continues in the admins' private chats, as will other tickets until this is "
+            "fixed. Check that the group is a forum and that the bot is an administrator with "
+            "the right to manage topics."
         ) % {"number": ticket.number, "reason": reason[:200]}
     _quietly(client, "sendMessage", chat_id=owner, text=text)
+
+
+def _first_refusal_in_a_while() -> bool:
+    """One notice to the owner for a broken staff group, not one per ticket: the first
+    refusal in ``REFUSAL_NOTICE_MS`` takes the lock. A state store that fails tells the owner
+    (twice is better than never)."""
+    try:
+        return get_store().set_if_absent(REFUSAL_LOCK, True, REFUSAL_NOTICE_MS)
+    except StateError as exc:
+        log.warning("staff group notice lock unavailable: %s", exc)
+        return True
 
 
 def _in_staff_language() -> translation.override:

@@ -258,3 +258,16 @@ def test_two_messages_racing_for_a_new_topic_end_in_one(
     assert len(copies) == 2
     created = len(sent(live_bot, "createForumTopic"))
     assert created - len(sent(live_bot, "deleteForumTopic")) == 1
+
+
+def test_a_broken_group_tells_the_owner_once_not_per_ticket(
+    staff_bot: FakeTelegramServer, post_update: Any
+) -> None:
+    with staff_bot.lock:
+        staff_bot.results.set_forum(STAFF, False)
+    open_ticket(post_update, "/support one")
+    open_ticket(post_update, "/support two")
+    assert Ticket.objects.filter(topic_failed_at__isnull=False).count() == 2
+    notices = [t for t in texts(staff_bot, OWNER_ID) if "could not get a topic" in t]
+    assert len(notices) == 1 and notices[0].startswith("Ticket #1")
+    assert len([t for t in texts(staff_bot, OWNER_ID) if t.startswith("New ticket")]) == 2
