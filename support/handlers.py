@@ -138,8 +138,11 @@ def staff_message(ctx: Context) -> None:
 
 def _staff_incoming(ctx: Context) -> topic.StaffMessage | None:
     message, user = ctx.update.message, ctx.update.user
-    if message is None or user is None or user.is_bot or message.is_service:
+    if message is None or user is None or message.is_service:
         return None
+    anonymous = message.sender_chat is not None and message.sender_chat.id == message.chat.id
+    if user.is_bot and not anonymous:
+        return None  # another bot
     command = ctx.command
     content: Content | None = None
     error = ""
@@ -162,6 +165,7 @@ def _staff_incoming(ctx: Context) -> topic.StaffMessage | None:
         args=command.args if command is not None else "",
         content=content,
         content_error=error,
+        anonymous=anonymous,
         replied_to=(
             (replied_user.id, _display_name(replied_user))
             if replied_user is not None and not replied_user.is_bot

@@ -49,6 +49,8 @@ class StaffMessage:
     args: str
     content: Content | None
     content_error: str = ""
+    # Written by an administrator who "remains anonymous" (as the group): nobody to sign it.
+    anonymous: bool = False
     # Who ``/assign`` names without an @username: the person replied to.
     replied_to: tuple[int, str] | None = None
 
@@ -70,6 +72,13 @@ def staff_message(message: StaffMessage, client: TelegramClient) -> list[str]:
         if message.command in COMMANDS:
             return [_("This topic is not a support ticket.")]
         return []
+    if message.anonymous:
+        return [
+            _(
+                "Sent anonymously, so it was not forwarded to the user: turn off “Remain "
+                "anonymous” in your administrator rights to answer or use commands."
+            )
+        ]
     if message.command is not None:
         return _command(message, ticket, client) if message.command in COMMANDS else []
     prefix = settings.SUPPORT_STAFF_NOTE_PREFIX

@@ -243,3 +243,16 @@ def test_the_ticket_list_names_the_assignee_given_by_assign(
     post_update(in_topic("/assign @maria_support", topic))
     page = admin_client.get("/admin/support/ticket/").content.decode()
     assert '<td class="field-assignee_display">@maria_support</td>' in page
+
+
+def test_an_anonymous_admins_message_is_not_forwarded_and_they_are_told(
+    staff_bot: FakeTelegramServer, post_update: Any
+) -> None:
+    open_ticket(post_update)
+    topic = int(Ticket.objects.get().topic_id or 0)
+    update = in_topic("hidden answer", topic, sender_chat={"id": STAFF, "type": "supergroup"})
+    update["message"]["from"] = {"id": 1087968824, "is_bot": True, "first_name": "Group"}
+    assert post_update(update)["X-Update-Outcome"] == "processed"
+    assert len(user_texts(staff_bot)) == 1  # the confirmation only
+    lines = [c.params["text"] for c in topic_calls(staff_bot, "sendMessage", topic)]
+    assert lines[-1].startswith("Sent anonymously, so it was not forwarded to the user")
