@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from django.db import connections
 from django.test import Client
 
 from support import delivery
@@ -129,7 +130,7 @@ def test_two_staff_answering_at_once_reach_the_user_once_each_in_order(
     first = in_topic("first answer", topic)
     second = in_topic("second answer", topic, user_id=AGENT_2)
     outcomes: list[str] = []
-    slow = threading.Thread(target=lambda: outcomes.append(post(first)))
+    slow = threading.Thread(target=lambda: outcomes.append(post(first, close=True)))
     slow.start()
     _wait_for(held.is_set)
     outcomes.append(post(second))
@@ -151,14 +152,20 @@ def _wait_for(condition: Any, seconds: float = 10.0) -> None:
 
 
 def _poster() -> Any:
-    def post(update: dict[str, Any]) -> str:
-        response = Client().post(
-            "/telegram/webhook",
-            data=json.dumps(update),
-            content_type="application/json",
-            HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN=WEBHOOK_SECRET,
-        )
-        return str(response["X-Update-Outcome"])
+    def post(update: dict[str, Any], *, close: bool = False) -> str:
+        """``close``: posted from a thread of the test, whose connection must not outlive it
+        (the test database could not be dropped)."""
+        try:
+            response = Client().post(
+                "/telegram/webhook",
+                data=json.dumps(update),
+                content_type="application/json",
+                HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN=WEBHOOK_SECRET,
+            )
+            return str(response["X-Update-Outcome"])
+        finally:
+            if close:
+                connections.close_all()
 
     return post
 
@@ -243,7 +250,7 @@ def test_two_messages_racing_for_a_new_topic_end_in_one(
     post = _poster()
     outcomes: list[str] = []
     threads = [
-        threading.Thread(target=lambda text=text: outcomes.append(post(message(text))))
+        threading.Thread(target=lambda text=text: outcomes.append(post(message(text), close=True)))
         for text in ("first", "second")
     ]
     for thread in threads:

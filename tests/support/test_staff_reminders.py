@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from support import tasks
@@ -96,7 +97,10 @@ def test_two_workers_remind_once(live_bot: FakeTelegramServer, settings: Any) ->
 
     def tick() -> None:
         barrier.wait()
-        counts.append(tasks.remind_waiting_tick())
+        try:
+            counts.append(tasks.remind_waiting_tick())
+        finally:
+            connections.close_all()
 
     workers = [threading.Thread(target=tick) for _ in range(2)]
     for worker in workers:
