@@ -138,11 +138,13 @@ def _post(client: TelegramClient, chat_id: int, ticket: Ticket, entry: TicketMes
 def _copy(
     client: TelegramClient, chat_id: int, topic: int, ticket: Ticket, entry: TicketMessage
 ) -> None:
-    """The user's message as it is (copyMessage), or a line for events and answers."""
+    """The user's message as it is (copyMessage), or a line for events and answers (and for
+    ``/support <text>``, whose message is the command: its text alone is shown)."""
     user_message = (
         entry.sender == TicketMessage.Sender.USER and entry.kind != TicketMessage.Kind.EVENT
     )
-    if user_message and entry.source_chat_id and entry.source_message_id:
+    command = entry.kind == TicketMessage.Kind.TEXT and entry.update_id == ticket.opened_update_id
+    if user_message and not command and entry.source_chat_id and entry.source_message_id:
         try:
             client.copy_message(
                 chat_id=chat_id,

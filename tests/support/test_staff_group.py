@@ -32,18 +32,32 @@ def test_a_ticket_gets_its_own_topic_with_the_users_message(
     assert ticket.topic_chat_id == STAFF and ticket.topic_id is not None
     [created] = sent(staff_bot, "createForumTopic")
     assert created.params["name"] == "#1 · Test · my order never arrived"
-    [copy] = topic_calls(staff_bot, "copyMessage", ticket.topic_id)
-    first = ticket.messages.get()
-    assert (copy.params["from_chat_id"], copy.params["message_id"]) == (
-        USER,
-        first.source_message_id,
-    )
+    # "/support <text>": the text, without the command; then the user's messages as they are.
+    lines = [c.params["text"] for c in topic_calls(staff_bot, "sendMessage", ticket.topic_id)]
+    assert lines[0].startswith("Ticket #1 from Test (id 2001).")
+    assert lines[1] == "my order never arrived"
     assert user_texts(staff_bot)[0].startswith("Ticket #1 opened.")
     assert not texts(staff_bot, OWNER_ID)  # no private notice: the group has it
-    # A follow-up goes to the same topic, once.
+    # A follow-up goes to the same topic, once, copied.
     post_update(message("any news?"))
-    assert len(topic_calls(staff_bot, "copyMessage", ticket.topic_id)) == 2
+    [copy] = topic_calls(staff_bot, "copyMessage", ticket.topic_id)
+    follow_up = ticket.messages.get(text="any news?")
+    assert (copy.params["from_chat_id"], copy.params["message_id"]) == (
+        USER,
+        follow_up.source_message_id,
+    )
     assert len(sent(staff_bot, "createForumTopic")) == 1
+
+
+def test_a_request_sent_after_support_is_copied_as_it_is(
+    staff_bot: FakeTelegramServer, post_update: Any
+) -> None:
+    post_update(message("/support"))
+    photo = [{"file_id": "ph-1", "file_unique_id": "p1", "width": 9, "height": 9}]
+    post_update(message(None, photo=photo, caption="broken"))
+    ticket = Ticket.objects.get()
+    [copy] = topic_calls(staff_bot, "copyMessage", int(ticket.topic_id or 0))
+    assert copy.params["message_id"] == ticket.messages.get().source_message_id
 
 
 def test_the_topic_name_stays_within_telegrams_limit(
@@ -69,7 +83,9 @@ def test_staff_answer_in_the_topic_and_notes_stay_internal(
     ticket.refresh_from_db()
     assert ticket.first_response_at is not None and ticket.waiting_since is None
     # Nothing of the staff's own messages is echoed back into the topic.
-    assert len(topic_calls(staff_bot, "copyMessage", topic)) == 1
+    assert not topic_calls(staff_bot, "copyMessage", topic)
+    lines = [c.params["text"] for c in topic_calls(staff_bot, "sendMessage", topic)]
+    assert not any("ships tomorrow" in line or "angry" in line for line in lines)
 
 
 def test_a_redelivered_staff_answer_is_sent_once(
