@@ -209,6 +209,12 @@ def _origins(values: tuple[str, ...]) -> tuple[str, ...]:
     return values
 
 
+def _note_prefix(value: str) -> str:
+    if len(value) > 8 or any(char.isspace() for char in value) or value.startswith("/"):
+        raise ValueError("1 to 8 characters, no spaces, not starting with /")
+    return value
+
+
 def _metrics_token(value: str) -> str:
     if len(value) < 16 or any(c.isspace() for c in value):
         raise ValueError("must be at least 16 characters without spaces")
@@ -295,6 +301,10 @@ class Environment(BaseSettings):
     SUPPORT_OPEN_TTL_SECONDS: Annotated[Int, Field(ge=30, le=7 * DAY)] = 600
     SUPPORT_REPLY_TTL_SECONDS: Annotated[Int, Field(ge=30, le=7 * DAY)] = 900
     SUPPORT_REOPEN_DAYS: Annotated[Int, Field(ge=0, le=365)] = 7
+    # The staff forum supergroup (a -100... id): a topic per ticket; unset: private chats.
+    SUPPORT_STAFF_CHAT_ID: Annotated[OptionalInt, Field(le=-1_000_000_000_001)] = None
+    SUPPORT_STAFF_NOTE_PREFIX: Annotated[Text, AfterValidator(_note_prefix)] = "!"
+    SUPPORT_REMIND_AFTER_MINUTES: Annotated[Int, Field(ge=1, le=7 * 24 * 60)] = 60
     STATS_BUFFER_TTL_DAYS: Annotated[Int, Field(ge=1, le=60)] = 7
     STATS_COUNTER_TTL_DAYS: Annotated[Int, Field(ge=2, le=3650)] = 60
     STATS_BACKFILL_LEASE_SECONDS: Annotated[Int, Field(ge=30, le=DAY)] = 600
@@ -383,6 +393,11 @@ class Environment(BaseSettings):
         if self.TELEGRAM_BOT_TOKEN and self.OWNER_TELEGRAM_ID is None:
             # Without an owner the bot would have no admin at all (admin lockout).
             raise ConfigError("OWNER_TELEGRAM_ID", "must be set when TELEGRAM_BOT_TOKEN is set")
+        staff = self.SUPPORT_STAFF_CHAT_ID
+        if staff is not None and self.ALLOWED_CHAT_IDS and staff not in self.ALLOWED_CHAT_IDS:
+            raise ConfigError(
+                "SUPPORT_STAFF_CHAT_ID", "must be one of ALLOWED_CHAT_IDS (the bot ignores others)"
+            )
         if self.JOB_RETRY_MAX_DELAY < self.JOB_RETRY_BASE_DELAY:
             raise ConfigError("JOB_RETRY_MAX_DELAY", "must be at least JOB_RETRY_BASE_DELAY")
         if self.DJANGO_HSTS_PRELOAD and not (

@@ -17,9 +17,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from support import assignees, files, selectors, views
-from support.models import Ticket
+from support.models import CannedReply, Ticket
 from support.validation import parse_ticket_number
-from telegram_bot.audit_admin import AuditedDeletesMixin
+from telegram_bot.audit_admin import AuditedDeletesMixin, AuditedModelAdmin
 
 
 class AgeFilter(admin.SimpleListFilter):
@@ -69,6 +69,36 @@ class AssigneeFilter(admin.SimpleListFilter):
         return queryset.filter(assignee="" if value == self.UNASSIGNED else value)
 
 
+class WaitingFilter(admin.SimpleListFilter):
+    """Open tickets whose user waits for an answer, by how long."""
+
+    title = gettext_lazy("waiting")
+    parameter_name = "waiting"
+    BANDS = {"any": timedelta(0), "hour": timedelta(hours=1), "day": timedelta(days=1)}
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [
+            ("any", _("waiting for an answer")),
+            ("hour", _("waiting over an hour")),
+            ("day", _("waiting over a day")),
+        ]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Ticket]) -> QuerySet[Ticket]:
+        band = self.BANDS.get(self.value() or "")
+        if band is None:
+            return queryset
+        return queryset.filter(status=Ticket.Status.OPEN, waiting_since__lte=timezone.now() - band)
+
+
+@admin.register(CannedReply)
+class CannedReplyAdmin(AuditedModelAdmin):
+    """Saved answers: ``/canned <name>`` in a ticket's topic sends one."""
+
+    list_display = ("name", "text", "updated_at")
+    search_fields = ("name", "text")
+    ordering = ("name",)
+
+
 @admin.register(Ticket)
 class TicketAdmin(AuditedDeletesMixin, admin.ModelAdmin):
     list_display = (
@@ -78,12 +108,15 @@ class TicketAdmin(AuditedDeletesMixin, admin.ModelAdmin):
         "status",
         "created_at",
         "assignee_display",
+        "priority",
+        "waiting",
         "message_total",
         "first_response",
         "resolution",
+        "rating",
     )
     list_display_links = ("ticket_number", "subject")
-    list_filter = ("status", AgeFilter, AssigneeFilter)
+    list_filter = ("status", "priority", AssigneeFilter, WaitingFilter, AgeFilter, "rating")
     search_fields = ("user_name", "subject", "=user_id", "messages__text")
     search_help_text = gettext_lazy(
         "Ticket number (#12), user name or id, or text of the conversation."
@@ -120,6 +153,13 @@ class TicketAdmin(AuditedDeletesMixin, admin.ModelAdmin):
         if not obj.assignee:
             return "—"
         return getattr(obj, "assignee_name", None) or assignees.assignee_name(obj.assignee)
+
+    @admin.display(description=gettext_lazy("waiting"), ordering="waiting_since")
+    def waiting(self, obj: Ticket) -> str:
+        """How long the user has waited for an answer (— when nobody waits)."""
+        if obj.waiting_since is None or not obj.is_open:
+            return "—"
+        return views.format_duration(timezone.now() - obj.waiting_since)
 
     @admin.display(description=gettext_lazy("messages"), ordering="message_count")
     def message_total(self, obj: Ticket) -> int:

@@ -15,10 +15,12 @@ class SupportConfig(features.FeatureConfig):
     start_line = gettext_lazy("support")
     privacy = "support.privacy"
     member_sections = "support.member.member_section"
-    console_sections = {"desk": ("support.ticket",)}
+    console_sections = {"desk": ("support.ticket", "support.cannedreply")}
     audit_phrases = {
         "ticket.reply": gettext_lazy("{actor} answered {target}"),
         "ticket.resolve": gettext_lazy("{actor} resolved {target}"),
         "ticket.reopen": gettext_lazy("{actor} reopened {target}"),
         "ticket.retry_delivery": gettext_lazy("{actor} sent an answer in {target} again"),
+        "ticket.assign": gettext_lazy("{actor} assigned {target}"),
+        "ticket.priority": gettext_lazy("{actor} changed the priority of {target}"),
     }

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import Max, OuterRef, QuerySet, Subquery
+from django.db.models import CharField, Max, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Cast, Concat
 
 from support.models import Ticket, TicketMessage
 from telegram_bot.models import BotAdmin
@@ -13,11 +14,18 @@ from telegram_bot.numbers import ascii_int
 
 
 def with_assignee_names(tickets: QuerySet[Ticket]) -> QuerySet[Ticket]:
-    """Annotate ``assignee_name``: the author of the first answer, who became the assignee
-    (``support.services.ticket_reply``)."""
+    """Annotate ``assignee_name``: the name the assignee signed their first answer with (who
+    answers first becomes the assignee, ``support.services.ticket_reply``); None when the
+    assignee has not answered (assigned with /assign)."""
     first_answer = (
-        TicketMessage.objects.filter(ticket=OuterRef("pk"), sender=TicketMessage.Sender.ADMIN)
+        TicketMessage.objects.filter(
+            ticket=OuterRef("pk"), sender=TicketMessage.Sender.ADMIN, internal=False
+        )
         .exclude(kind=TicketMessage.Kind.EVENT)
+        # Only the assignee's own answer names them: /assign may have given the ticket to
+        # someone else than who answered first.
+        .annotate(label=Concat(Value("tg:"), Cast("author_id", CharField())))
+        .filter(label=OuterRef("assignee"))
         .order_by("created_at", "id")
         .values("author_name")[:1]
     )

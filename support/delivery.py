@@ -29,18 +29,20 @@ The message to the user is sent at most once automatically:
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from support import selectors
+from support import selectors, staff
 from support.conf import reopen_window
 from support.errors import DeliveryInProgressError
 from support.models import Ticket, TicketBotMessage, TicketMessage
@@ -61,9 +63,16 @@ FILE_METHODS = {
     "document": "sendDocument",
     "voice": "sendVoice",
     "video_note": "sendVideoNote",
+    "video": "sendVideo",
+    "sticker": "sendSticker",
 }
 # Methods without a caption parameter: the file goes without the ticket mark.
-NO_CAPTION = {"sendVideoNote"}
+NO_CAPTION = {"sendVideoNote", "sendSticker"}
+# How long an answer waits for an earlier answer of its ticket that another process is
+# sending, so that the user gets a ticket's answers in the order they were written.
+ORDER_WAIT_SECONDS = 10.0
+# What the Bot API lets a bot download (getFile); a bigger file is still copied by id.
+DOWNLOAD_LIMIT_BYTES = 20 * 1024 * 1024
 RETRY_JOB = "support.deliver"
 # Queued by the core when an admin's notice of an entry arrived late (its retry job).
 ADMIN_NOTICE_SENT_JOB = "support.admin_notice_sent"
@@ -90,10 +99,56 @@ def deliver(entry: TicketMessage, *, client: TelegramClient | None = None) -> De
     ticket = entry.ticket
     result = Delivery(None)
     if _user_notice_due(entry):
+        if _is_answer(entry):
+            _earlier_answers_first(client, ticket, entry)
         result = _send_to_user(client, ticket, entry)
+    # The staff group (read here, not through a call: the private flow's walk stays short).
+    if (
+        entry.admins_notified_at is None
+        and settings.SUPPORT_STAFF_CHAT_ID is not None
+        and ticket.topic_failed_at is None
+        and staff.to_topic(client, ticket, entry)
+    ):
+        return result
     if _admin_notice_due(entry):
         _notify_admins(client, ticket, entry)
     return result
+
+
+def _is_answer(entry: TicketMessage) -> bool:
+    return entry.sender == TicketMessage.Sender.ADMIN and entry.kind != TicketMessage.Kind.EVENT
+
+
+def _earlier_answers_first(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> None:
+    """Two staff members answering at once: each answer is sent once, and the user gets them
+    in the order they were recorded. Earlier answers still pending are sent first (each by
+    its own claim); one that another process is sending is waited for, up to a bound."""
+    deadline = time.monotonic() + ORDER_WAIT_SECONDS
+    while True:
+        earlier = list(
+            TicketMessage.objects.select_related("ticket")
+            .filter(
+                ticket=ticket,
+                pk__lt=entry.pk,
+                sender=TicketMessage.Sender.ADMIN,
+                internal=False,
+                user_notified_at__isnull=True,
+                delivery_uncertain=False,
+                delivery_error="",
+            )
+            .exclude(kind=TicketMessage.Kind.EVENT)
+            .order_by("pk")
+        )
+        busy = False
+        for other in earlier:
+            if other.delivery_attempt_token is not None:  # another process is sending it
+                deadline_of = other.delivery_attempt_deadline
+                busy = busy or (deadline_of is not None and deadline_of > timezone.now())
+                continue
+            _send_to_user(client, ticket, other)
+        if not busy or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 def retry(entry: TicketMessage) -> Delivery:
@@ -161,8 +216,13 @@ def _user_notice_due(entry: TicketMessage) -> bool:
     # the claim's decision: a failed or uncertain one is not sent from here again (the
     # support.deliver job retries transient failures, the admin site offers "Retry
     # delivery"), and one that another attempt is sending is reported as in progress. An
-    # erased user's ticket (its chat an anonymous id) sends them nothing.
-    return entry.user_notified_at is None and entry.ticket.chat_id < ANONYMOUS_BASE
+    # erased user's ticket (its chat an anonymous id) sends them nothing. A staff note is
+    # never sent.
+    return (
+        entry.user_notified_at is None
+        and not entry.internal
+        and entry.ticket.chat_id < ANONYMOUS_BASE
+    )
 
 
 def redeliver(entry: TicketMessage, *, final: bool, client: TelegramClient | None = None) -> None:
@@ -356,8 +416,23 @@ def _send_user_message(
     with translation.override(language):
         if entry.sender == TicketMessage.Sender.ADMIN and entry.kind != TicketMessage.Kind.EVENT:
             return _send_answer(client, ticket, entry)
-        text = _user_notice(ticket, entry)
-        return int(client.send_message(chat_id=chat, text=text)["message_id"])
+        text = _user_notice(ticket, entry) + _too_big_note(entry)
+        markup = None
+        if entry.event in (Event.CLOSED_BY_USER, Event.RESOLVED):
+            markup = rating_buttons(ticket)
+        return int(client.send_message(chat_id=chat, text=text, reply_markup=markup)["message_id"])
+
+
+def rating_buttons(ticket: Ticket) -> dict[str, Any]:
+    """Good / bad, under the notice that a ticket was closed."""
+    return {
+        "inline_keyboard": [
+            [
+                {"text": "👍 " + _("Good"), "callback_data": f"sup:rate:{ticket.pk}:good"},
+                {"text": "👎 " + _("Bad"), "callback_data": f"sup:rate:{ticket.pk}:bad"},
+            ]
+        ]
+    }
 
 
 def _send_answer(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -> int:
@@ -369,6 +444,19 @@ def _send_answer(client: TelegramClient, ticket: Ticket, entry: TicketMessage) -
             client.send_message(chat_id=chat, text=clip(f"{mark}\n\n{entry.text}"))["message_id"]
         )
     caption = clip(f"{mark}\n\n{entry.text}" if entry.text else mark, CAPTION_LIMIT)
+    staff_chat = staff.staff_chat_id()
+    if staff_chat is not None and entry.source_chat_id == staff_chat and entry.source_message_id:
+        # Written in the staff group: copied as it is (copyMessage, nothing re-uploaded).
+        params: dict[str, Any] = {}
+        if FILE_METHODS.get(entry.kind) not in NO_CAPTION:
+            params["caption"] = caption
+        copied = client.copy_message(
+            chat_id=chat,
+            from_chat_id=staff_chat,
+            message_id=entry.source_message_id,
+            **params,
+        )
+        return int(copied["message_id"])
     return int(_send_file(client, entry, chat_id=chat, caption=caption)["message_id"])
 
 
@@ -414,6 +502,16 @@ def _user_notice(ticket: Ticket, entry: TicketMessage) -> str:
             "Messages you send now are added to it; /close closes it."
         ) % {"number": number}
     return _("Added to ticket #%(number)s.") % {"number": number}
+
+
+def _too_big_note(entry: TicketMessage) -> str:
+    """Told to a user whose file is over what a bot may download."""
+    if entry.file_size is None or entry.file_size <= DOWNLOAD_LIMIT_BYTES:
+        return ""
+    return "\n" + _(
+        "Your file is over 20 MB, the most a bot may download: support sees it in Telegram, "
+        "but the web review cannot show it. If it matters, send a smaller file or a link."
+    )
 
 
 def _why(exc: TelegramApiError, description: str) -> str:

@@ -16,14 +16,15 @@ from functools import wraps
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from support import delivery, services
+from support import delivery, services, staff, topic
 from support.services import Incoming, Pressed, Say
 from support.validation import Content, check_message_content
 from telegram_bot.admins import Role
 from telegram_bot.errors import TelegramApiError, ValidationError
 from telegram_bot.pipeline.context import Context
-from telegram_bot.pipeline.router import PanelEntry, Route
-from telegram_bot.updates import User
+from telegram_bot.pipeline.router import QUIET, Foresight, Observer, PanelEntry, Route
+from telegram_bot.state import KVStore
+from telegram_bot.updates import Update, User
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,11 @@ def close_button(ctx: Context, incoming: Incoming) -> None:
     _press(ctx, services.close_pressed(incoming, ctx.update.callback_data))
 
 
+@_from_sender
+def rate_button(ctx: Context, incoming: Incoming) -> None:
+    _press(ctx, services.rate_pressed(incoming, ctx.update.callback_data))
+
+
 def list_button(ctx: Context) -> None:
     _press(ctx, services.list_pressed(ctx.update.callback_data))
 
@@ -103,6 +109,69 @@ def view_button(ctx: Context) -> None:
 
 def invalid_button(ctx: Context) -> None:
     ctx.answer_callback(_("This button is not valid."), alert=True)
+
+
+# --- the staff group -------------------------------------------------------------------------
+def foresee_staff(update: Update, store: KVStore) -> Foresight:
+    """Only messages in the staff group's topics are the desk's: every other group message
+    keeps the pipeline's one-step path."""
+    chat_id = staff.staff_chat_id()
+    message = update.message
+    if chat_id is None or update.chat_id != chat_id or message is None:
+        return QUIET
+    if not message.is_topic_message or not message.message_thread_id:
+        return QUIET  # the group's General topic: staff talk, no ticket
+    return Foresight(acts=True)
+
+
+def staff_message(ctx: Context) -> None:
+    """A message in the staff group: in a ticket's topic, an answer, a note or a command."""
+    read = _staff_incoming(ctx)
+    if read is None:
+        return
+    for text in topic.staff_message(read, ctx.client):
+        try:
+            ctx.reply(text)
+        except TelegramApiError as exc:  # the topic went away meanwhile: the work is done
+            log.info("update %s: staff group reply failed: %s", ctx.update.update_id, exc)
+
+
+def _staff_incoming(ctx: Context) -> topic.StaffMessage | None:
+    message, user = ctx.update.message, ctx.update.user
+    if message is None or user is None or message.is_service:
+        return None
+    anonymous = message.sender_chat is not None and message.sender_chat.id == message.chat.id
+    if user.is_bot and not anonymous:
+        return None  # another bot
+    command = ctx.command
+    content: Content | None = None
+    error = ""
+    if command is None:
+        try:
+            content = check_message_content(message)
+        except ValidationError as exc:
+            error = str(exc.user_message)
+    replied = message.reply_to_message
+    replied_user = replied.from_user if replied is not None else None
+    return topic.StaffMessage(
+        update_id=ctx.update.update_id,
+        chat_id=message.chat.id,
+        thread_id=message.message_thread_id if message.is_topic_message else None,
+        message_id=message.message_id,
+        user_id=user.id,
+        user_name=_display_name(user),
+        text=message.text or "",
+        command=command.name if command is not None else None,
+        args=command.args if command is not None else "",
+        content=content,
+        content_error=error,
+        anonymous=anonymous,
+        replied_to=(
+            (replied_user.id, _display_name(replied_user))
+            if replied_user is not None and not replied_user.is_bot
+            else None
+        ),
+    )
 
 
 # --- reading the update, rendering the answer --------------------------------------------------
@@ -183,6 +252,13 @@ ROUTES: list[Route] = [
         expensive=True,
     ),
     Route.on_command(
+        "new",
+        support_command,
+        help=gettext_lazy("open another support ticket (/new <your question>)"),
+        expensive=True,
+        chat_types=("private",),
+    ),
+    Route.on_command(
         "close",
         close_command,
         help=gettext_lazy("close your support ticket"),
@@ -195,8 +271,19 @@ ROUTES: list[Route] = [
     Route.on_callback("sup:list:", list_button, role=Role.ADMIN),
     Route.on_callback("sup:view:", view_button, role=Role.ADMIN),
     Route.on_callback("sup:close:", close_button),
+    Route.on_callback("sup:rate:", rate_button),
     Route.on_callback("sup:", invalid_button),
     Route.on_update("message", private_message, chat_types=("private",)),
+]
+OBSERVERS: list[Observer] = [
+    Observer.on(
+        "support.staff",
+        "message",
+        staff_message,
+        chat_types=("supergroup",),
+        order=50,
+        foresee=foresee_staff,
+    )
 ]
 PANEL_ENTRIES: list[PanelEntry] = [
     PanelEntry(gettext_lazy("Support tickets"), "sup:list:1", order=10)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.core.validators import MaxLengthValidator
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -39,6 +40,15 @@ class Ticket(models.Model):
         USER = "user", _("the user")
         ADMIN = "admin", pgettext_lazy("who", "support")
 
+    class Priority(models.TextChoices):
+        LOW = "low", pgettext_lazy("priority", "low")
+        NORMAL = "normal", pgettext_lazy("priority", "normal")
+        HIGH = "high", pgettext_lazy("priority", "high")
+
+    class Rating(models.TextChoices):
+        GOOD = "good", pgettext_lazy("rating", "good")
+        BAD = "bad", pgettext_lazy("rating", "bad")
+
     bot_id = models.BigIntegerField(_("bot id"))
     number = models.PositiveIntegerField(_("number"))
     user_id = models.BigIntegerField(
@@ -66,6 +76,21 @@ class Ticket(models.Model):
         _("closed by"), max_length=10, choices=ClosedBy.choices, blank=True
     )
     reopened_count = models.PositiveIntegerField(_("times reopened"), default=0)
+    priority = models.CharField(
+        _("priority"), max_length=10, choices=Priority.choices, default=Priority.NORMAL
+    )
+    # The ticket's topic in the staff group (SUPPORT_STAFF_CHAT_ID), once created.
+    topic_chat_id = models.BigIntegerField(_("staff group"), null=True, blank=True)
+    topic_id = models.BigIntegerField(_("topic id"), null=True, blank=True)
+    # Set once the staff group refused the ticket's topic (no forum, no rights): from then on
+    # the ticket uses the private-chat flow; setting it claims the owner's one notice.
+    topic_failed_at = models.DateTimeField(_("topic failed"), null=True, blank=True)
+    # Since when the user waits for an answer (their message after the last answer); the
+    # reminder goes once per wait (``reminded_at`` set by a conditional UPDATE).
+    waiting_since = models.DateTimeField(_("waiting since"), null=True, blank=True)
+    reminded_at = models.DateTimeField(_("reminded at"), null=True, blank=True)
+    rating = models.CharField(_("rating"), max_length=10, choices=Rating.choices, blank=True)
+    rated_at = models.DateTimeField(_("rated at"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("ticket")
@@ -76,7 +101,10 @@ class Ticket(models.Model):
                 fields=["bot_id", "number"], name="support_ticket_number_per_bot"
             )
         ]
-        indexes = [models.Index(fields=["user_id", "status"], name="support_ticket_user_status")]
+        indexes = [
+            models.Index(fields=["user_id", "status"], name="support_ticket_user_status"),
+            models.Index(fields=["topic_chat_id", "topic_id"], name="support_ticket_topic"),
+        ]
 
     def __str__(self) -> str:
         return f"#{self.number}"
@@ -127,6 +155,8 @@ class TicketMessage(models.Model):
         DOCUMENT = "document", _("document")
         VOICE = "voice", _("voice")
         VIDEO_NOTE = "video_note", _("video note")
+        VIDEO = "video", _("video")
+        STICKER = "sticker", _("sticker")
         EVENT = "event", _("event")
 
     class Event(models.TextChoices):
@@ -166,6 +196,11 @@ class TicketMessage(models.Model):
         _("delivery attempt deadline"), null=True, blank=True
     )
     delivery_uncertain = models.BooleanField(_("delivery uncertain"), default=False)
+    # A staff note: written in the ticket's topic with the note prefix (or a command); never
+    # sent to the user.
+    internal = models.BooleanField(_("staff note"), default=False)
+    media_group_id = models.CharField(_("album"), max_length=64, blank=True)
+    file_size = models.BigIntegerField(_("file size"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("ticket message")
@@ -245,3 +280,26 @@ class TicketBotMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.chat_id}/{self.message_id} -> #{self.ticket.number}"
+
+
+class CannedReply(models.Model):
+    """A saved answer: ``/canned <name>`` in a ticket's topic sends it to the ticket's user,
+    ``{first_name}`` and ``{ticket}`` filled in."""
+
+    name = models.SlugField(
+        _("name"), max_length=32, unique=True, help_text=_("Short name: /canned <name>.")
+    )
+    text = models.TextField(
+        _("text"),
+        validators=[MaxLengthValidator(3900)],
+        help_text=_("Placeholders: {first_name} (the user's), {ticket} (#12)."),
+    )
+    updated_at = models.DateTimeField(_("updated"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("canned reply")
+        verbose_name_plural = _("canned replies")
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name

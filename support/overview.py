@@ -24,7 +24,7 @@ def support_cards(user: Any) -> list[Card]:
     else:
         detail = _("oldest waiting: #%(number)s, %(age)s") % {
             "number": waiting.number,
-            "age": age(waiting.waiting_since),
+            "age": age(waiting.last_user_message_at),
         }
     changelist = reverse("admin:support_ticket_changelist")
     return [
@@ -42,18 +42,18 @@ def support_cards(user: Any) -> list[Card]:
 
 def _oldest_waiting(open_tickets: Any) -> Ticket | None:
     """The open ticket that has waited longest since its user wrote last without an answer
-    after it (events such as a reopening do not count as answers)."""
-    last = TicketMessage.objects.filter(ticket=OuterRef("pk")).exclude(
+    after it (events such as a reopening, and staff notes, do not count as answers)."""
+    last = TicketMessage.objects.filter(ticket=OuterRef("pk"), internal=False).exclude(
         kind=TicketMessage.Kind.EVENT
     )
     last = last.order_by("-created_at", "-id")
     ticket: Ticket | None = (
         open_tickets.annotate(
             last_sender=Subquery(last.values("sender")[:1]),
-            waiting_since=Subquery(last.values("created_at")[:1]),
+            last_user_message_at=Subquery(last.values("created_at")[:1]),
         )
         .filter(last_sender=TicketMessage.Sender.USER)
-        .order_by("waiting_since")
+        .order_by("last_user_message_at")
         .first()
     )
     return ticket

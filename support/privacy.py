@@ -9,9 +9,10 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from support import staff
 from support.models import Ticket, TicketBotMessage, TicketMessage
 from telegram_bot.privacy import Subject, new_anonymous_id
 from telegram_bot.state import KVStore
@@ -22,7 +23,10 @@ MODELS = {
     "support.TicketBotMessage": "ids of the bot's messages in the user's or an admin's chat",
 }
 KEY_FAMILIES: dict[str, str] = {}
-NOT_PERSONAL = {"support.TicketCounter": "the last ticket number of the bot"}
+NOT_PERSONAL = {
+    "support.TicketCounter": "the last ticket number of the bot",
+    "support.CannedReply": "saved answers written by the operators",
+}
 ERASED = "(erased)"
 
 
@@ -37,9 +41,17 @@ def export(user_id: int, store: KVStore) -> dict[str, Any]:
                 "user_name": ticket.user_name,
                 "created_at": ticket.created_at,
                 "closed_at": ticket.closed_at,
+                "rating": ticket.rating,
                 "messages": list(
                     ticket.messages.values(
-                        "created_at", "sender", "kind", "event", "text", "file_name", "author_name"
+                        "created_at",
+                        "sender",
+                        "kind",
+                        "event",
+                        "internal",
+                        "text",
+                        "file_name",
+                        "author_name",
                     )
                 ),
             }
@@ -61,6 +73,7 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
     user, anon = subject.user_id, subject.anonymous_id
     tickets = Ticket.objects.filter(Q(user_id=user) | Q(chat_id=user))
     messages = TicketMessage.objects.filter(ticket__in=tickets)
+    _delete_topics(tickets)
     # What was still to be sent to them is not sent any more (a support.deliver job waiting
     # out a 429 would send the blanked answer to the anonymous id): a final error, which
     # neither the job nor the claim takes.
@@ -69,7 +82,7 @@ def erase(subject: Subject, store: KVStore) -> dict[str, int]:
     )
     counts = {
         "messages": messages.exclude(text="", file_id="", file_name="", author_name="").update(
-            text="", file_id="", file_name="", author_name="", author_id=None
+            text="", file_id="", file_name="", author_name="", author_id=None, media_group_id=""
         ),
         "bot_messages": TicketBotMessage.objects.filter(
             Q(ticket__in=tickets) | Q(chat_id=user)
@@ -110,6 +123,7 @@ def purge(store: KVStore) -> dict[str, int]:
             source_message_id=None,
         )
         TicketBotMessage.objects.filter(ticket_id__in=ids).delete()
+        _delete_topics(Ticket.objects.filter(pk__in=ids))
         # Each old ticket gets an anonymous user of its own (they may be different people).
         for pk in ids:
             anon = new_anonymous_id()
@@ -117,3 +131,19 @@ def purge(store: KVStore) -> dict[str, int]:
                 user_id=anon, chat_id=anon, user_name="", subject=ERASED
             )
     return {"tickets": len(ids)}
+
+
+def _delete_topics(tickets: QuerySet[Ticket]) -> None:
+    """The tickets' topics in the staff group hold copies of the person's messages: unlinked
+    now, deleted from the group once the transaction commits (deleteForumTopic; a group that
+    refuses it keeps the topic, and the log says so)."""
+    linked = tickets.filter(topic_id__isnull=False, topic_chat_id__isnull=False)
+    topics = [
+        (int(chat_id), int(topic_id))
+        for chat_id, topic_id in linked.values_list("topic_chat_id", "topic_id")
+        if chat_id is not None and topic_id is not None
+    ]
+    if not topics:
+        return
+    tickets.filter(topic_id__isnull=False).update(topic_id=None)
+    transaction.on_commit(lambda: staff.delete_topics(topics))

@@ -20,6 +20,11 @@ def ticket_by_number(*, bot_id: int, number: int) -> Ticket | None:
     return Ticket.objects.filter(bot_id=bot_id, number=number).first()
 
 
+def ticket_by_topic(*, chat_id: int, topic_id: int) -> Ticket | None:
+    """The ticket whose topic in the staff group is ``topic_id``."""
+    return Ticket.objects.filter(topic_chat_id=chat_id, topic_id=topic_id).first()
+
+
 def open_tickets_of(user_id: int) -> QuerySet[Ticket]:
     """The user's open tickets, newest first."""
     return Ticket.objects.filter(user_id=user_id, status=Ticket.Status.OPEN).order_by(

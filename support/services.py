@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
-from support import auditing, conf, delivery, panel, selectors
+from support import auditing, conf, delivery, panel, selectors, staff
 from support.delivery import Delivery, clip
 from support.errors import (
     NotYourTicketError,
@@ -41,6 +41,7 @@ from support.validation import (
     Content,
     check_answer,
     check_callback,
+    check_rating,
     check_text,
     parse_ticket_number,
 )
@@ -398,6 +399,24 @@ def close_pressed(incoming: Incoming, data: str) -> Pressed:
     return Pressed(text, remove_buttons=True)
 
 
+def rate_pressed(incoming: Incoming, data: str) -> Pressed:
+    """Good / bad under the notice of a closed ticket: recorded once, for its own user."""
+    try:
+        ticket_id, rating = check_rating(data)
+    except ValidationError as exc:
+        return Pressed(exc.user_message, alert=True)
+    ticket = ticket_rate(ticket_id=ticket_id, user_id=incoming.user_id, rating=rating)
+    if ticket is None:
+        current = selectors.ticket_get(ticket_id)
+        if current is None or current.user_id != incoming.user_id:
+            return Pressed(NO_SUCH_TICKET, alert=True)
+        if current.rating:
+            return Pressed(_("You rated this ticket already. Thank you!"), remove_buttons=True)
+        return Pressed(_("You can rate a ticket once it is closed."), alert=True)
+    staff.rating_noted(ticket)
+    return Pressed(_("Thank you for your feedback!"), remove_buttons=True)
+
+
 def list_pressed(data: str) -> Pressed:
     """The panel's ticket list, at a page."""
     button = _button(data)
@@ -751,6 +770,7 @@ def _ticket_create(
         user_name=author.name[:200],
         subject=_subject(content),
         opened_update_id=update_id,
+        waiting_since=timezone.now(),
     )
     return _entry_create(ticket, TicketMessage.Sender.USER, author, origin, content)
 
@@ -792,6 +812,10 @@ def _user_message_create(
             )
         _reopen(ticket)
         event = Event.REOPENED_BY_USER
+    if ticket.waiting_since is None:  # the user waits for an answer from now on
+        ticket.waiting_since = timezone.now()
+        ticket.reminded_at = None
+        ticket.save(update_fields=["waiting_since", "reminded_at"])
     return _entry_create(ticket, TicketMessage.Sender.USER, author, origin, content, event=event)
 
 
@@ -817,7 +841,8 @@ def _reply_create(
             user_message=_("Ticket #%(number)s is closed; reopen it before answering.")
             % {"number": ticket.number},
         )
-    changed = []
+    changed = ["waiting_since", "reminded_at"]
+    ticket.waiting_since = ticket.reminded_at = None  # answered: nobody waits
     if ticket.first_response_at is None:
         ticket.first_response_at = timezone.now()
         changed.append("first_response_at")
@@ -851,7 +876,8 @@ def _close(*, ticket_id: int, by_user: bool, author: Author, origin: Origin) -> 
     ticket.status = Ticket.Status.CLOSED
     ticket.closed_at = timezone.now()
     ticket.closed_by = Ticket.ClosedBy.USER if by_user else Ticket.ClosedBy.ADMIN
-    ticket.save(update_fields=["status", "closed_at", "closed_by"])
+    ticket.waiting_since = None
+    ticket.save(update_fields=["status", "closed_at", "closed_by", "waiting_since"])
     event = Event.CLOSED_BY_USER if by_user else Event.RESOLVED
     sender = TicketMessage.Sender.USER if by_user else TicketMessage.Sender.ADMIN
     return _entry_create(ticket, sender, author, origin, EVENT, event=event)
@@ -929,15 +955,19 @@ def _entry_create(
     content: Content,
     *,
     event: str = "",
+    internal: bool = False,
 ) -> TicketMessage:
     return TicketMessage.objects.create(
         ticket=ticket,
         sender=sender,
         kind=content.kind,
         event=event,
+        internal=internal,
         text=content.text,
         file_id=content.file_id,
         file_name=content.file_name,
+        file_size=content.file_size,
+        media_group_id=content.media_group_id,
         author_id=author.telegram_id,
         author_name=author.name[:200],
         update_id=origin.update_id,
@@ -951,3 +981,43 @@ def _subject(content: Content) -> str:
     summary = content.summary.strip()
     line = summary.splitlines()[0] if summary else content.kind
     return line if len(line) <= SUBJECT_LENGTH else line[: SUBJECT_LENGTH - 1] + "…"
+
+
+# --- the staff group's writes (support.topic) ---------------------------------------------
+def ticket_note(
+    *, ticket_id: int, author: Author, origin: Origin, content: Content
+) -> tuple[TicketMessage, bool]:
+    """A staff note: recorded in the conversation, never sent to the user."""
+    return _once(origin, lambda: _note_create(ticket_id, author, origin, content))
+
+
+@transaction.atomic
+def _note_create(ticket_id: int, author: Author, origin: Origin, content: Content) -> TicketMessage:
+    ticket = _locked(ticket_id)
+    return _entry_create(ticket, TicketMessage.Sender.ADMIN, author, origin, content, internal=True)
+
+
+def ticket_assign(*, ticket_id: int, assignee: str) -> Ticket:
+    """Set (or with "" clear) who the ticket is assigned to: ``tg:<id>`` or ``@username``."""
+    with transaction.atomic():
+        ticket = _locked(ticket_id)
+        ticket.assignee = assignee[:150]
+        ticket.save(update_fields=["assignee"])
+    return ticket
+
+
+def ticket_set_priority(*, ticket_id: int, priority: str) -> Ticket:
+    with transaction.atomic():
+        ticket = _locked(ticket_id)
+        ticket.priority = priority
+        ticket.save(update_fields=["priority"])
+    return ticket
+
+
+def ticket_rate(*, ticket_id: int, user_id: int, rating: str) -> Ticket | None:
+    """The user's good / bad for their closed ticket, recorded once (the first press wins);
+    None when the ticket is not theirs, not closed, or rated already."""
+    rated = Ticket.objects.filter(
+        pk=ticket_id, user_id=user_id, status=Ticket.Status.CLOSED, rating=""
+    ).update(rating=rating, rated_at=timezone.now())
+    return Ticket.objects.filter(pk=ticket_id).first() if rated else None

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.utils.translation import gettext
 
-from support import delivery
+from support import delivery, staff
 from support.models import TicketMessage
 from telegram_bot.jobs.runner import JobRun
 from telegram_bot.privacy import ANONYMOUS_BASE
@@ -49,6 +49,11 @@ def admin_notice_sent_job(payload: dict[str, Any], run: JobRun) -> None:
         chat_id=int(payload["chat_id"]),
         message_id=int(payload["message_id"]),
     )
+
+
+def remind_waiting_tick() -> int:
+    """The ``support_remind_waiting`` schedule: remind about tickets waiting too long."""
+    return staff.remind_waiting()
 
 
 JOB_HANDLERS = {

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from django.utils.translation import gettext as _
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from support.conf import MAX_TEXT_LENGTH
 from telegram_bot.client.limits import CAPTION_LIMIT
@@ -21,10 +24,12 @@ from telegram_bot.updates import Message
 class Content:
     """What a message carries for a ticket: text, or a file id with an optional caption."""
 
-    kind: str  # TicketMessage.Kind: text, photo, document, voice or video_note
+    kind: str  # TicketMessage.Kind: text, photo, document, voice, video_note, video, sticker
     text: str = ""
     file_id: str = ""
     file_name: str = ""
+    file_size: int | None = None
+    media_group_id: str = ""  # an album: its items arrive as messages of their own
 
     @property
     def summary(self) -> str:
@@ -60,38 +65,75 @@ def check_text(text: str) -> Content:
 
 
 def check_message_content(message: Message) -> Content:
-    """The ticket content of a Telegram Message: text, photo, document, voice or video note.
+    """The ticket content of a Telegram Message: text, photo, document, voice, video note,
+    video or sticker (an album's items each arrive as one of these).
 
     A photo keeps the file id of its largest size. A file may come without caption; text may
-    not be blank; either is at most 4,000 characters. Anything else (stickers, locations,
-    polls, ...) is refused.
+    not be blank; either is at most 4,000 characters. Anything else (locations, polls, ...) is
+    refused.
     """
     caption = message.caption or ""
     if len(caption) > MAX_TEXT_LENGTH:
         check_text(caption)  # raises the "too long" error
     if message.text is not None:
         return check_text(message.text)
+    album = (message.media_group_id or "")[:64]
     if message.photo:
         largest = max(message.photo, key=lambda size: size.width * size.height)
-        return Content(kind="photo", text=caption.strip(), file_id=_file_id(largest.file_id))
-    files = (
+        return Content(
+            kind="photo",
+            text=caption.strip(),
+            file_id=_file_id(largest.file_id),
+            file_size=largest.file_size,
+            media_group_id=album,
+        )
+    files: tuple[tuple[str, Any], ...] = (
         ("document", message.document),
         ("voice", message.voice),
         ("video_note", message.video_note),
+        *((kind, _extra_file(message, kind)) for kind in EXTRA_KINDS),
     )
     for kind, media in files:
         if media is not None and media.file_id:
             name = (getattr(media, "file_name", None) or "")[:255]
             return Content(
-                kind=kind, text=caption.strip(), file_id=_file_id(media.file_id), file_name=name
+                kind=kind,
+                text=caption.strip(),
+                file_id=_file_id(media.file_id),
+                file_name=name,
+                file_size=getattr(media, "file_size", None),
+                media_group_id=album,
             )
     raise ValidationError(
         "unsupported message type",
         user_message=_(
-            "Support accepts text, a photo, a document, a voice message or a video note. "
-            "Please send one of those."
+            "Support accepts text, photos, documents, voice messages, videos, video notes and "
+            "stickers. Please send one of those."
         ),
     )
+
+
+# Kinds the core's Message model does not declare (they arrive as its extra fields).
+EXTRA_KINDS = ("video", "sticker")
+
+
+class _File(BaseModel):
+    """A video or sticker of a message: the parts the desk keeps."""
+
+    model_config = ConfigDict(extra="ignore")
+    file_id: str = Field(min_length=1)
+    file_name: str | None = None
+    file_size: int | None = Field(default=None, ge=0, le=2**53)
+
+
+def _extra_file(message: Message, kind: str) -> _File | None:
+    raw = (message.model_extra or {}).get(kind)
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return _File.model_validate(raw)
+    except PydanticValidationError:
+        return None
 
 
 # An answer's file goes with "Support · ticket #N" and a blank line before its caption, in one
@@ -157,6 +199,19 @@ def check_callback(data: str) -> Callback:
     if action == "list":
         return Callback(action=action, page=first)
     return Callback(action=action, ticket_id=first, page=int(page) if page else None)
+
+
+_RATE = re.compile(r"^sup:rate:(?P<ticket>[1-9][0-9]{0,17}):(?P<rating>good|bad)$")
+
+
+def check_rating(data: str) -> tuple[int, str]:
+    """``sup:rate:<ticket id>:good|bad``: (ticket id, rating); refuse anything else."""
+    match = _RATE.match(data)
+    if match is None:
+        raise ValidationError(
+            f"bad callback {data[:64]!r}", user_message=_("This button is not valid.")
+        )
+    return int(match["ticket"]), match["rating"]
 
 
 def parse_ticket_number(text: str) -> int | None:

@@ -19,11 +19,11 @@ from django.urls import reverse
 from django.utils.translation import gettext
 from django.views.decorators.http import require_POST
 
-from support import assignees, delivery, selectors, services
+from support import assignees, delivery, selectors, services, topic
 from support.auditing import admin_site_step, note_delivery
 from support.conf import MAX_TEXT_LENGTH, reopen_window
 from support.delivery import Delivery
-from support.models import Ticket, TicketMessage
+from support.models import CannedReply, Ticket, TicketMessage
 from support.services import Author, Origin
 from support.validation import check_text
 from telegram_bot.errors import BotError
@@ -47,6 +47,11 @@ def ticket_detail(
         "max_length": MAX_TEXT_LENGTH,
         "reopen_days": reopen_window().days,
         "erased": ticket.chat_id >= ANONYMOUS_BASE,  # nothing can be sent: no Retry
+        # Saved answers, filled in for this ticket, each sent by its own reply form.
+        "canned": [
+            (reply.name, topic.render_canned(reply.text, ticket), uuid.uuid4())
+            for reply in CannedReply.objects.order_by("name")[:50]
+        ],
     }
     return render(request, "support/ticket_detail.html", context)
 

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from tests.fakes.botapi_spec import BotApiSpec, RequestError, UploadedFile
 from tests.fakes.telegram_files import FileResults
+from tests.fakes.telegram_forum import ForumResults
 from tests.fakes.telegram_members import ChatMemberResults
 
 NOT_MODIFIED = (
@@ -29,7 +30,7 @@ _CONTENT_KEYS = ("text", "entities", "caption", "caption_entities", "reply_marku
 Json = dict[str, Any]
 
 
-class Results(ChatMemberResults, FileResults):
+class Results(ChatMemberResults, FileResults, ForumResults):
     """The fake's Telegram-side state and the result of each method (chat members and
     deletions: ``ChatMemberResults``; files: ``FileResults``)."""
 
@@ -47,6 +48,7 @@ class Results(ChatMemberResults, FileResults):
         self._serial = 0
         self._init_members()
         self._init_files()
+        self._init_forum()
 
     def answer(self, method: str, params: Json, bot_id: int) -> Any:
         """The result of a valid call; RequestError for the errors Telegram would give."""
@@ -162,6 +164,7 @@ class Results(ChatMemberResults, FileResults):
         return dict(message["poll"])
 
     def _new_message(self, params: Json, bot_id: int, content: Json) -> Json:
+        self.check_thread(params, bot_id)
         chat = self.chat(params["chat_id"])
         message_id = self._last_message_id.get(chat["id"], 0) + 1
         self._last_message_id[chat["id"]] = message_id

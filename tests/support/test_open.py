@@ -119,12 +119,8 @@ def test_it_refuses_text_over_4000_characters_and_creates_nothing(
 
 def test_it_refuses_message_types_it_cannot_keep(bot: FakeTelegramServer, post_update: Any) -> None:
     post_update(message("/support"))
-    sticker = {"file_id": "st", "file_unique_id": "s", "type": "regular", "width": 1, "height": 1}
-    post_update(message(None, sticker=sticker))
-    assert (
-        "Support accepts text, a photo, a document, a voice message or a video note"
-        in (texts(bot, USER)[-1])
-    )
+    post_update(message(None, location={"latitude": 1.5, "longitude": 2.5}))
+    assert "Support accepts text, photos, documents, voice messages, videos" in texts(bot, USER)[-1]
     assert not Ticket.objects.exists()
 
 

@@ -39,7 +39,7 @@ def test_it_strips_text_and_counts_the_limit_on_what_was_sent() -> None:
 
 @pytest.mark.parametrize(
     "message",
-    [{"text": ""}, {"text": " \n "}, {"sticker": {"file_id": "s"}}, {"location": {}}, {}],
+    [{"text": ""}, {"text": " \n "}, {"sticker": {"file_unique_id": "s"}}, {"location": {}}, {}],
 )
 def test_it_refuses_blank_text_and_unsupported_kinds(message: dict[str, object]) -> None:
     with pytest.raises(ValidationError) as refused:
