@@ -254,6 +254,7 @@ FEATURE_APPS = {
     "moderation": "moderation",
     "rules": "moderation.rules.apps.RulesConfig",
     "stats": "stats",
+    "broadcasts": "broadcasts",
 }
 INSTALLED_APPS = [
     "telegram_bot.ops.admin_site.OperatorsAdminConfig",

@@ -1,0 +1,33 @@
+"""A broadcast as Bot API parameters: one sendMessage or sendPhoto, built once per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from broadcasts import validation
+from broadcasts.models import Broadcast
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    method: str
+    params: dict[str, Any]
+
+    def to(self, chat_id: int) -> dict[str, Any]:
+        return {**self.params, "chat_id": chat_id}
+
+
+def outgoing(broadcast: Broadcast, chat_id: int | None = None) -> Outgoing:
+    params: dict[str, Any] = {
+        "parse_mode": broadcast.parse_mode or None,
+        "reply_markup": validation.reply_markup(broadcast.buttons),
+        "disable_notification": broadcast.disable_notification or None,
+    }
+    if chat_id is not None:
+        params["chat_id"] = chat_id
+    if broadcast.photo:
+        return Outgoing(
+            "sendPhoto", {**params, "photo": broadcast.photo, "caption": broadcast.text or None}
+        )
+    return Outgoing("sendMessage", {**params, "text": broadcast.text})
