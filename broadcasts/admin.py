@@ -20,8 +20,8 @@ from telegram_bot.audit_admin import AuditedModelAdmin, audited_action
 
 LIMITS_HELP = gettext_lazy(
     "Telegram lets a bot send about 30 messages a second in all and 1 a second to one person. "
-    "A broadcast uses at most OUTGOING_BULK_SHARE_PERCENT of that rate, so the bot's answers "
-    "to its users are never held up: 10,000 recipients take about 7 minutes at the defaults. "
+    "A broadcast uses at most 80 percent of that rate (OUTGOING_BULK_SHARE_PERCENT), so the bot's "
+    "answers to its users are never held up: 10,000 recipients take about 7 minutes. "
     "If Telegram asks the bot to slow down, every sender waits, and the broadcast carries on "
     "afterwards. Each recipient gets the message at most once: a send whose answer was lost "
     "(a crash at that moment) is counted as 'outcome unknown' and never repeated."

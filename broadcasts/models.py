@@ -19,6 +19,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 
 class SubscriberStatus(models.TextChoices):
@@ -75,7 +76,7 @@ class ChatMembership(models.Model):
 class BroadcastStatus(models.TextChoices):
     DRAFT = "draft", _("draft")
     SCHEDULED = "scheduled", _("scheduled")
-    SENDING = "sending", _("sending")
+    SENDING = "sending", pgettext_lazy("broadcast", "sending")
     PAUSED = "paused", _("paused")
     CANCELLED = "cancelled", _("cancelled")
     DONE = "done", _("done")
@@ -83,8 +84,8 @@ class BroadcastStatus(models.TextChoices):
 
 class ParseMode(models.TextChoices):
     NONE = "", _("plain text")
-    HTML = "HTML", "HTML"
-    MARKDOWN = "MarkdownV2", "MarkdownV2"
+    HTML = "HTML", _("HTML markup")
+    MARKDOWN = "MarkdownV2", _("MarkdownV2 markup")
 
 
 class Broadcast(models.Model):
@@ -181,7 +182,9 @@ class BroadcastRecipient(models.Model):
     """One recipient of one broadcast: claimed (``sending`` with a token and a deadline), then
     its outcome, fenced on the token."""
 
-    broadcast = models.ForeignKey(Broadcast, on_delete=models.CASCADE, related_name="recipients")
+    broadcast = models.ForeignKey(
+        Broadcast, on_delete=models.CASCADE, related_name="recipients", verbose_name=_("broadcast")
+    )
     user_id = models.BigIntegerField(_("user id"))
     status = models.CharField(
         _("status"), max_length=16, choices=RecipientStatus.choices, default="pending"

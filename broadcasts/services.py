@@ -137,7 +137,10 @@ def broadcast_start(*, broadcast_id: int, send_at: datetime | None = None) -> Br
             )
         if broadcast.previewed != fingerprint(broadcast):
             raise BroadcastError(
-                _("Send a preview of broadcast #%(id)s to yourself first (action 'Send preview').")
+                _(
+                    "Send a preview of broadcast #%(id)s to yourself first "
+                    "(action 'Send a preview to me')."
+                )
                 % {"id": broadcast.pk}
             )
         run_at = max(send_at or now, now)
