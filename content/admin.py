@@ -123,7 +123,7 @@ class PostAdmin(admin.ModelAdmin):
         (
             gettext_lazy("Publication"),
             {
-                "fields": ("publish_at",),
+                "fields": ("publish_at", "silent", "pin"),
                 "description": _PUBLICATION_HELP,
             },
         ),
@@ -168,7 +168,13 @@ class PostAdmin(admin.ModelAdmin):
         if obj is None and not self.has_change_permission(request):
             fields.append("publish_at")  # scheduling is publishing: content.change_post
         if obj is not None and obj.status not in UNPUBLISHED:
-            fields += ["channel", "photo", "publish_at"]  # in the channel (or on the way)
+            fields += [
+                "channel",
+                "photo",
+                "publish_at",
+                "silent",
+                "pin",
+            ]  # in the channel (or on the way)
             if obj.status != PostStatus.PUBLISHED:
                 fields += ["text", "buttons"]
         return fields
@@ -220,6 +226,8 @@ class PostAdmin(admin.ModelAdmin):
             text=data.get("text") or "",
             buttons=data.get("buttons") or [],
             photo=data.get("photo") or None,
+            silent=bool(data.get("silent")),
+            pin=bool(data.get("pin")),
         )
         created_by = f"admin:{request.user.get_username()}"
         try:
@@ -242,6 +250,8 @@ class PostAdmin(admin.ModelAdmin):
             channel=data["channel"] if "channel" in changed else None,
             photo=photo or None,
             remove_photo=photo is False,
+            silent=data.get("silent") if "silent" in changed else None,
+            pin=data.get("pin") if "pin" in changed else None,
         )
         if changes != PostChanges():
             services.post_update(post_id=obj.pk, changes=changes)

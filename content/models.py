@@ -59,6 +59,13 @@ class Post(models.Model):
     buttons = models.JSONField(
         _("buttons"), default=list, blank=True, help_text=_('Rows of {"text": label, "url": link}.')
     )
+    silent = models.BooleanField(
+        _("silent"), default=False, help_text=_("Published without a notification sound.")
+    )
+    pin = models.BooleanField(
+        _("pin"), default=False, help_text=_("Pinned in the channel once published.")
+    )
+    pinned = models.BooleanField(_("pinned"), default=False, editable=False)
     channel = models.CharField(
         _("channel"), max_length=64, help_text=_("The target channel: @username or its id (-100…).")
     )

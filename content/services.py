@@ -50,6 +50,8 @@ class PostContent:
     buttons: validation.Buttons = field(default_factory=list)
     photo: File | None = None  # an upload (admin site), stored under MEDIA_ROOT
     photo_file_id: str = ""  # a photo already on Telegram (panel)
+    silent: bool = False  # published without a notification sound
+    pin: bool = False  # pinned in the channel once published
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,19 @@ class PostChanges:
     channel: str | None = None
     photo: File | None = None
     remove_photo: bool = False
+    silent: bool | None = None
+    pin: bool | None = None
 
     @property
     def touches_media_or_channel(self) -> bool:
-        return self.channel is not None or self.photo is not None or self.remove_photo
+        """What a published post can no longer change (its channel message is out)."""
+        return (
+            self.channel is not None
+            or self.photo is not None
+            or self.remove_photo
+            or self.silent is not None
+            or self.pin is not None
+        )
 
 
 @transaction.atomic
@@ -87,6 +98,8 @@ def post_create(
         text=content.text,
         buttons=content.buttons,
         photo_file_id=content.photo_file_id,
+        silent=content.silent,
+        pin=content.pin,
         created_by=created_by[:100],
         source_update_id=source_update_id,
     )
@@ -240,6 +253,10 @@ def _apply(post: Post, changes: PostChanges) -> None:
         post.buttons = changes.buttons
     if changes.channel is not None:
         post.channel = changes.channel
+    if changes.silent is not None:
+        post.silent = changes.silent
+    if changes.pin is not None:
+        post.pin = changes.pin
     if changes.remove_photo:
         post.photo, post.photo_file_id = None, ""
     if changes.photo is not None:
