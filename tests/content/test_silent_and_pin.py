@@ -67,10 +67,11 @@ def test_a_failed_pin_is_retried_and_the_post_stays_published(
     settings.JOB_RETRY_JITTER = 0.0
     post = due_post("Pin later", pin=True)
     bot.fail_next("pinChatMessage", status=500)
-    run_due("w1")  # publish
-    run_due("w1")  # the pin fails
+    assert run_due("w1", limit=1) == 1  # publish
+    assert run_due("w1", limit=1) == 1  # the pin fails
     post.refresh_from_db()
     assert post.status == PostStatus.PUBLISHED and not post.pinned
+    assert [c.failed for c in bot.calls_to("pinChatMessage")] == [True]
     Job.objects.filter(status=JobStatus.QUEUED).update(next_attempt=timezone.now())
     run_due("w1")
     post.refresh_from_db()
