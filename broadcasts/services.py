@@ -45,18 +45,23 @@ class Person:
 
 
 def subscriber_start(person: Person) -> Subscriber:
-    """``/start`` in private: subscribed (again), whatever they were; idempotent."""
+    """``/start`` in private: subscribed (again), whatever they were; idempotent. One
+    statement (``INSERT ... ON CONFLICT DO UPDATE``): the first /start's ``joined_at`` stays."""
     now = timezone.now()
-    fields = {
-        "first_name": person.first_name[:128],
-        "username": person.username[:64],
-        "status": SubscriberStatus.ACTIVE,
-        "changed_at": now,
-    }
+    subscriber = Subscriber(
+        user_id=person.user_id,
+        first_name=person.first_name[:128],
+        username=person.username[:64],
+        language=person.language[:16].lower(),
+        status=SubscriberStatus.ACTIVE,
+        joined_at=now,
+        changed_at=now,
+    )
+    update = ["first_name", "username", "status", "changed_at"]
     if person.language:
-        fields["language"] = person.language[:16].lower()
-    subscriber, _created = Subscriber.objects.update_or_create(
-        user_id=person.user_id, defaults=fields, create_defaults={**fields, "joined_at": now}
+        update.append("language")
+    Subscriber.objects.bulk_create(
+        [subscriber], update_conflicts=True, unique_fields=["user_id"], update_fields=update
     )
     return subscriber
 
