@@ -146,8 +146,7 @@ def run(args: argparse.Namespace, server: object, limits: object) -> None:
             f"mean {statistics.fmean(values) * 1000:7.2f} ms"
         )
     print(
-        f"p99 during / alone: x{percentile(during, 0.99) / percentile(alone, 0.99):.2f} "
-        f"(same run)"
+        f"p99 during / alone: x{percentile(during, 0.99) / percentile(alone, 0.99):.2f} (same run)"
     )
 
 

@@ -14,11 +14,14 @@ from broadcasts.models import (
     Subscriber,
     SubscriberStatus,
 )
+from telegram_bot.models import BlockedChat
 
 
 def segment(broadcast: Broadcast) -> QuerySet[Subscriber]:
-    """The active subscribers the broadcast is for."""
-    found = Subscriber.objects.filter(status=SubscriberStatus.ACTIVE)
+    """The active subscribers the broadcast is for; a chat another feature found blocked (a
+    403 to an admin notice, a support answer) is left out until its user writes again."""
+    blocked = BlockedChat.objects.filter(chat_id__gt=0).values("chat_id")
+    found = Subscriber.objects.filter(status=SubscriberStatus.ACTIVE).exclude(user_id__in=blocked)
     if broadcast.segment_language:
         found = found.filter(language__iexact=broadcast.segment_language)
     if broadcast.segment_joined_since is not None:

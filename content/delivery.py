@@ -32,6 +32,17 @@ def outgoing(post: Post, *, chat_id: int | str | None = None) -> Outgoing:
     target = validation.chat_id_param(post.channel) if chat_id is None else chat_id
     markup = validation.reply_markup(post.buttons)
     silent = post.silent or None
+    if post.is_poll:
+        return Outgoing(
+            "sendPoll",
+            {
+                "chat_id": target,
+                "question": post.poll_question,
+                "options": [{"text": option} for option in post.poll_options],
+                "reply_markup": markup,
+                "disable_notification": silent,
+            },
+        )
     if not post.has_photo:
         return Outgoing(
             "sendMessage",
@@ -55,6 +66,8 @@ def outgoing(post: Post, *, chat_id: int | str | None = None) -> Outgoing:
 def send(message: Outgoing) -> dict[str, Any]:
     """Send it; returns Telegram's Message. Raises TelegramApiError."""
     client = get_client()
+    if message.method == "sendPoll":
+        return client.send_poll(**message.params)
     if message.method == "sendPhoto":
         return client.send_photo(**message.params)
     return client.send_message(**message.params)

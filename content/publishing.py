@@ -203,6 +203,8 @@ def _fingerprint(post: Post) -> tuple[Any, ...]:
         post.photo.name,
         post.photo_file_id,
         post.silent,
+        post.poll_question,
+        post.poll_options,
     )
 
 

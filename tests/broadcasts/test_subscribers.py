@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from broadcasts.models import Broadcast, ChatMembership, Subscriber, SubscriberStatus
 from broadcasts.selectors import segment
+from telegram_bot.models import BlockedChat
 from tests.builders import make_message_update, next_update_id, user
 from tests.community.members_helpers import chat_member_update
 from tests.fakes.telegram import FakeTelegramServer
@@ -104,6 +105,8 @@ def test_a_segment_selects_by_language_chat_and_joined_since(db: None) -> None:
         Subscriber(user_id=5, language="ru", status=SubscriberStatus.BLOCKED),
     ]
     Subscriber.objects.bulk_create(rows)
+    Subscriber.objects.create(user_id=6, language="en", joined_at=now)
+    BlockedChat.objects.create(chat_id=6, reason="Forbidden: bot was blocked by the user")
     ChatMembership.objects.create(chat_id=-1009, user_id=2)
     ChatMembership.objects.create(chat_id=-1009, user_id=3, is_member=False)
 

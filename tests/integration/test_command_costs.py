@@ -45,8 +45,9 @@ def test_a_start_in_private_costs_two_statements_and_one_call(
     # them to broadcasts (one upsert).
     assert len(statements(queries)) == 2
     assert statements(queries)[0].startswith("DELETE") and "blockedchat" in statements(queries)[0]
-    assert statements(queries)[1].startswith("INSERT") and "broadcasts_subscriber" in (
-        statements(queries)[1]
+    assert (
+        statements(queries)[1].startswith("INSERT")
+        and "broadcasts_subscriber" in (statements(queries)[1])
     )
     assert [call.method for call in bot.calls] == ["sendMessage"]
 
