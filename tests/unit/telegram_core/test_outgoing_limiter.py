@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from config.env import ConfigError
 from telegram_bot.bot import get_client, outgoing_limiter
@@ -150,10 +151,13 @@ def test_threads_with_their_own_limiters_share_one_window(kv: KVStore) -> None:
     lock = threading.Lock()
 
     def sender(gate: OutgoingLimiter, base: int) -> None:
-        for n in range(15):
-            gate.before_send("sendMessage", base + n)
-            with lock:
-                sent.append(time.time())
+        try:
+            for n in range(15):
+                gate.before_send("sendMessage", base + n)
+                with lock:
+                    sent.append(time.time())
+        finally:
+            connection.close()  # the database store's connection of this thread
 
     threads = [
         threading.Thread(target=sender, args=(gates[i % 2], 1000 * (i + 1))) for i in range(4)
