@@ -37,7 +37,19 @@ class BroadcastAdmin(AuditedModelAdmin):
     actions = ("send_preview", "start", "pause", "resume", "cancel")
     readonly_fields = ("status", "progress_display", "last_error", "created_by", "started_at")
     fieldsets = (
-        (None, {"fields": ("text", "parse_mode", "photo", "buttons", "disable_notification")}),
+        (
+            None,
+            {
+                "fields": (
+                    "text",
+                    "parse_mode",
+                    "photo",
+                    "media_kind",
+                    "buttons",
+                    "disable_notification",
+                )
+            },
+        ),
         (
             gettext_lazy("Who gets it"),
             {"fields": ("segment_language", "segment_chat_id", "segment_joined_since")},

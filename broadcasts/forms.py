@@ -43,6 +43,7 @@ class BroadcastForm(forms.ModelForm):
             "text",
             "parse_mode",
             "photo",
+            "media_kind",
             "buttons",
             "disable_notification",
             "segment_language",

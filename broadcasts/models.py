@@ -88,6 +88,20 @@ class ParseMode(models.TextChoices):
     MARKDOWN = "MarkdownV2", _("MarkdownV2 markup")
 
 
+class MediaKind(models.TextChoices):
+    PHOTO = "photo", _("photo")
+    VIDEO = "video", _("video")
+    DOCUMENT = "document", _("document")
+
+
+# The Bot API method and its file parameter, per kind.
+MEDIA_METHODS = {
+    MediaKind.PHOTO: ("sendPhoto", "photo"),
+    MediaKind.VIDEO: ("sendVideo", "video"),
+    MediaKind.DOCUMENT: ("sendDocument", "document"),
+}
+
+
 class Broadcast(models.Model):
     text = models.TextField(
         _("text"),
@@ -98,10 +112,17 @@ class Broadcast(models.Model):
         _("formatting"), max_length=16, blank=True, choices=ParseMode.choices, default=""
     )
     photo = models.CharField(
-        _("photo"),
+        _("photo, video or document"),
         max_length=2048,
         blank=True,
-        help_text=_("Optional: a Telegram file id, or an https:// link to a JPEG or PNG."),
+        help_text=_("Optional: a Telegram file id, or an https:// link to the file."),
+    )
+    media_kind = models.CharField(
+        _("media kind"),
+        max_length=16,
+        choices=MediaKind.choices,
+        default=MediaKind.PHOTO,
+        help_text=_("What the file above is: a photo, a video or a document."),
     )
     buttons = models.JSONField(
         _("buttons"), default=list, blank=True, help_text=_('Rows of {"text": label, "url": link}.')

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broadcasts import validation
-from broadcasts.models import Broadcast
+from broadcasts.models import MEDIA_METHODS, Broadcast, MediaKind
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,10 @@ def outgoing(broadcast: Broadcast, chat_id: int | None = None) -> Outgoing:
     if chat_id is not None:
         params["chat_id"] = chat_id
     if broadcast.photo:
+        method, field = MEDIA_METHODS.get(
+            MediaKind(broadcast.media_kind or MediaKind.PHOTO), MEDIA_METHODS[MediaKind.PHOTO]
+        )
         return Outgoing(
-            "sendPhoto", {**params, "photo": broadcast.photo, "caption": broadcast.text or None}
+            method, {**params, field: broadcast.photo, "caption": broadcast.text or None}
         )
     return Outgoing("sendMessage", {**params, "text": broadcast.text})

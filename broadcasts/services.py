@@ -97,6 +97,7 @@ def fingerprint(broadcast: Broadcast) -> str:
         broadcast.text,
         broadcast.parse_mode,
         broadcast.photo,
+        broadcast.media_kind,
         broadcast.buttons,
         broadcast.disable_notification,
     ]

@@ -36,7 +36,12 @@ def deliveries(bot: FakeTelegramServer, text: str) -> dict[int, int]:
     """How many times each chat got ``text`` (accepted sends only)."""
     counts: dict[int, int] = {}
     for call in bot.calls:
-        if call.failed or call.method not in ("sendMessage", "sendPhoto"):
+        if call.failed or call.method not in (
+            "sendMessage",
+            "sendPhoto",
+            "sendVideo",
+            "sendDocument",
+        ):
             continue
         if call.params.get("text", call.params.get("caption")) == text:
             chat = int(call.params["chat_id"])

@@ -22,6 +22,7 @@ def form(**fields: Any) -> dict[str, Any]:
         "text": "Hello",
         "parse_mode": "",
         "photo": "",
+        "media_kind": "photo",
         "buttons": "",
         "segment_language": "",
         "segment_chat_id": "",
@@ -45,6 +46,7 @@ def form(**fields: Any) -> dict[str, Any]:
         ({"photo": "http://insecure.example/a.jpg"}, "neither a Telegram file id"),
         ({"segment_language": "english!"}, "such as en"),
         ({"segment_chat_id": "abc"}, "whole number"),
+        ({"photo": "AgACAgIAAxkBAAIB", "media_kind": "sticker"}, "not one of the available"),
     ],
 )
 def test_bad_input_is_refused_in_the_form_with_a_short_reason(

@@ -69,6 +69,27 @@ def test_a_preview_reaches_the_author_first_then_everyone_once(bot: FakeTelegram
     assert call.params["reply_markup"]["inline_keyboard"][0][0]["url"] == "https://x.org"
 
 
+@pytest.mark.parametrize(
+    ("kind", "method", "field"),
+    [
+        ("photo", "sendPhoto", "photo"),
+        ("video", "sendVideo", "video"),
+        ("document", "sendDocument", "document"),
+    ],
+)
+def test_a_media_broadcast_is_sent_with_its_method_and_caption(
+    bot: FakeTelegramServer, kind: str, method: str, field: str
+) -> None:
+    subscribe(2101, 2102)
+    link = f"https://example.org/file.{kind}"
+    broadcast = start_now(make_broadcast("The caption", photo=link, media_kind=kind))
+    run_to_the_end(broadcast.pk)
+    calls = [c for c in bot.calls_to(method) if not c.failed]
+    assert sorted(c.params["chat_id"] for c in calls) == [OWNER, 2101, 2102]
+    assert all(c.params[field] == link and c.params["caption"] == "The caption" for c in calls)
+    assert not bot.calls_to("sendMessage")
+
+
 def test_content_changed_after_the_preview_needs_a_new_preview(bot: FakeTelegramServer) -> None:
     broadcast = make_broadcast("First")
     services.broadcast_preview(broadcast_id=broadcast.pk)
