@@ -12,7 +12,8 @@ recipient row:
    ``sent`` (with the message id), ``blocked`` (403: blocked, deleted account; the chat is
    gone; the subscriber is unsubscribed, nothing retried), ``pending`` again (Telegram refused
    retryably: 429, 5xx, or the request never left; the 429 paused the whole bot through the
-   limiter; after ``MAX_ATTEMPTS`` it is ``failed``), or ``unknown`` (it may have arrived:
+   limiter, anything else ends the run and the next comes after a growing delay; after
+   ``MAX_ATTEMPTS`` it is ``failed``), or ``unknown`` (it may have arrived:
    never sent again).
 4. A recipient found ``sending`` after its deadline belongs to a run that died inside the
    window between the claim and the record: its outcome is ``unknown``, never sent again. The
@@ -57,6 +58,7 @@ log = logging.getLogger(__name__)
 SLICE_SECONDS = 30.0  # one run sends this long at most, then hands over
 MIN_SEND_SECONDS = 1.0  # no send is started with less of the lease left
 MAX_ATTEMPTS = 5  # retryable refusals of one recipient before it is failed
+RETRY_BASE_SECONDS, RETRY_MAX_SECONDS = 2.0, 120.0  # after a 5xx or a network error
 BATCH = 50  # pending recipients read at a time
 STATUS_EVERY = 0.5  # seconds between reads of the broadcast's status (pause, cancel)
 UNREACHABLE = ("user not found", "peer_id_invalid", "user is deactivated")
@@ -194,13 +196,22 @@ def _refused(
         services.subscriber_unreachable(user_id)
         return None
     if exc.retryable:
-        # Telegram did not send it (a 429 has paused every sender through the limiter): the
-        # recipient is sent again later, up to MAX_ATTEMPTS.
+        # Telegram did not send it: the recipient is sent again later, up to MAX_ATTEMPTS. A
+        # 429 has paused every sender through the limiter, so the run goes on at that pace;
+        # anything else (Telegram down, the network) ends the run, and the next one comes
+        # after a growing delay, not a storm of retries through every recipient.
+        attempts = mine.values_list("attempts", flat=True).first() or 1
         mine.filter(attempts__gte=MAX_ATTEMPTS).update(
             status=RecipientStatus.FAILED, error=error, finished_at=timezone.now()
         )
         mine.update(status=RecipientStatus.PENDING, error=error, attempt_token="")
-        return None
+        if isinstance(exc, TelegramRateLimitError):
+            if get_client().limiter is not None:
+                return None  # the limiter's pause holds every send, this run's next one too
+            delay = exc.retry_after
+        else:
+            delay = min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * 2 ** (attempts - 1))
+        return _hand_over(broadcast_id, timezone.now() + timedelta(seconds=delay))
     # Telegram refused the message itself (formatting, a photo it cannot use): every other
     # recipient would be refused too. The broadcast waits for the operator instead.
     mine.update(status=RecipientStatus.PENDING, error=error, attempt_token="")

@@ -164,6 +164,50 @@ def test_a_429_storm_finishes_with_nothing_twice_and_nothing_skipped(
     assert len(refused) < 30
 
 
+def test_telegram_down_ends_the_run_and_the_next_comes_later_without_a_storm(
+    bot: FakeTelegramServer,
+) -> None:
+    subscribe(*range(5101, 5111))
+    broadcast = start_now(make_broadcast("Down"))
+    bot.fail_next("sendMessage", times=100, status=502, description="Bad Gateway")
+    status = broadcast_run(broadcast_id=broadcast.pk)
+    assert status == BroadcastStatus.SENDING  # handed over, not given up
+    assert len([c for c in bot.calls_to("sendMessage") if c.failed]) == 1  # one try, no storm
+    job = Job.objects.get(dedupe_key=f"broadcast:{broadcast.pk}", status="queued")
+    assert job.next_attempt > timezone.now() + timedelta(seconds=1)
+    assert progress(broadcast.pk).left == 10
+    bot.reset()  # Telegram is back
+    run_to_the_end(broadcast.pk)
+    assert deliveries(bot, "Down") == dict.fromkeys(range(5101, 5111), 1)
+
+
+def test_without_the_limiter_a_429_hands_the_run_over_after_retry_after(
+    bot: FakeTelegramServer,
+) -> None:
+    subscribe(5151, 5152)
+    broadcast = start_now(make_broadcast("Unpaced"))
+    bot.fail_next("sendMessage", status=429, retry_after=3)
+    assert broadcast_run(broadcast_id=broadcast.pk) == BroadcastStatus.SENDING
+    job = Job.objects.get(dedupe_key=f"broadcast:{broadcast.pk}", status="queued")
+    assert job.next_attempt >= timezone.now() + timedelta(seconds=2)
+    run_to_the_end(broadcast.pk)
+    assert deliveries(bot, "Unpaced") == {OWNER: 1, 5151: 1, 5152: 1}
+
+
+def test_a_recipient_refused_five_times_is_failed_and_the_rest_go_on(
+    bot: FakeTelegramServer,
+) -> None:
+    subscribe(5201, 5202)
+    broadcast = start_now(make_broadcast("Stubborn"))
+    bot.fail_next("sendMessage", times=5, status=500)
+    run_to_the_end(broadcast.pk, timeout=120)
+    statuses = dict(
+        BroadcastRecipient.objects.filter(broadcast=broadcast).values_list("user_id", "status")
+    )
+    assert statuses == {5201: RecipientStatus.FAILED, 5202: RecipientStatus.SENT}
+    assert len(bot.calls_to("sendMessage")) == 1 + 5 + 1  # the preview, 5 tries, 5202
+
+
 def test_an_unanswered_send_is_unknown_and_never_sent_again(bot: FakeTelegramServer) -> None:
     subscribe(5001, 5002, 5003)
     broadcast = start_now(make_broadcast("Maybe"))
