@@ -227,3 +227,19 @@ def test_a_429_from_telegram_pauses_the_next_send_of_another_feature(
     assert time.monotonic() - started >= 0.9
     sends = paced.calls_to("sendMessage")
     assert [c.failed for c in sends] == [True, False]
+
+
+def test_answers_on_the_update_path_are_paced_per_chat(
+    paced: FakeTelegramServer, post_update: Any
+) -> None:
+    """Two commands from one user within a second: the second answer waits for the private
+    chat's window instead of meeting Telegram's 429."""
+    from tests.builders import make_message_update
+
+    limits = TelegramLimits(per_second=40, private_per_second=1).install(paced)
+    for _ in range(2):
+        response = post_update(make_message_update("/help", chat_id=4321, user_id=4321))
+        assert response.status_code == 200
+    answers = [t for method, chat, t in limits.accepted if chat == "4321"]
+    assert len(answers) == 2 and limits.refused == 0
+    assert answers[1] - answers[0] >= 0.9
