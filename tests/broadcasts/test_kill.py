@@ -72,17 +72,20 @@ def test_a_broadcast_survives_two_kills_and_reaches_everyone_once(
     workers: list[subprocess.Popen[str]] = []
     try:
         # Kill 1: wherever the worker happens to be.
-        workers.append(start_worker(env, "--lease-seconds", "3", "--seconds", "120"))
+        workers.append(start_worker(env, "--lease-seconds", "3", "--seconds", str(int(SECONDS))))
         wait_for(lambda: sent_so_far(limits) >= RECIPIENTS // 4, timeout=SECONDS)
         kill(workers[-1])
         # Kill 2: inside a send (Telegram has the message, the answer is held 10 s).
         bot.delay_next("sendMessage", 10)
-        workers.append(start_worker(env, "--lease-seconds", "3", "--seconds", "120"))
+        workers.append(start_worker(env, "--lease-seconds", "3", "--seconds", str(int(SECONDS))))
         before = sent_so_far(limits)
         wait_for(lambda: sent_so_far(limits) > before, timeout=60)
         kill(workers[-1])
         # Two workers at once finish it.
-        workers += [start_worker(env, "--lease-seconds", "3", "--seconds", "120") for _ in range(2)]
+        workers += [
+            start_worker(env, "--lease-seconds", "3", "--seconds", str(int(SECONDS)))
+            for _ in range(2)
+        ]
         wait_for(
             lambda: (
                 progress(broadcast.pk).left == 0
