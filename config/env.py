@@ -279,6 +279,13 @@ class Environment(BaseSettings):
     RATE_LIMIT_USER_PER_MINUTE: Annotated[Int, Field(ge=1, le=100_000)] = 20
     RATE_LIMIT_CHAT_PER_MINUTE: Annotated[Int, Field(ge=1, le=100_000)] = 60
     RATE_LIMIT_EXPENSIVE_PER_MINUTE: Annotated[Int, Field(ge=1, le=100_000)] = 3
+    # The outgoing limiter (telegram_bot/client/limiter.py): Telegram's flood limits.
+    OUTGOING_LIMITS: Flag = True
+    OUTGOING_PER_SECOND: Annotated[Int, Field(ge=1, le=1000)] = 30
+    OUTGOING_PRIVATE_CHAT_PER_SECOND: Annotated[Int, Field(ge=1, le=100)] = 1
+    OUTGOING_GROUP_PER_MINUTE: Annotated[Int, Field(ge=1, le=6000)] = 20
+    OUTGOING_BULK_SHARE_PERCENT: Annotated[Int, Field(ge=1, le=100)] = 80
+    OUTGOING_MAX_WAIT_SECONDS: Annotated[Int, Field(ge=0, le=300)] = 10
     UPDATE_CLAIM_TTL_SECONDS: Annotated[Int, Field(ge=5, le=3600)] = 90
     UPDATE_LIVENESS_TTL_SECONDS: Annotated[Int, Field(ge=3, le=120)] = 10
     UPDATE_DONE_TTL_HOURS: Annotated[Int, Field(ge=24, le=24 * 30)] = 48

@@ -103,6 +103,15 @@ JOB_MAX_RETRIES = env.JOB_MAX_RETRIES
 # once the lease expires. At least 90 s: past the longest Telegram call (the client's send
 # window, ~60 s) and a margin, or a job whose send is still out would be run a second time.
 JOB_LEASE_SECONDS = env.JOB_LEASE_SECONDS
+# The outgoing limiter: every message the bot sends is paced to Telegram's limits (overall,
+# per private chat, per group or channel; bulk sends such as broadcasts get a share of the
+# overall rate; an interactive send waits at most OUTGOING_MAX_WAIT_SECONDS, then is retried).
+OUTGOING_LIMITS = env.OUTGOING_LIMITS
+OUTGOING_PER_SECOND = env.OUTGOING_PER_SECOND
+OUTGOING_PRIVATE_CHAT_PER_SECOND = env.OUTGOING_PRIVATE_CHAT_PER_SECOND
+OUTGOING_GROUP_PER_MINUTE = env.OUTGOING_GROUP_PER_MINUTE
+OUTGOING_BULK_SHARE_PERCENT = env.OUTGOING_BULK_SHARE_PERCENT
+OUTGOING_MAX_WAIT_SECONDS = env.OUTGOING_MAX_WAIT_SECONDS
 JOB_RETENTION_DAYS = env.JOB_RETENTION_DAYS
 # Content: how long the panel's post conversation waits for the next step, and the retries of
 # a publication (default JOB_MAX_RETRIES).
@@ -266,6 +275,7 @@ FEATURE_APPS = {
     "rules": "moderation.rules.apps.RulesConfig",
     "stats": "stats",
     "webapp": "webapp",
+    "broadcasts": "broadcasts",
 }
 INSTALLED_APPS = [
     "telegram_bot.ops.admin_site.OperatorsAdminConfig",

@@ -9,6 +9,10 @@ os.environ.setdefault("TELEGRAM_BOT_TOKEN", "123456789:TEST-token-for-the-fake-b
 os.environ.setdefault("TELEGRAM_WEBHOOK_SECRET", "test-webhook-secret")
 os.environ.setdefault("OWNER_TELEGRAM_ID", "1000")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
+# Unpaced by default: most tests send several messages to one chat within a second. The
+# limiter's own tests (tests/unit/telegram_core/test_outgoing_limiter.py, tests/broadcasts/)
+# turn it on.
+os.environ.setdefault("OUTGOING_LIMITS", "false")
 
 from config.settings import *  # noqa: F403
 

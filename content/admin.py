@@ -20,7 +20,7 @@ from django.utils.translation import gettext_lazy
 
 from content import jobs, selectors, services, validation
 from content.errors import PostError
-from content.forms import ButtonsField, PostAdminForm
+from content.forms import ButtonsField, PollOptionsField, PostAdminForm
 from content.models import UNPUBLISHED, Post, PostStatus
 from content.services import PostChanges, PostContent
 from telegram_bot.audit import Step, audit_step
@@ -120,10 +120,11 @@ class PostAdmin(admin.ModelAdmin):
     )
     fieldsets = (
         (None, {"fields": ("channel", "text", "photo", "photo_preview", "buttons")}),
+        (gettext_lazy("Poll"), {"fields": ("poll_question", "poll_options")}),
         (
             gettext_lazy("Publication"),
             {
-                "fields": ("publish_at",),
+                "fields": ("publish_at", "silent", "pin"),
                 "description": _PUBLICATION_HELP,
             },
         ),
@@ -149,6 +150,8 @@ class PostAdmin(admin.ModelAdmin):
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "buttons":
             return ButtonsField(label=gettext_lazy("Buttons"))
+        if db_field.name == "poll_options":
+            return PollOptionsField(label=gettext_lazy("Poll options"))
         if db_field.name == "publish_at":
             return ZonedDateTimeField(label=_PUBLISH_AT_LABEL, required=False)
         return super().formfield_for_dbfield(db_field, request, **kwargs)
@@ -159,16 +162,24 @@ class PostAdmin(admin.ModelAdmin):
         fieldsets = super().get_fieldsets(request, obj)
         if obj is not None:
             return fieldsets
-        content, publication = fieldsets[0], fieldsets[1]
+        content, poll, publication = fieldsets[0], fieldsets[1], fieldsets[2]
         fields = tuple(name for name in content[1]["fields"] if name != "photo_preview")
-        return [(content[0], {**content[1], "fields": fields}), publication]
+        return [(content[0], {**content[1], "fields": fields}), poll, publication]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Post | None = None) -> Any:
         fields = list(self.readonly_fields)
         if obj is None and not self.has_change_permission(request):
             fields.append("publish_at")  # scheduling is publishing: content.change_post
         if obj is not None and obj.status not in UNPUBLISHED:
-            fields += ["channel", "photo", "publish_at"]  # in the channel (or on the way)
+            fields += [
+                "channel",
+                "photo",
+                "publish_at",
+                "silent",
+                "pin",
+                "poll_question",
+                "poll_options",
+            ]  # in the channel (or on the way)
             if obj.status != PostStatus.PUBLISHED:
                 fields += ["text", "buttons"]
         return fields
@@ -220,6 +231,10 @@ class PostAdmin(admin.ModelAdmin):
             text=data.get("text") or "",
             buttons=data.get("buttons") or [],
             photo=data.get("photo") or None,
+            silent=bool(data.get("silent")),
+            pin=bool(data.get("pin")),
+            poll_question=data.get("poll_question") or "",
+            poll_options=data.get("poll_options") or [],
         )
         created_by = f"admin:{request.user.get_username()}"
         try:
@@ -242,6 +257,10 @@ class PostAdmin(admin.ModelAdmin):
             channel=data["channel"] if "channel" in changed else None,
             photo=photo or None,
             remove_photo=photo is False,
+            silent=data.get("silent") if "silent" in changed else None,
+            pin=data.get("pin") if "pin" in changed else None,
+            poll_question=data.get("poll_question", "") if "poll_question" in changed else None,
+            poll_options=(data.get("poll_options") or []) if "poll_options" in changed else None,
         )
         if changes != PostChanges():
             services.post_update(post_id=obj.pk, changes=changes)
@@ -264,6 +283,8 @@ class PostAdmin(admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("kind"))
     def kind(self, obj: Post) -> str:
+        if obj.is_poll:
+            return _("poll")
         return _("photo") if obj.has_photo else _("text")
 
     @admin.display(description=gettext_lazy("status"), ordering="status")

@@ -31,9 +31,27 @@ def outgoing(post: Post, *, chat_id: int | str | None = None) -> Outgoing:
     """The post as Bot API parameters, to its channel (or to ``chat_id``, for a preview)."""
     target = validation.chat_id_param(post.channel) if chat_id is None else chat_id
     markup = validation.reply_markup(post.buttons)
+    silent = post.silent or None
+    if post.is_poll:
+        return Outgoing(
+            "sendPoll",
+            {
+                "chat_id": target,
+                "question": post.poll_question,
+                "options": [{"text": option} for option in post.poll_options],
+                "reply_markup": markup,
+                "disable_notification": silent,
+            },
+        )
     if not post.has_photo:
         return Outgoing(
-            "sendMessage", {"chat_id": target, "text": post.text, "reply_markup": markup}
+            "sendMessage",
+            {
+                "chat_id": target,
+                "text": post.text,
+                "reply_markup": markup,
+                "disable_notification": silent,
+            },
         )
     photo: Any = post.photo_file_id
     if not photo:
@@ -42,12 +60,14 @@ def outgoing(post: Post, *, chat_id: int | str | None = None) -> Outgoing:
         content_type = validation.photo_type(data) or mimetypes.guess_type(name)[0] or "image/jpeg"
         photo = (name, data, content_type)
     params = {"chat_id": target, "photo": photo, "caption": post.text or None}
-    return Outgoing("sendPhoto", {**params, "reply_markup": markup})
+    return Outgoing("sendPhoto", {**params, "reply_markup": markup, "disable_notification": silent})
 
 
 def send(message: Outgoing) -> dict[str, Any]:
     """Send it; returns Telegram's Message. Raises TelegramApiError."""
     client = get_client()
+    if message.method == "sendPoll":
+        return client.send_poll(**message.params)
     if message.method == "sendPhoto":
         return client.send_photo(**message.params)
     return client.send_message(**message.params)
@@ -57,6 +77,16 @@ def sent_photo_file_id(message: dict[str, Any]) -> str:
     """The file_id of the largest size of a sent photo ('' for a text message)."""
     sizes = message.get("photo") or []
     return str(sizes[-1].get("file_id") or "") if sizes else ""
+
+
+def pin(post: Post) -> None:
+    """Pin the published message (again: pinning a pinned message changes nothing)."""
+    get_client().call(
+        "pinChatMessage",
+        chat_id=validation.chat_id_param(post.channel),
+        message_id=int(post.channel_message_id or 0),
+        disable_notification=post.silent or None,
+    )
 
 
 def edit(post: Post, *, text: str, buttons: validation.Buttons) -> None:

@@ -44,6 +44,28 @@ class ButtonsField(forms.CharField):
             raise ValidationError(exc.messages) from None
 
 
+class PollOptionsField(forms.CharField):
+    """A poll's options as text: one per line."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "cols": 60})
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", gettext_lazy("2 to 10 answers, one per line."))
+        for unused in ("encoder", "decoder", "max_length"):
+            kwargs.pop(unused, None)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        return "\n".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return value
+        text = super().to_python(value) or ""
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 class PostAdminForm(forms.ModelForm):
     """The post form: publish_at, when set or changed, must be ahead (a past time is refused
     here rather than silently publishing at once)."""

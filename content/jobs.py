@@ -19,6 +19,7 @@ from telegram_bot.jobs.services import (
 )
 
 PUBLISH_KIND = "content.publish"
+PIN_KIND = "content.pin"
 
 
 def dedupe_key(post_id: int) -> str:
@@ -53,6 +54,12 @@ def publish_job_retry(post_id: int, error: TelegramApiError) -> Job:
         error=error,
         max_retries=conf.publish_max_retries(),
     )
+
+
+def pin_job_set(post_id: int) -> Job:
+    """Pin the published post's message (a job: a retryable failure is retried by the
+    policy, a final one told to the admins by the runner; pinning twice is harmless)."""
+    return job_enqueue(PIN_KIND, {"post_id": post_id}, dedupe_key=f"pin:{post_id}", kick=True)
 
 
 def publish_job_cancel(post_id: int) -> None:

@@ -56,9 +56,28 @@ class Post(models.Model):
     )
     # Telegram's id of the photo once it was sent (or when it came from the panel).
     photo_file_id = models.CharField(_("photo file id"), max_length=255, blank=True)
+    poll_question = models.CharField(
+        _("poll question"),
+        max_length=300,
+        blank=True,
+        help_text=_("A poll instead of a message: its question (up to 300 characters)."),
+    )
+    poll_options = models.JSONField(
+        _("poll options"),
+        default=list,
+        blank=True,
+        help_text=_("2 to 10 answers, one per line, up to 100 characters each."),
+    )
     buttons = models.JSONField(
         _("buttons"), default=list, blank=True, help_text=_('Rows of {"text": label, "url": link}.')
     )
+    silent = models.BooleanField(
+        _("silent"), default=False, help_text=_("Published without a notification sound.")
+    )
+    pin = models.BooleanField(
+        _("pin"), default=False, help_text=_("Pinned in the channel once published.")
+    )
+    pinned = models.BooleanField(_("pinned"), default=False, editable=False)
     channel = models.CharField(
         _("channel"), max_length=64, help_text=_("The target channel: @username or its id (-100…).")
     )
@@ -105,9 +124,13 @@ class Post(models.Model):
         return bool(self.photo) or bool(self.photo_file_id)
 
     @property
+    def is_poll(self) -> bool:
+        return bool(self.poll_question) or bool(self.poll_options)
+
+    @property
     def summary(self) -> str:
-        """A one-line label: the start of the text."""
-        text = " ".join(self.text.split())
+        """A one-line label: the start of the text (a poll's question)."""
+        text = " ".join((self.poll_question or self.text).split())
         if not text:
             return "(photo)" if self.has_photo else "(empty)"
         return text if len(text) <= 40 else text[:39] + "…"
@@ -119,5 +142,10 @@ class Post(models.Model):
     def clean(self) -> None:
         """Telegram's limits, checked on every save through a form or a service."""
         self.channel = validation.normalize_channel(self.channel)
-        validation.check_text(self.text, has_photo=self.has_photo)
+        if self.is_poll:
+            self.poll_question, self.poll_options = validation.check_poll(
+                self.poll_question, self.poll_options, text=self.text, has_photo=self.has_photo
+            )
+        else:
+            validation.check_text(self.text, has_photo=self.has_photo)
         self.buttons = validation.check_buttons(self.buttons)

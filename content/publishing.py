@@ -140,6 +140,18 @@ def post_publish_now(*, post_id: int) -> Post:
     return post
 
 
+def post_pin(*, post_id: int) -> Post:
+    """Pin a published post that asks for it and is not pinned yet; Telegram's errors are
+    raised for the job's policy (pinning again after a lost answer changes nothing)."""
+    post = _get(post_id)
+    if post.status != PostStatus.PUBLISHED or not post.pin or post.pinned:
+        return post
+    delivery.pin(post)
+    Post.objects.filter(pk=post_id).update(pinned=True)
+    post.pinned = True
+    return post
+
+
 def post_mark_published(*, post_id: int, message_id: int | None = None) -> Post:
     """An operator checked the channel: the post whose outcome was unknown is there."""
     now = timezone.now()
@@ -184,7 +196,16 @@ def _prepare(post_id: int) -> _Prepared | None:
 
 
 def _fingerprint(post: Post) -> tuple[Any, ...]:
-    return (post.channel, post.text, post.buttons, post.photo.name, post.photo_file_id)
+    return (
+        post.channel,
+        post.text,
+        post.buttons,
+        post.photo.name,
+        post.photo_file_id,
+        post.silent,
+        post.poll_question,
+        post.poll_options,
+    )
 
 
 def _claim(post_id: int, run: JobRun | None, prepared: _Prepared | None) -> _Claim | None:
@@ -344,6 +365,8 @@ def _record(claim: _Claim, message: dict[str, Any]) -> Post:
             post.published_at = post.updated_at = now
             post.attempt_token, post.attempt_deadline = "", None
             post.outcome_unknown, post.last_error = False, ""
+            if post.pin and not post.pinned:
+                jobs.pin_job_set(post.pk)  # with the record: a crash loses neither
             post.save(
                 update_fields=[
                     "status",

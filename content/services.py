@@ -50,6 +50,10 @@ class PostContent:
     buttons: validation.Buttons = field(default_factory=list)
     photo: File | None = None  # an upload (admin site), stored under MEDIA_ROOT
     photo_file_id: str = ""  # a photo already on Telegram (panel)
+    silent: bool = False  # published without a notification sound
+    pin: bool = False  # pinned in the channel once published
+    poll_question: str = ""  # a poll instead of a message
+    poll_options: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -61,10 +65,23 @@ class PostChanges:
     channel: str | None = None
     photo: File | None = None
     remove_photo: bool = False
+    silent: bool | None = None
+    pin: bool | None = None
+    poll_question: str | None = None
+    poll_options: list[str] | None = None
 
     @property
     def touches_media_or_channel(self) -> bool:
-        return self.channel is not None or self.photo is not None or self.remove_photo
+        """What a published post can no longer change (its channel message is out)."""
+        return (
+            self.channel is not None
+            or self.photo is not None
+            or self.remove_photo
+            or self.silent is not None
+            or self.pin is not None
+            or self.poll_question is not None
+            or self.poll_options is not None
+        )
 
 
 @transaction.atomic
@@ -87,6 +104,10 @@ def post_create(
         text=content.text,
         buttons=content.buttons,
         photo_file_id=content.photo_file_id,
+        silent=content.silent,
+        pin=content.pin,
+        poll_question=content.poll_question,
+        poll_options=content.poll_options,
         created_by=created_by[:100],
         source_update_id=source_update_id,
     )
@@ -118,6 +139,8 @@ def post_update(*, post_id: int, changes: PostChanges) -> Post:
             return post
         if post.status != PostStatus.PUBLISHED:
             raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be edited.")
+        if post.is_poll:
+            raise PostStateError(f"Post #{post.pk} is a published poll: it cannot be edited.")
         if changes.touches_media_or_channel:
             raise PostStateError(
                 f"Post #{post.pk} is published: only its text and buttons can still change."
@@ -240,6 +263,14 @@ def _apply(post: Post, changes: PostChanges) -> None:
         post.buttons = changes.buttons
     if changes.channel is not None:
         post.channel = changes.channel
+    if changes.silent is not None:
+        post.silent = changes.silent
+    if changes.pin is not None:
+        post.pin = changes.pin
+    if changes.poll_question is not None:
+        post.poll_question = changes.poll_question
+    if changes.poll_options is not None:
+        post.poll_options = changes.poll_options
     if changes.remove_photo:
         post.photo, post.photo_file_id = None, ""
     if changes.photo is not None:

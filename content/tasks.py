@@ -8,7 +8,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from content.models import Post, PostStatus
-from content.publishing import post_publish
+from content.publishing import post_pin, post_publish
 from content.reconcile import posts_reconcile
 from telegram_bot.jobs.runner import JobRun
 
@@ -35,9 +35,14 @@ publish_job.rerun_refusal = _publish_rerun_refusal  # type: ignore[attr-defined]
 publish_job.tells_admins = True  # type: ignore[attr-defined]
 
 
+def pin_job(payload: dict[str, Any], run: JobRun) -> None:
+    """``content.pin``: pin a published post's message once."""
+    post_pin(post_id=int(payload["post_id"]))
+
+
 def content_reconcile() -> int:
     """django-q2 schedule: hand posts their job left behind to a new job, or fail them."""
     return posts_reconcile()
 
 
-JOB_HANDLERS = {"content.publish": publish_job}
+JOB_HANDLERS = {"content.publish": publish_job, "content.pin": pin_job}

@@ -51,6 +51,50 @@ def check_text(text: str, *, has_photo: bool) -> None:
         raise ValidationError({"text": problem % {"limit": limit, "length": len(text)}})
 
 
+# --- polls ------------------------------------------------------------------------------------
+# https://core.telegram.org/bots/api#sendpoll
+POLL_QUESTION_LIMIT = 300
+POLL_OPTION_LIMIT = 100
+POLL_MIN_OPTIONS, POLL_MAX_OPTIONS = 2, 10
+
+
+def check_poll(question: str, options: Any, *, text: str, has_photo: bool) -> tuple[str, list[str]]:
+    """A poll post: a question of 1-300 characters and 2-10 distinct options of 1-100; no
+    text or photo beside it (Telegram sends a poll alone). Returns them trimmed."""
+    question = (question or "").strip()
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise ValidationError({"poll_options": _("Poll options are a list of texts.")})
+    options = [o.strip() for o in options if o.strip()]
+    if not question:
+        raise ValidationError({"poll_question": _("A poll needs a question.")})
+    if len(question) > POLL_QUESTION_LIMIT:
+        raise ValidationError(
+            {
+                "poll_question": _("A poll's question is at most %(limit)d characters.")
+                % {"limit": POLL_QUESTION_LIMIT}
+            }
+        )
+    if not POLL_MIN_OPTIONS <= len(options) <= POLL_MAX_OPTIONS:
+        raise ValidationError(
+            {
+                "poll_options": _("A poll has 2 to 10 options; this one has %(n)d.")
+                % {"n": len(options)}
+            }
+        )
+    if any(len(o) > POLL_OPTION_LIMIT for o in options):
+        raise ValidationError(
+            {
+                "poll_options": _("A poll option is at most %(limit)d characters.")
+                % {"limit": POLL_OPTION_LIMIT}
+            }
+        )
+    if len(set(options)) != len(options):
+        raise ValidationError({"poll_options": _("Each poll option must be different.")})
+    if text.strip() or has_photo:
+        raise ValidationError({"text": _("A poll is sent alone: leave the text and photo empty.")})
+    return question, options
+
+
 # --- channel ----------------------------------------------------------------------------------
 def normalize_channel(value: str) -> str:
     """``@name``, a ``t.me/name`` link or a ``-100…`` id, as Telegram's ``chat_id`` takes it."""

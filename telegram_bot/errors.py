@@ -140,6 +140,7 @@ class TelegramRateLimitError(TelegramApiError, RateLimitError):
         status: int | None = 429,
         error_code: int | None = 429,
         description: str = "Too Many Requests",
+        reached: bool | None = True,
     ) -> None:
         super().__init__(
             method,
@@ -148,6 +149,7 @@ class TelegramRateLimitError(TelegramApiError, RateLimitError):
             description=description,
             retry_after=float(retry_after),
             retryable=True,
+            reached=reached,
         )
 
 

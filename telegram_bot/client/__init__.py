@@ -10,6 +10,13 @@ from telegram_bot.client.core import (
     telegram_error,
 )
 from telegram_bot.client.files import FileStream
+from telegram_bot.client.limiter import (
+    SEND_METHODS,
+    Limits,
+    OutgoingLimiter,
+    bulk_sends,
+    slot_taken,
+)
 from telegram_bot.client.limits import (
     CAPTION_LIMIT,
     SEND_PERMISSIONS,
@@ -23,11 +30,16 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_TIMEOUT",
     "MAX_CALL_SECONDS",
+    "SEND_METHODS",
     "SEND_PERMISSIONS",
     "SEND_WINDOW_SECONDS",
     "TEXT_LIMIT",
     "FileStream",
+    "Limits",
+    "OutgoingLimiter",
     "TelegramClient",
+    "bulk_sends",
     "clip",
+    "slot_taken",
     "telegram_error",
 ]

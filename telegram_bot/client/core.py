@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 
 from telegram_bot.client.files import FileStream, check_file_path
+from telegram_bot.client.limiter import SEND_METHODS, OutgoingLimiter, is_slot_taken
 from telegram_bot.client.methods import TelegramMethods
 from telegram_bot.errors import FileTooLargeError, TelegramApiError, TelegramRateLimitError
 from telegram_bot.languages import plain
@@ -87,10 +88,14 @@ class TelegramClient(TelegramMethods):
         *,
         timeout: httpx.Timeout | None = None,
         transport: httpx.BaseTransport | None = None,
+        limiter: OutgoingLimiter | None = None,
     ) -> None:
         if not _TOKEN_SHAPE.fullmatch(token or ""):
             raise ValueError("the bot token does not look like '<bot id>:<secret>'")
         self._token = token
+        # Every send method waits for its slot here, and every 429 pauses all senders
+        # (client/limiter.py); None: unpaced (tools, tests that do not test the limits).
+        self.limiter = limiter
         self._base_url = base_url.rstrip("/")
         # Each method's absolute URL, parsed once: given a path, httpx parses it and the
         # merged URL on every call (about a fifth of a call's CPU).
@@ -127,6 +132,9 @@ class TelegramClient(TelegramMethods):
         if self._http.is_closed:
             raise RuntimeError("this TelegramClient is closed")
         params = {key: plain(value) for key, value in params.items() if value is not None}
+        limiter = self.limiter
+        if limiter is not None and method in SEND_METHODS and not is_slot_taken():
+            limiter.before_send(method, params.get("chat_id"))
         timeout = httpx.USE_CLIENT_DEFAULT if request_timeout is None else request_timeout
         failure: Exception | None = None
         try:
@@ -137,7 +145,12 @@ class TelegramClient(TelegramMethods):
             # Raised outside the except block so the httpx error (its request holds the
             # tokenised URL) is not chained as __context__.
             raise telegram_error(method, cause=failure)
-        return _result(method, response)
+        try:
+            return _result(method, response)
+        except TelegramRateLimitError as exc:
+            if limiter is not None:
+                limiter.rate_limited(exc.retry_after)
+            raise
 
     def download_file(self, file_path: str, *, max_bytes: int) -> FileStream:
         """Start downloading a file by the ``file_path`` getFile gave, as a ``FileStream``

@@ -125,6 +125,7 @@ class FakeTelegram:
             self._faults: dict[str, list[_Fault]] = {}
             self._chat_errors: dict[int | str, tuple[int, str, dict[str, int]]] = {}
             self.results = Results(self.spec, self.clock)
+            self.limits: Any = None  # tests/fakes/telegram_limits.py installs itself here
             self.lock.notify_all()
 
     @property
@@ -344,6 +345,9 @@ class FakeTelegram:
         if fault is not None and fault.status is not None:
             return self._injected(call, fault)
         delay = fault.delay if fault else 0.0
+        limited = self.limits.refuse(call.method, call.params) if self.limits else None
+        if limited is not None:
+            return self._fail(call, 429, limited[0], limited[1], delay=delay)
         chat_error = self._chat_error(call.params)
         if chat_error is not None:
             status, description, parameters = chat_error

@@ -32,7 +32,7 @@ def outcome(post_update: Any, update: dict[str, Any]) -> str:
     return str(post_update(update)["X-Update-Outcome"])
 
 
-def test_a_start_in_private_costs_one_statement_and_one_call(
+def test_a_start_in_private_costs_two_statements_and_one_call(
     bot: FakeTelegramServer, post_update: Any
 ) -> None:
     post_update(make_message_update("/start", chat_id=USER + 1, user_id=USER + 1))  # warm
@@ -41,9 +41,14 @@ def test_a_start_in_private_costs_one_statement_and_one_call(
         assert outcome(post_update, make_message_update("/start", chat_id=USER, user_id=USER)) == (
             "processed"
         )
-    # The one statement: the user wrote, so a chat they had blocked is reachable again.
-    assert len(statements(queries)) == 1
+    # The user wrote, so a chat they had blocked is reachable again; and /start subscribes
+    # them to broadcasts (one upsert).
+    assert len(statements(queries)) == 2
     assert statements(queries)[0].startswith("DELETE") and "blockedchat" in statements(queries)[0]
+    assert (
+        statements(queries)[1].startswith("INSERT")
+        and "broadcasts_subscriber" in (statements(queries)[1])
+    )
     assert [call.method for call in bot.calls] == ["sendMessage"]
 
 

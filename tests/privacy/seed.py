@@ -20,6 +20,7 @@ from django.contrib.admin.models import ADDITION, LogEntry
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from broadcasts.models import Broadcast, BroadcastRecipient, ChatMembership, Subscriber
 from community.member_state import Challenge, Stay, challenge_key, stay_key
 from community.models import MemberMovement, SpamListEntry
 from content.models import Post
@@ -274,6 +275,10 @@ def _seed_apps(store: KVStore) -> None:
         chat_id=CHATS[1], day=datetime.now(UTC).date(), user_id=USER, columns=["message_count"]
     )
     Post.objects.create(channel="@news", text="news", created_by=f"telegram:{USER}")
+    Subscriber.objects.create(user_id=USER, first_name=FIRST, username=USERNAME, language="en")
+    ChatMembership.objects.create(chat_id=CHATS[0], user_id=USER)
+    broadcast = Broadcast.objects.create(text="news for everyone")
+    BroadcastRecipient.objects.create(broadcast=broadcast, user_id=USER, status="sent")
 
 
 # --- the scan ------------------------------------------------------------------------------

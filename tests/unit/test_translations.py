@@ -129,7 +129,15 @@ def test_every_app_of_the_admin_index_is_named_in_russian() -> None:
 
 
 # -- the names the admin site shows: models, fields, choices, columns, fieldsets, filters --------
-PROJECT_APPS = ("telegram_bot", "support", "community", "content", "moderation", "stats")
+PROJECT_APPS = (
+    "telegram_bot",
+    "support",
+    "community",
+    "content",
+    "moderation",
+    "stats",
+    "broadcasts",
+)
 # Texts that read the same in Russian: Django's own name of an automatic primary key.
 SAME_IN_RUSSIAN = {"ID"}
 

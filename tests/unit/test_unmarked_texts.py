@@ -17,7 +17,7 @@ from pathlib import Path
 from django.conf import settings
 
 ROOT = Path(settings.BASE_DIR)
-PACKAGES = ("telegram_bot", "support", "community", "content", "moderation", "stats")
+PACKAGES = ("telegram_bot", "support", "community", "content", "moderation", "stats", "broadcasts")
 # The call -> which positional argument is the text (None: keywords only).
 SENDERS = {
     "reply": 0,

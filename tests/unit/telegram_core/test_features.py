@@ -31,6 +31,7 @@ def test_the_installed_feature_apps_contribute_in_installed_apps_order() -> None
         "rules",
         "stats",
         "webapp",
+        "broadcasts",
     ]
     modules = [module.__name__ for module in features.handler_modules()]
     # The chat rules are an app of their own inside the moderation package.
@@ -48,7 +49,8 @@ def test_start_names_what_the_installed_features_do() -> None:
     assert start_text().startswith(
         "Hello! I run this community: support, members (join requests, welcome, captcha), "
         "channel posts, moderation (/warn, /mute, /ban... in groups), chat rules (/lock, "
-        "/addblocklist, /approve, /save, /filter in groups) and statistics."
+        "/addblocklist, /approve, /save, /filter in groups), statistics and news for subscribers "
+        "(/stop to opt out)."
     )
 
 
