@@ -71,8 +71,13 @@ NOT_DELIVERED_ERASED = "not delivered: the user's data was erased"
 @transaction.atomic
 def erase(subject: Subject, store: KVStore) -> dict[str, int]:
     user, anon = subject.user_id, subject.anonymous_id
-    tickets = Ticket.objects.filter(Q(user_id=user) | Q(chat_id=user))
-    messages = TicketMessage.objects.filter(ticket__in=tickets)
+    # Their tickets by id: the querysets below run after the tickets are given the anonymous
+    # id, which a filter on the user's id would then no longer find.
+    ticket_ids = list(
+        Ticket.objects.filter(Q(user_id=user) | Q(chat_id=user)).values_list("pk", flat=True)
+    )
+    tickets = Ticket.objects.filter(pk__in=ticket_ids)
+    messages = TicketMessage.objects.filter(ticket__in=ticket_ids)
     _delete_topics(tickets)
     # What was still to be sent to them is not sent any more (a support.deliver job waiting
     # out a 429 would send the blanked answer to the anonymous id): a final error, which

@@ -294,3 +294,27 @@ def test_the_assignee_is_shown_by_name_not_by_id(
         "weird": "weird",
         "tg:\u00b2": "tg:\u00b2",  # a digit to str.isdigit(), not to int(): shown as it is
     }
+
+
+def test_erasure_clears_where_every_message_of_their_tickets_came_from(
+    bot: FakeTelegramServer,
+) -> None:
+    """A staff member's answer in the ticket came from the staff group's topic: after the
+    ticket is erased its link back to that message goes too (the tickets are found by id,
+    not by the user id they no longer hold)."""
+    from support import privacy
+    from telegram_bot.privacy import Subject
+    from telegram_bot.state import get_store
+
+    ticket = make_ticket(4242, "help")
+    TicketMessage.objects.create(
+        ticket=ticket,
+        sender=TicketMessage.Sender.ADMIN,
+        kind="text",
+        text="on it",
+        source_chat_id=-1001234567890,
+        source_message_id=77,
+    )
+    subject = Subject(user_id=4242, anonymous_id=2**52 + 4242, marker_prefix="e:t:")
+    privacy.erase(subject, get_store())
+    assert not TicketMessage.objects.filter(ticket=ticket, source_message_id__isnull=False).exists()
