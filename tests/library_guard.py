@@ -77,6 +77,10 @@ DOCUMENTED_BASES: tuple[DocumentedBase, ...] = (
     DocumentedBase(
         "django.contrib.admin.AdminSite", "Django: ref/contrib/admin, 'Customizing AdminSite'"
     ),
+    DocumentedBase(
+        "django.contrib.admin.TabularInline",
+        "Django: ref/contrib/admin, 'InlineModelAdmin objects' (subclass TabularInline)",
+    ),
     DocumentedBase("django.contrib.admin.SimpleListFilter", "Django: ref/contrib/admin/filters"),
     DocumentedBase(
         "django.contrib.auth.admin.UserAdmin",

@@ -12,6 +12,7 @@ import pytest
 from django.db import connections
 
 from community.records import legacy_keys_move
+from telegram_bot.pipeline import idempotency
 from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.state import KVStore, override_store
 from tests.builders import make_join_request_update
@@ -73,8 +74,7 @@ def test_pending_requests_of_0_2_are_moved_once_and_still_decided(
 
     # A re-delivery of the request (its first run's markers lost) finds its receipt: no second
     # notification.
-    for key in keys(store, f"upd:{update['update_id']}"):
-        store.delete(key)
+    idempotency.forget(store, update["update_id"])
     assert process_update(update) == Outcome.PROCESSED
     assert len(notifications(bot)) == 1
     # The admin's button of the moved record decides it.

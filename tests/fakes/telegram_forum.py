@@ -57,6 +57,14 @@ class ForumResults:
 
     # -- control ----------------------------------------------------------------------------
 
+    def add_topic(self, chat_id: int, topic_id: int, name: str = "Topic") -> None:
+        """A topic that exists already (made by hand in the Telegram app)."""
+        self.topics.setdefault(chat_id, {})[topic_id] = {
+            "name": name,
+            "icon_color": DEFAULT_COLOR,
+            "closed": False,
+        }
+
     def delete_topic(self, chat_id: int, topic_id: int) -> None:
         """A topic deleted by hand in the Telegram app."""
         self.topics.get(chat_id, {}).pop(topic_id, None)

@@ -28,7 +28,7 @@ def start(post_update: Any, user_id: int) -> None:
     assert response["X-Update-Outcome"] == "processed"
 
 
-def test_a_start_costs_one_statement_and_the_health_check(
+def test_a_start_costs_two_statements_and_the_health_check(
     live_bot: Any, post_update: Any, health_checks: None
 ) -> None:
     start(post_update, USER + 1)  # the connection, caches
@@ -36,8 +36,11 @@ def test_a_start_costs_one_statement_and_the_health_check(
     new_request()  # Django checks a reused connection once a request
     with RoundTrips() as trips:
         start(post_update, USER)
-    assert trips.sql == ["DELETE"]
-    assert trips.waits == 2  # the health check's SELECT 1, then the DELETE
+    # The unblocking DELETE, and the subscriber's upsert (broadcasts: /start subscribes).
+    assert trips.sql == ["DELETE", "INSERT"]
+    # The health check's SELECT 1, the DELETE, and bulk_create's upsert inside the transaction
+    # Django gives it (its begin and commit are round trips too).
+    assert trips.waits == 6
     assert not BlockedChat.objects.filter(chat_id=USER).exists()
     assert len(live_bot.calls_to("sendMessage")) == 2
 

@@ -183,6 +183,7 @@ def test_del_and_purge_without_a_reply_in_a_forum_topic_delete_nothing(
 
     describe_group(bot)
     bot.set_chat(GROUP, "supergroup", title="Test group", is_forum=True)
+    bot.results.add_topic(GROUP, 2000)
     run(_in_topic(text, sender=DELETER, root_id=2000, message_id=2300))
     deleted = [i for c in ok_calls(bot, "deleteMessages") for i in c.params["message_ids"]]
     assert deleted == [], f"deleted {len(deleted)} message(s) from #{min(deleted)}; {answers(bot)}"

@@ -59,9 +59,14 @@ class JitterStore(KVStore):
         return self.inner._increment(raw_key, by, ttl_ms)
 
     def _set_if_absent_and_increment(
-        self, raw_key: str, text: str, ttl_ms: int | None, ops: list[RawOp]
+        self,
+        raw_key: str,
+        text: str,
+        ttl_ms: int | None,
+        ops: list[RawOp],
+        raw_absent: str | None = None,
     ) -> list[int] | None:
-        return self.inner._set_if_absent_and_increment(raw_key, text, ttl_ms, ops)
+        return self.inner._set_if_absent_and_increment(raw_key, text, ttl_ms, ops, raw_absent)
 
     def _scan(self, raw_prefix: str, cursor: str | None, limit: int) -> tuple[list[str], Any]:
         return self.inner._scan(raw_prefix, cursor, limit)

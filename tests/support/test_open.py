@@ -9,6 +9,7 @@ import pytest
 from django.db import OperationalError
 
 from support.models import Ticket, TicketMessage
+from telegram_bot.pipeline import idempotency
 from telegram_bot.state import KVStore
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
@@ -186,7 +187,7 @@ def test_a_redelivered_update_creates_no_second_ticket_and_no_second_confirmatio
     assert post_update(update)["X-Update-Outcome"] == "processed"
     assert post_update(update)["X-Update-Outcome"] == "duplicate"
     # The done-marker lost (the KV store failed after the commit): the handler runs again.
-    memory_store.delete(f"upd:{update['update_id']}")
+    idempotency.forget(memory_store, update["update_id"])
     assert post_update(update)["X-Update-Outcome"] == "processed"
     assert Ticket.objects.count() == 1 and TicketMessage.objects.count() == 1
     assert len(texts(bot, USER)) == 1
@@ -199,7 +200,7 @@ def test_a_redelivered_workflow_message_creates_no_second_ticket(
     post_update(message("/support"))
     update = message("the message that opens it")
     post_update(update)
-    memory_store.delete(f"upd:{update['update_id']}")
+    idempotency.forget(memory_store, update["update_id"])
     post_update(update)
     assert Ticket.objects.count() == 1
     assert len([t for t in texts(bot, USER) if t.startswith("Ticket #1 opened.")]) == 1

@@ -49,8 +49,8 @@ def test_start_names_what_the_installed_features_do() -> None:
     assert start_text().startswith(
         "Hello! I run this community: support, members (join requests, welcome, captcha), "
         "channel posts, moderation (/warn, /mute, /ban... in groups), chat rules (/lock, "
-        "/addblocklist, /approve, /save, /filter in groups), statistics and news for subscribers "
-        "(/stop to opt out)."
+        "/addblocklist, /approve, /save, /filter, /report, /fban in groups), statistics and news "
+        "for subscribers (/stop to opt out)."
     )
 
 
