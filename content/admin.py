@@ -24,7 +24,7 @@ from content.forms import ButtonsField, PollOptionsField, PostAdminForm
 from content.models import UNPUBLISHED, Post, PostStatus
 from content.services import PostChanges, PostContent
 from telegram_bot.audit import Step, audit_step
-from telegram_bot.audit_admin import admin_actor
+from telegram_bot.audit.admin import admin_actor
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.models import Job
 from telegram_bot.ops.admin_site import register_view

@@ -13,7 +13,7 @@ from moderation.models import ChatSettings, Warning
 from moderation.services import audit_settings
 from moderation.web import ACT_PERMISSION, member_action_view
 from telegram_bot.audit import Actor
-from telegram_bot.audit_admin import AuditedDeletesMixin
+from telegram_bot.audit.admin import AuditedDeletesMixin
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
 

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 from telegram_bot.audit import Actor
 from telegram_bot.models import BotAdmin
 from telegram_bot.privacy import ErasureDeferred, check_user_id, erase_user
-from telegram_bot.privacy_files import export_json
+from telegram_bot.privacy.files import export_json
 
 EXPORT_PERMISSION = "telegram_bot.export_personal_data"
 ERASE_PERMISSION = "telegram_bot.erase_personal_data"
