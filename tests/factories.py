@@ -3,11 +3,18 @@ models tests make directly. ``tests/builders.py`` keeps the short call forms tes
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
 import factory
 from django.utils import timezone
+
+# Counters of their own: factory-boy's sequences are shared by every factory of one model (all
+# of these build dicts), and tests count on consecutive update ids.
+_update_ids = itertools.count(10_000)
+_message_ids = itertools.count(500)
+_press_ids = itertools.count(1)
 
 # Payload keys a factory leaves out when their value is None (Telegram omits absent fields).
 OPTIONAL = frozenset(
@@ -65,7 +72,7 @@ class MessageFactory(Payload):
         user_id = 1001
         chat_type = None
 
-    message_id = factory.Sequence(lambda n: 500 + n)
+    message_id = factory.LazyFunction(lambda: next(_message_ids))
     date = factory.LazyFunction(lambda: int(time.time()))
     chat = factory.LazyAttribute(
         lambda o: ChatFactory(id=o.chat_id, **({"type": o.chat_type} if o.chat_type else {}))
@@ -76,7 +83,7 @@ class MessageFactory(Payload):
 
 
 class UpdateFactory(Payload):
-    update_id = factory.Sequence(lambda n: 10_000 + n)
+    update_id = factory.LazyFunction(lambda: next(_update_ids))
 
 
 class MessageUpdateFactory(UpdateFactory):
@@ -103,7 +110,7 @@ class CallbackQueryFactory(Payload):
         chat_id = factory.LazyAttribute(lambda o: o.user_id)
         message_id = 77
 
-    id = factory.Sequence(lambda n: f"cb{n}")
+    id = factory.LazyFunction(lambda: f"cb{next(_press_ids)}")
     from_ = factory.LazyAttribute(lambda o: UserFactory(id=o.user_id))
     chat_instance = "-123456789"
     data = "noop"
