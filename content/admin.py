@@ -7,6 +7,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
@@ -21,7 +22,7 @@ from django.utils.translation import gettext_lazy
 from content import jobs, selectors, services, validation
 from content.errors import PostError
 from content.forms import ButtonsField, PollOptionsField, PostAdminForm
-from content.models import UNPUBLISHED, Post, PostStatus
+from content.models import UNPUBLISHED, PollType, Post, PostStatus
 from content.services import PostChanges, PostContent
 from telegram_bot.audit import Step, audit_step
 from telegram_bot.audit_admin import admin_actor
@@ -120,7 +121,10 @@ class PostAdmin(admin.ModelAdmin):
     )
     fieldsets = (
         (None, {"fields": ("channel", "text", "photo", "photo_preview", "buttons")}),
-        (gettext_lazy("Poll"), {"fields": ("poll_question", "poll_options")}),
+        (
+            gettext_lazy("Poll"),
+            {"fields": ("poll_question", "poll_options", "poll_type", "poll_explanation")},
+        ),
         (
             gettext_lazy("Publication"),
             {
@@ -152,6 +156,17 @@ class PostAdmin(admin.ModelAdmin):
             return ButtonsField(label=gettext_lazy("Buttons"))
         if db_field.name == "poll_options":
             return PollOptionsField(label=gettext_lazy("Poll options"))
+        if db_field.name == "poll_type":
+            # Not required: a form without it (a text post) is a regular poll's default.
+            return forms.TypedChoiceField(
+                label=gettext_lazy("Poll type"),
+                choices=PollType.choices,
+                required=False,
+                empty_value=PollType.REGULAR,
+                help_text=db_field.help_text,
+            )
+        if db_field.name == "poll_explanation":
+            kwargs["widget"] = forms.Textarea(attrs={"rows": 2, "cols": 60})
         if db_field.name == "publish_at":
             return ZonedDateTimeField(label=_PUBLISH_AT_LABEL, required=False)
         return super().formfield_for_dbfield(db_field, request, **kwargs)
@@ -179,6 +194,8 @@ class PostAdmin(admin.ModelAdmin):
                 "pin",
                 "poll_question",
                 "poll_options",
+                "poll_type",
+                "poll_explanation",
             ]  # in the channel (or on the way)
             if obj.status != PostStatus.PUBLISHED:
                 fields += ["text", "buttons"]
@@ -235,6 +252,9 @@ class PostAdmin(admin.ModelAdmin):
             pin=bool(data.get("pin")),
             poll_question=data.get("poll_question") or "",
             poll_options=data.get("poll_options") or [],
+            poll_type=data.get("poll_type") or "regular",
+            poll_correct_option=data.get("poll_correct_option"),
+            poll_explanation=data.get("poll_explanation") or "",
         )
         created_by = f"admin:{request.user.get_username()}"
         try:
@@ -261,6 +281,11 @@ class PostAdmin(admin.ModelAdmin):
             pin=data.get("pin") if "pin" in changed else None,
             poll_question=data.get("poll_question", "") if "poll_question" in changed else None,
             poll_options=(data.get("poll_options") or []) if "poll_options" in changed else None,
+            poll_type=data.get("poll_type") if "poll_type" in changed else None,
+            poll_correct_option=data.get("poll_correct_option"),
+            poll_explanation=(
+                data.get("poll_explanation", "") if "poll_explanation" in changed else None
+            ),
         )
         if changes != PostChanges():
             services.post_update(post_id=obj.pk, changes=changes)
@@ -284,7 +309,7 @@ class PostAdmin(admin.ModelAdmin):
     @admin.display(description=gettext_lazy("kind"))
     def kind(self, obj: Post) -> str:
         if obj.is_poll:
-            return _("poll")
+            return _("quiz") if obj.is_quiz else _("poll")
         return _("photo") if obj.has_photo else _("text")
 
     @admin.display(description=gettext_lazy("status"), ordering="status")

@@ -39,6 +39,7 @@ def outgoing(post: Post, *, chat_id: int | str | None = None) -> Outgoing:
                 "chat_id": target,
                 "question": post.poll_question,
                 "options": [{"text": option} for option in post.poll_options],
+                **_quiz(post),
                 "reply_markup": markup,
                 "disable_notification": silent,
             },
@@ -61,6 +62,17 @@ def outgoing(post: Post, *, chat_id: int | str | None = None) -> Outgoing:
         photo = (name, data, content_type)
     params = {"chat_id": target, "photo": photo, "caption": post.text or None}
     return Outgoing("sendPhoto", {**params, "reply_markup": markup, "disable_notification": silent})
+
+
+def _quiz(post: Post) -> dict[str, Any]:
+    """A quiz's parameters (Bot API 10.1 takes the correct answers as a list)."""
+    if not post.is_quiz:
+        return {}
+    return {
+        "type": "quiz",
+        "correct_option_ids": [post.poll_correct_option],
+        "explanation": post.poll_explanation or None,
+    }
 
 
 def send(message: Outgoing) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from content import validation
 
@@ -68,7 +68,37 @@ class PollOptionsField(forms.CharField):
 
 class PostAdminForm(forms.ModelForm):
     """The post form: publish_at, when set or changed, must be ahead (a past time is refused
-    here rather than silently publishing at once)."""
+    here rather than silently publishing at once). A quiz's correct option is the one whose
+    line starts with ``*``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        post = self.instance
+        if post.pk and post.is_quiz and post.poll_correct_option is not None:
+            options = list(post.poll_options)
+            if 0 <= post.poll_correct_option < len(options):
+                options[post.poll_correct_option] = (
+                    validation.QUIZ_MARK + options[post.poll_correct_option]
+                )
+                self.initial["poll_options"] = options
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if "poll_options" not in data or "poll_type" not in self.fields:
+            return data
+        options, marked = validation.split_quiz_mark(data["poll_options"] or [])
+        if data.get("poll_type") != "quiz":
+            self.instance.poll_correct_option = None
+            return data
+        if len(marked) != 1:
+            self.add_error(
+                "poll_options",
+                gettext("A quiz needs exactly one correct option: start its line with *."),
+            )
+            return data
+        data["poll_options"] = options
+        data["poll_correct_option"] = self.instance.poll_correct_option = marked[0]
+        return data
 
     def clean_publish_at(self) -> Any:
         value = self.cleaned_data.get("publish_at")

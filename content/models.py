@@ -19,6 +19,7 @@ can still be waiting for Telegram's answer.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -37,6 +38,11 @@ class PostStatus(models.TextChoices):
 
 # Statuses whose content can be edited in the database alone (nothing is in the channel).
 UNPUBLISHED = (PostStatus.DRAFT, PostStatus.SCHEDULED, PostStatus.FAILED)
+
+
+class PollType(models.TextChoices):
+    REGULAR = "regular", _("regular poll")
+    QUIZ = "quiz", _("quiz (one correct answer)")
 
 
 class Post(models.Model):
@@ -67,6 +73,25 @@ class Post(models.Model):
         default=list,
         blank=True,
         help_text=_("2 to 10 answers, one per line, up to 100 characters each."),
+    )
+    poll_type = models.CharField(
+        _("poll type"),
+        max_length=10,
+        choices=PollType.choices,
+        default=PollType.REGULAR,
+        help_text=_("A quiz has one correct answer: start its line in the options with *."),
+    )
+    # The quiz's correct option (0-based), set from the option marked with * in the form.
+    poll_correct_option = models.PositiveSmallIntegerField(
+        _("correct option"), null=True, blank=True, editable=False
+    )
+    poll_explanation = models.CharField(
+        _("quiz explanation"),
+        max_length=200,
+        blank=True,
+        help_text=_(
+            "Shown after a wrong answer (a quiz only): up to 200 characters, at most 2 line breaks."
+        ),
     )
     buttons = models.JSONField(
         _("buttons"), default=list, blank=True, help_text=_('Rows of {"text": label, "url": link}.')
@@ -128,6 +153,10 @@ class Post(models.Model):
         return bool(self.poll_question) or bool(self.poll_options)
 
     @property
+    def is_quiz(self) -> bool:
+        return self.poll_type == PollType.QUIZ
+
+    @property
     def summary(self) -> str:
         """A one-line label: the start of the text (a poll's question)."""
         text = " ".join((self.poll_question or self.text).split())
@@ -146,6 +175,14 @@ class Post(models.Model):
             self.poll_question, self.poll_options = validation.check_poll(
                 self.poll_question, self.poll_options, text=self.text, has_photo=self.has_photo
             )
+            self.poll_explanation = validation.check_quiz(
+                self.poll_type,
+                self.poll_correct_option,
+                self.poll_explanation,
+                options=len(self.poll_options),
+            )
+        elif self.is_quiz or self.poll_explanation.strip():
+            raise ValidationError({"poll_question": _("A quiz needs a question and options.")})
         else:
             validation.check_text(self.text, has_photo=self.has_photo)
         self.buttons = validation.check_buttons(self.buttons)

@@ -205,6 +205,9 @@ def _fingerprint(post: Post) -> tuple[Any, ...]:
         post.silent,
         post.poll_question,
         post.poll_options,
+        post.poll_type,
+        post.poll_correct_option,
+        post.poll_explanation,
     )
 
 

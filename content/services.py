@@ -54,6 +54,9 @@ class PostContent:
     pin: bool = False  # pinned in the channel once published
     poll_question: str = ""  # a poll instead of a message
     poll_options: list[str] = field(default_factory=list)
+    poll_type: str = "regular"  # or "quiz"
+    poll_correct_option: int | None = None  # a quiz's correct option, 0-based
+    poll_explanation: str = ""  # a quiz's explanation
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,10 @@ class PostChanges:
     pin: bool | None = None
     poll_question: str | None = None
     poll_options: list[str] | None = None
+    poll_type: str | None = None
+    # Read whenever poll_options or poll_type is given (None: no correct option).
+    poll_correct_option: int | None = None
+    poll_explanation: str | None = None
 
     @property
     def touches_media_or_channel(self) -> bool:
@@ -81,6 +88,8 @@ class PostChanges:
             or self.pin is not None
             or self.poll_question is not None
             or self.poll_options is not None
+            or self.poll_type is not None
+            or self.poll_explanation is not None
         )
 
 
@@ -108,6 +117,9 @@ def post_create(
         pin=content.pin,
         poll_question=content.poll_question,
         poll_options=content.poll_options,
+        poll_type=content.poll_type,
+        poll_correct_option=content.poll_correct_option,
+        poll_explanation=content.poll_explanation,
         created_by=created_by[:100],
         source_update_id=source_update_id,
     )
@@ -271,6 +283,12 @@ def _apply(post: Post, changes: PostChanges) -> None:
         post.poll_question = changes.poll_question
     if changes.poll_options is not None:
         post.poll_options = changes.poll_options
+    if changes.poll_type is not None:
+        post.poll_type = changes.poll_type
+    if changes.poll_options is not None or changes.poll_type is not None:
+        post.poll_correct_option = changes.poll_correct_option
+    if changes.poll_explanation is not None:
+        post.poll_explanation = changes.poll_explanation
     if changes.remove_photo:
         post.photo, post.photo_file_id = None, ""
     if changes.photo is not None:

@@ -95,6 +95,51 @@ def check_poll(question: str, options: Any, *, text: str, has_photo: bool) -> tu
     return question, options
 
 
+QUIZ_EXPLANATION_LIMIT = 200
+QUIZ_EXPLANATION_LINE_FEEDS = 2
+QUIZ_MARK = "*"
+
+
+def check_quiz(
+    poll_type: str, correct_option: int | None, explanation: str, *, options: int
+) -> str:
+    """A quiz (``sendPoll`` with ``type=quiz``) has exactly one correct option among its
+    ``options`` and an optional explanation of 0-200 characters with at most 2 line feeds; a
+    regular poll has neither. Returns the explanation trimmed."""
+    explanation = (explanation or "").strip()
+    if poll_type not in ("regular", "quiz"):
+        raise ValidationError({"poll_type": _("A poll is a regular poll or a quiz.")})
+    if poll_type == "regular":
+        if explanation:
+            raise ValidationError(
+                {"poll_explanation": _("Only a quiz has an explanation: choose the quiz type.")}
+            )
+        return ""
+    if correct_option is None or not 0 <= correct_option < options:
+        raise ValidationError(
+            {"poll_options": _("A quiz needs exactly one correct option: start its line with *.")}
+        )
+    if len(explanation) > QUIZ_EXPLANATION_LIMIT:
+        raise ValidationError(
+            {
+                "poll_explanation": _("A quiz's explanation is at most %(limit)d characters.")
+                % {"limit": QUIZ_EXPLANATION_LIMIT}
+            }
+        )
+    if explanation.count("\n") > QUIZ_EXPLANATION_LINE_FEEDS:
+        raise ValidationError(
+            {"poll_explanation": _("A quiz's explanation has at most 2 line breaks.")}
+        )
+    return explanation
+
+
+def split_quiz_mark(options: list[str]) -> tuple[list[str], list[int]]:
+    """Options as typed in the form, a quiz's correct one starting with ``*``: the options
+    without the mark, and the indexes of the marked ones."""
+    marked = [index for index, option in enumerate(options) if option.startswith(QUIZ_MARK)]
+    return [option.removeprefix(QUIZ_MARK).strip() for option in options], marked
+
+
 # --- channel ----------------------------------------------------------------------------------
 def normalize_channel(value: str) -> str:
     """``@name``, a ``t.me/name`` link or a ``-100…`` id, as Telegram's ``chat_id`` takes it."""

@@ -116,6 +116,7 @@ class Results(ChatMemberResults, FileResults, ForumResults):
         return self._new_message(params, bot_id, content)
 
     def _sendPoll(self, params: Json, bot_id: int) -> Json:
+        _check_quiz(params)
         self._serial += 1
         options = [
             {"persistent_id": str(i), "text": option["text"], "voter_count": 0}
@@ -272,6 +273,22 @@ class Results(ChatMemberResults, FileResults, ForumResults):
     def _file_id(self) -> str:
         self._serial += 1
         return f"fake-file-{self._serial}"
+
+
+def _check_quiz(params: Json) -> None:
+    """A quiz needs its correct answers among the options (the Bot API 10.1 sendPoll: a
+    ``correct_option_ids`` list, increasing, 0-based; an explanation of 0-200 characters)."""
+    correct = params.get("correct_option_ids")
+    if params.get("type", "regular") != "quiz":
+        return
+    if not correct:
+        raise RequestError(400, "Bad Request: QUIZ_CORRECT_ANSWERS_EMPTY")
+    if sorted(set(correct)) != correct or not all(
+        0 <= index < len(params["options"]) for index in correct
+    ):
+        raise RequestError(400, "Bad Request: QUIZ_CORRECT_ANSWER_INVALID")
+    if len(params.get("explanation", "")) > 200:
+        raise RequestError(400, "Bad Request: QUIZ_EXPLANATION_TOO_LONG")
 
 
 def _photo_size(file_id: str, side: int) -> Json:
