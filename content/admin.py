@@ -23,7 +23,7 @@ from content import jobs, selectors, services, validation
 from content.errors import PostError
 from content.forms import ButtonsField, PollOptionsField, PostAdminForm
 from content.models import UNPUBLISHED, PollType, Post, PostStatus
-from content.services import PostChanges, PostContent
+from content.services import PostChanges, PostContent, Removal
 from telegram_bot.audit import Step, audit_step
 from telegram_bot.audit_admin import admin_actor
 from telegram_bot.errors import TelegramApiError
@@ -46,6 +46,14 @@ def _publish_at_label() -> str:
 
 
 _PUBLICATION_HELP = lazy(_publication_help, str)()
+
+
+def _removal_label(name: str) -> str:
+    label = _("Unpin at (%(zone)s)") if name == "unpin_at" else _("Delete at (%(zone)s)")
+    return label % {"zone": zone_name()}
+
+
+_REMOVAL_LABELS = {name: lazy(_removal_label, str)(name) for name in ("unpin_at", "delete_at")}
 _PUBLISH_AT_LABEL = lazy(_publish_at_label, str)()
 
 
@@ -113,6 +121,8 @@ class PostAdmin(admin.ModelAdmin):
         "channel_message_id",
         "message_deleted",
         "published_at",
+        "unpinned_at",
+        "deleted_at",
         "last_error",
         "photo_file_id",
         "created_by",
@@ -128,7 +138,7 @@ class PostAdmin(admin.ModelAdmin):
         (
             gettext_lazy("Publication"),
             {
-                "fields": ("publish_at", "silent", "pin"),
+                "fields": ("publish_at", "silent", "pin", "unpin_at", "delete_at"),
                 "description": _PUBLICATION_HELP,
             },
         ),
@@ -141,6 +151,8 @@ class PostAdmin(admin.ModelAdmin):
                     "channel_message_id",
                     "message_deleted",
                     "published_at",
+                    "unpinned_at",
+                    "deleted_at",
                     "last_error",
                     "photo_file_id",
                     "created_by",
@@ -169,6 +181,10 @@ class PostAdmin(admin.ModelAdmin):
             kwargs["widget"] = forms.Textarea(attrs={"rows": 2, "cols": 60})
         if db_field.name == "publish_at":
             return ZonedDateTimeField(label=_PUBLISH_AT_LABEL, required=False)
+        if db_field.name in ("delete_at", "unpin_at"):
+            return ZonedDateTimeField(
+                label=_REMOVAL_LABELS[db_field.name], required=False, help_text=db_field.help_text
+            )
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Post | None = None) -> Any:
@@ -198,7 +214,7 @@ class PostAdmin(admin.ModelAdmin):
                 "poll_explanation",
             ]  # in the channel (or on the way)
             if obj.status != PostStatus.PUBLISHED:
-                fields += ["text", "buttons"]
+                fields += ["text", "buttons", "unpin_at", "delete_at"]
         return fields
 
     def get_actions(self, request: HttpRequest, action_location: Any = None) -> Any:
@@ -255,6 +271,8 @@ class PostAdmin(admin.ModelAdmin):
             poll_type=data.get("poll_type") or "regular",
             poll_correct_option=data.get("poll_correct_option"),
             poll_explanation=data.get("poll_explanation") or "",
+            delete_at=data.get("delete_at"),
+            unpin_at=data.get("unpin_at"),
         )
         created_by = f"admin:{request.user.get_username()}"
         try:
@@ -287,13 +305,21 @@ class PostAdmin(admin.ModelAdmin):
                 data.get("poll_explanation", "") if "poll_explanation" in changed else None
             ),
         )
+        removal = None
+        if changed & {"delete_at", "unpin_at"}:
+            removal = Removal(delete_at=data.get("delete_at"), unpin_at=data.get("unpin_at"))
         if changes != PostChanges():
             services.post_update(post_id=obj.pk, changes=changes)
         if "publish_at" in changed:
             if data.get("publish_at") is not None:
-                services.post_schedule(post_id=obj.pk, publish_at=data["publish_at"])
+                services.post_schedule(
+                    post_id=obj.pk, publish_at=data["publish_at"], removal=removal
+                )
+                removal = None
             else:
                 services.post_unschedule(post_id=obj.pk)
+        if removal is not None:
+            services.post_set_removal(post_id=obj.pk, removal=removal)
 
     def message_user(self, request: HttpRequest, message: Any, *args: Any, **kwargs: Any) -> None:
         level = kwargs.get("level", args[0] if args else messages.INFO)

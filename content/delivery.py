@@ -101,6 +101,15 @@ def pin(post: Post) -> None:
     )
 
 
+def unpin(post: Post) -> None:
+    """Unpin the published message (unpinning a message that is not pinned changes nothing)."""
+    get_client().call(
+        "unpinChatMessage",
+        chat_id=validation.chat_id_param(post.channel),
+        message_id=int(post.channel_message_id or 0),
+    )
+
+
 def edit(post: Post, *, text: str, buttons: validation.Buttons) -> None:
     """Edit the published message: its text, or its caption, and its buttons."""
     client = get_client()

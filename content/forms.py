@@ -82,8 +82,23 @@ class PostAdminForm(forms.ModelForm):
                 )
                 self.initial["poll_options"] = options
 
+    def clean_delete_at(self) -> Any:
+        return self._later("delete_at")
+
+    def clean_unpin_at(self) -> Any:
+        return self._later("unpin_at")
+
+    def _later(self, name: str) -> Any:
+        value = self.cleaned_data.get(name)
+        if value is not None and name in self.changed_data:
+            try:
+                validation.check_later(value, field=name)
+            except ValidationError as exc:
+                raise ValidationError(exc.messages) from None
+        return value
+
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data: dict[str, Any] = super().clean() or self.cleaned_data
         if "poll_options" not in data or "poll_type" not in self.fields:
             return data
         options, marked = validation.split_quiz_mark(data["poll_options"] or [])

@@ -20,6 +20,8 @@ from telegram_bot.jobs.services import (
 
 PUBLISH_KIND = "content.publish"
 PIN_KIND = "content.pin"
+EXPIRE_KIND = "content.expire"
+UNPIN_KIND = "content.unpin"
 
 
 def dedupe_key(post_id: int) -> str:
@@ -65,3 +67,33 @@ def pin_job_set(post_id: int) -> Job:
 def publish_job_cancel(post_id: int) -> None:
     """Cancel the post's queued publication job, if it has one."""
     job_cancel_key(dedupe_key(post_id))
+
+
+def expire_job_set(post_id: int, *, run_at: datetime) -> Job:
+    """Delete the published post's message at ``run_at`` (its delete-at time): a queued job is
+    moved there. The job deletes once (``content.removal.post_expire``)."""
+    return _set_detached(EXPIRE_KIND, f"expire:{post_id}", post_id, run_at)
+
+
+def unpin_job_set(post_id: int, *, run_at: datetime) -> Job:
+    """Unpin the pinned post's message at ``run_at`` (its unpin-at time)."""
+    return _set_detached(UNPIN_KIND, f"unpin:{post_id}", post_id, run_at)
+
+
+def _set_detached(kind: str, key: str, post_id: int, run_at: datetime) -> Job:
+    """As ``publish_job_set``: a job running right now may have found the old time not due
+    and be about to end, so it runs on without the key and a new job holds the new time."""
+    payload = {"post_id": post_id}
+    job = job_reschedule(kind, payload, dedupe_key=key, run_at=run_at)
+    if job.status != JobStatus.RUNNING:
+        return job
+    Job.objects.filter(pk=job.pk, dedupe_key=key).update(dedupe_key=None)
+    return job_enqueue(kind, payload, dedupe_key=key, run_at=run_at)
+
+
+def removal_jobs_cancel(post_id: int, *, expire: bool = True, unpin: bool = True) -> None:
+    """Cancel the post's queued deletion and/or unpin job (their times were cleared)."""
+    if expire:
+        job_cancel_key(f"expire:{post_id}")
+    if unpin:
+        job_cancel_key(f"unpin:{post_id}")

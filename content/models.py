@@ -7,7 +7,8 @@ Status moves (``services`` and ``publishing`` are the only writers):
 - publishing -> published (Telegram answered with the message), scheduled (an error that the
                 job will retry), failed (a permanent error, the last retry, or an attempt that
                 ended without knowing whether Telegram published it: ``outcome_unknown``)
-- published  -> archived (optionally deleting the channel message); edits keep it published
+- published  -> archived (optionally deleting the channel message; at ``delete_at`` the
+                ``content.expire`` job deletes it); edits keep it published
 - failed     -> scheduled (publish now, schedule), draft (unschedule), archived, published (an
                 operator checked the channel; or the late answer of a slow attempt)
 - archived   -> final
@@ -103,6 +104,20 @@ class Post(models.Model):
         _("pin"), default=False, help_text=_("Pinned in the channel once published.")
     )
     pinned = models.BooleanField(_("pinned"), default=False, editable=False)
+    unpin_at = models.DateTimeField(
+        _("unpin at"),
+        null=True,
+        blank=True,
+        help_text=_("A pinned post is unpinned then (empty: it stays pinned)."),
+    )
+    unpinned_at = models.DateTimeField(_("unpinned at"), null=True, blank=True, editable=False)
+    delete_at = models.DateTimeField(
+        _("delete at"),
+        null=True,
+        blank=True,
+        help_text=_("The channel message is deleted then and the post archived (empty: never)."),
+    )
+    deleted_at = models.DateTimeField(_("deleted at"), null=True, blank=True, editable=False)
     channel = models.CharField(
         _("channel"), max_length=64, help_text=_("The target channel: @username or its id (-100…).")
     )
@@ -186,3 +201,9 @@ class Post(models.Model):
         else:
             validation.check_text(self.text, has_photo=self.has_photo)
         self.buttons = validation.check_buttons(self.buttons)
+        validation.check_removal(
+            publish_at=self.publish_at,
+            delete_at=self.delete_at,
+            unpin_at=self.unpin_at,
+            pin=self.pin,
+        )

@@ -141,14 +141,24 @@ def post_publish_now(*, post_id: int) -> Post:
 
 
 def post_pin(*, post_id: int) -> Post:
-    """Pin a published post that asks for it and is not pinned yet; Telegram's errors are
-    raised for the job's policy (pinning again after a lost answer changes nothing)."""
+    """Pin a published post that asks for it and is not pinned yet, and set its unpin job
+    (with ``unpin_at``); Telegram's errors are raised for the job's policy (pinning again
+    after a lost answer changes nothing)."""
     post = _get(post_id)
-    if post.status != PostStatus.PUBLISHED or not post.pin or post.pinned:
+    if (
+        post.status != PostStatus.PUBLISHED
+        or not post.pin
+        or post.unpinned_at is not None  # pinned and unpinned already: never again
+        or post.message_deleted
+    ):
         return post
-    delivery.pin(post)
-    Post.objects.filter(pk=post_id).update(pinned=True)
-    post.pinned = True
+    if not post.pinned:
+        delivery.pin(post)
+    with transaction.atomic():  # the pin and its unpin job: a crash loses neither
+        Post.objects.filter(pk=post_id, unpinned_at__isnull=True).update(pinned=True)
+        post.pinned = True
+        if post.unpin_at is not None:
+            jobs.unpin_job_set(post.pk, run_at=max(post.unpin_at, timezone.now()))
     return post
 
 
@@ -370,6 +380,8 @@ def _record(claim: _Claim, message: dict[str, Any]) -> Post:
             post.outcome_unknown, post.last_error = False, ""
             if post.pin and not post.pinned:
                 jobs.pin_job_set(post.pk)  # with the record: a crash loses neither
+            if post.delete_at is not None:
+                jobs.expire_job_set(post.pk, run_at=max(post.delete_at, now))
             post.save(
                 update_fields=[
                     "status",

@@ -20,6 +20,7 @@ from content import delivery, jobs, validation
 from content.errors import PostStateError
 from content.models import UNPUBLISHED, Post, PostStatus
 from content.publishing import post_mark_published, post_publish, post_publish_now
+from content.removal import Removal, post_expire, post_set_removal, post_unpin
 from content.selectors import post_locked
 from telegram_bot.client import SEND_WINDOW_SECONDS
 
@@ -28,14 +29,18 @@ log = logging.getLogger(__name__)
 __all__ = [
     "PostChanges",
     "PostContent",
+    "Removal",
     "post_archive",
     "post_create",
     "post_delete_draft",
+    "post_expire",
     "post_mark_published",
     "post_photo_remember",
     "post_publish",
     "post_publish_now",
     "post_schedule",
+    "post_set_removal",
+    "post_unpin",
     "post_unschedule",
     "post_update",
 ]
@@ -57,6 +62,8 @@ class PostContent:
     poll_type: str = "regular"  # or "quiz"
     poll_correct_option: int | None = None  # a quiz's correct option, 0-based
     poll_explanation: str = ""  # a quiz's explanation
+    delete_at: datetime | None = None  # the channel message is deleted then
+    unpin_at: datetime | None = None  # a pinned post is unpinned then
 
 
 @dataclass(frozen=True)
@@ -120,12 +127,19 @@ def post_create(
         poll_type=content.poll_type,
         poll_correct_option=content.poll_correct_option,
         poll_explanation=content.poll_explanation,
+        delete_at=content.delete_at,
+        unpin_at=content.unpin_at,
         created_by=created_by[:100],
         source_update_id=source_update_id,
     )
     if content.photo is not None:
         post.photo = content.photo
+    for name in ("delete_at", "unpin_at"):
+        if getattr(content, name) is not None:
+            validation.check_later(getattr(content, name), field=name)
+    post.publish_at = publish_at  # checked against the unpin and deletion times
     post.full_clean(exclude=["status"])
+    post.publish_at = None
     if publish_at is not None:
         validation.check_publish_at(publish_at)
     try:
@@ -185,11 +199,18 @@ def post_update(*, post_id: int, changes: PostChanges) -> Post:
 
 
 @transaction.atomic
-def post_schedule(*, post_id: int, publish_at: datetime) -> Post:
-    """Publish at ``publish_at`` (aware, in the future): the post's job is set to that time."""
+def post_schedule(*, post_id: int, publish_at: datetime, removal: Removal | None = None) -> Post:
+    """Publish at ``publish_at`` (aware, in the future): the post's job is set to that time.
+    With ``removal``, the unpin and deletion times change with it (checked together)."""
     post = post_locked(post_id)
     if post.status not in UNPUBLISHED:
         raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be scheduled.")
+    if removal is not None:
+        for name, value in (("delete_at", removal.delete_at), ("unpin_at", removal.unpin_at)):
+            if value is not None and value != getattr(post, name):
+                validation.check_later(value, field=name)
+        post.delete_at, post.unpin_at = removal.delete_at, removal.unpin_at
+    post.publish_at = publish_at
     post.clean()
     validation.check_publish_at(publish_at)
     _schedule(post, publish_at)
@@ -303,7 +324,17 @@ def _schedule(post: Post, publish_at: datetime) -> None:
     post.status, post.publish_at = PostStatus.SCHEDULED, publish_at
     post.outcome_unknown, post.last_error = False, ""
     post.updated_at = timezone.now()
-    post.save(update_fields=["status", "publish_at", "outcome_unknown", "last_error", "updated_at"])
+    post.save(
+        update_fields=[
+            "status",
+            "publish_at",
+            "delete_at",
+            "unpin_at",
+            "outcome_unknown",
+            "last_error",
+            "updated_at",
+        ]
+    )
     jobs.publish_job_set(post.pk, run_at=publish_at)
 
 

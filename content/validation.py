@@ -459,3 +459,45 @@ def check_publish_at(when: datetime, *, now: datetime | None = None) -> None:
         )
     if when > now + timedelta(days=conf.MAX_SCHEDULE_DAYS):
         raise ValidationError({"publish_at": _("That is more than a year ahead.")})
+
+
+def check_removal(
+    *,
+    publish_at: datetime | None,
+    delete_at: datetime | None,
+    unpin_at: datetime | None,
+    pin: bool,
+) -> None:
+    """Unpin and delete later: an unpin time needs "pin"; both come after the publication
+    time, and unpinning before the deletion (deleting the message unpins it anyway)."""
+    if unpin_at is not None and not pin:
+        raise ValidationError(
+            {"unpin_at": _("Only a pinned post is unpinned later: tick 'pin' or clear the time.")}
+        )
+    if publish_at is not None:
+        if delete_at is not None and delete_at <= publish_at:
+            raise ValidationError(
+                {"delete_at": _("The deletion time must come after the publication time.")}
+            )
+        if unpin_at is not None and unpin_at <= publish_at:
+            raise ValidationError(
+                {"unpin_at": _("The unpin time must come after the publication time.")}
+            )
+    if unpin_at is not None and delete_at is not None and unpin_at >= delete_at:
+        raise ValidationError(
+            {"unpin_at": _("Unpin before the deletion time (deleting the message unpins it).")}
+        )
+
+
+def check_later(when: datetime, *, field: str, now: datetime | None = None) -> None:
+    """An unpin or deletion time, when set or changed: aware, ahead, at most a year ahead."""
+    now = now or timezone.now()
+    if timezone.is_naive(when):
+        raise ValidationError({field: _("The time must carry a time zone.")})
+    if when <= now:
+        moment = f"{when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+        raise ValidationError(
+            {field: _("%(moment)s is in the past: choose a later time.") % {"moment": moment}}
+        )
+    if when > now + timedelta(days=conf.MAX_SCHEDULE_DAYS):
+        raise ValidationError({field: _("That is more than a year ahead.")})
