@@ -123,6 +123,7 @@ class PostAdmin(admin.ModelAdmin):
         "published_at",
         "unpinned_at",
         "deleted_at",
+        "recurrence_of",
         "last_error",
         "photo_file_id",
         "created_by",
@@ -142,6 +143,7 @@ class PostAdmin(admin.ModelAdmin):
                 "description": _PUBLICATION_HELP,
             },
         ),
+        (gettext_lazy("Repeat"), {"fields": ("repeat", "repeat_until")}),
         (
             gettext_lazy("State"),
             {
@@ -153,6 +155,7 @@ class PostAdmin(admin.ModelAdmin):
                     "published_at",
                     "unpinned_at",
                     "deleted_at",
+                    "recurrence_of",
                     "last_error",
                     "photo_file_id",
                     "created_by",
@@ -193,9 +196,9 @@ class PostAdmin(admin.ModelAdmin):
         fieldsets = super().get_fieldsets(request, obj)
         if obj is not None:
             return fieldsets
-        content, poll, publication = fieldsets[0], fieldsets[1], fieldsets[2]
+        content, poll, publication, repeat = fieldsets[:4]
         fields = tuple(name for name in content[1]["fields"] if name != "photo_preview")
-        return [(content[0], {**content[1], "fields": fields}), poll, publication]
+        return [(content[0], {**content[1], "fields": fields}), poll, publication, repeat]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Post | None = None) -> Any:
         fields = list(self.readonly_fields)
@@ -212,6 +215,8 @@ class PostAdmin(admin.ModelAdmin):
                 "poll_options",
                 "poll_type",
                 "poll_explanation",
+                "repeat",
+                "repeat_until",
             ]  # in the channel (or on the way)
             if obj.status != PostStatus.PUBLISHED:
                 fields += ["text", "buttons", "unpin_at", "delete_at"]
@@ -273,6 +278,8 @@ class PostAdmin(admin.ModelAdmin):
             poll_explanation=data.get("poll_explanation") or "",
             delete_at=data.get("delete_at"),
             unpin_at=data.get("unpin_at"),
+            repeat=data.get("repeat") or "",
+            repeat_until=data.get("repeat_until"),
         )
         created_by = f"admin:{request.user.get_username()}"
         try:
@@ -310,6 +317,10 @@ class PostAdmin(admin.ModelAdmin):
             removal = Removal(delete_at=data.get("delete_at"), unpin_at=data.get("unpin_at"))
         if changes != PostChanges():
             services.post_update(post_id=obj.pk, changes=changes)
+        if changed & {"repeat", "repeat_until"}:
+            services.post_set_repeat(
+                post_id=obj.pk, repeat=data.get("repeat") or "", until=data.get("repeat_until")
+            )
         if "publish_at" in changed:
             if data.get("publish_at") is not None:
                 services.post_schedule(
@@ -334,6 +345,8 @@ class PostAdmin(admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("kind"))
     def kind(self, obj: Post) -> str:
+        if obj.repeat:
+            return _("recurring")
         if obj.is_poll:
             return _("quiz") if obj.is_quiz else _("poll")
         return _("photo") if obj.has_photo else _("text")

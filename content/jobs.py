@@ -22,6 +22,7 @@ PUBLISH_KIND = "content.publish"
 PIN_KIND = "content.pin"
 EXPIRE_KIND = "content.expire"
 UNPIN_KIND = "content.unpin"
+RECUR_KIND = "content.recur"
 
 
 def dedupe_key(post_id: int) -> str:
@@ -65,8 +66,25 @@ def pin_job_set(post_id: int) -> Job:
 
 
 def publish_job_cancel(post_id: int) -> None:
-    """Cancel the post's queued publication job, if it has one."""
+    """Cancel the post's queued publication job (a recurring post's: its next occurrence's),
+    if it has one."""
     job_cancel_key(dedupe_key(post_id))
+    job_cancel_key(recur_key(post_id))
+
+
+def publish_job_switch(post_id: int, *, recurring: bool) -> None:
+    """Cancel the job of the other kind when a post becomes recurring or stops being so."""
+    job_cancel_key(dedupe_key(post_id) if recurring else recur_key(post_id))
+
+
+def recur_key(post_id: int) -> str:
+    return f"recur:{post_id}"
+
+
+def recur_job_set(post_id: int, *, run_at: datetime) -> Job:
+    """A recurring post's next occurrence is created and published at ``run_at``
+    (``content.occurrences.post_recur``)."""
+    return _set_detached(RECUR_KIND, recur_key(post_id), post_id, run_at)
 
 
 def expire_job_set(post_id: int, *, run_at: datetime) -> Job:

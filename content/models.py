@@ -46,6 +46,13 @@ class PollType(models.TextChoices):
     QUIZ = "quiz", _("quiz (one correct answer)")
 
 
+class Repeat(models.TextChoices):
+    NEVER = "", _("never")
+    DAILY = "daily", _("every day")
+    WEEKDAYS = "weekdays", _("every weekday (Monday to Friday)")
+    WEEKLY = "weekly", _("every week")
+
+
 class Post(models.Model):
     """One channel post: a text, or a photo with a caption; optional inline URL buttons."""
 
@@ -118,6 +125,35 @@ class Post(models.Model):
         help_text=_("The channel message is deleted then and the post archived (empty: never)."),
     )
     deleted_at = models.DateTimeField(_("deleted at"), null=True, blank=True, editable=False)
+    repeat = models.CharField(
+        _("repeat"),
+        max_length=10,
+        choices=Repeat.choices,
+        default=Repeat.NEVER,
+        blank=True,
+        help_text=_(
+            "A recurring post is published again at the same local time as its first "
+            "publication, until the end date; each occurrence is a post of its own."
+        ),
+    )
+    repeat_until = models.DateField(
+        _("repeat until"), null=True, blank=True, help_text=_("The last day (inclusive).")
+    )
+    # The zone the occurrences' local time is kept in (the console's, when it was set).
+    repeat_zone = models.CharField(_("repeat zone"), max_length=64, blank=True, editable=False)
+    recurrence_of = models.ForeignKey(
+        "self",
+        verbose_name=_("occurrence of"),
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.SET_NULL,
+        related_name="occurrences",
+    )
+    # "<recurring post id>:<local date>": each occurrence is created once.
+    occurrence_key = models.CharField(
+        _("occurrence key"), max_length=40, null=True, blank=True, unique=True, editable=False
+    )
     channel = models.CharField(
         _("channel"), max_length=64, help_text=_("The target channel: @username or its id (-100…).")
     )
@@ -168,6 +204,10 @@ class Post(models.Model):
         return bool(self.poll_question) or bool(self.poll_options)
 
     @property
+    def is_recurring(self) -> bool:
+        return bool(self.repeat)
+
+    @property
     def is_quiz(self) -> bool:
         return self.poll_type == PollType.QUIZ
 
@@ -206,4 +246,13 @@ class Post(models.Model):
             delete_at=self.delete_at,
             unpin_at=self.unpin_at,
             pin=self.pin,
+        )
+        if self.repeat and not self.repeat_zone:
+            self.repeat_zone = timezone.get_current_timezone_name()
+        validation.check_repeat(
+            self.repeat,
+            self.repeat_until,
+            publish_at=self.publish_at,
+            zone_name=self.repeat_zone,
+            has_removal=self.delete_at is not None or self.unpin_at is not None,
         )

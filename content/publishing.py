@@ -105,6 +105,10 @@ def post_publish_now(*, post_id: int) -> Post:
     with transaction.atomic():
         post = post_locked(post_id)
         in_flight = post.status == PostStatus.PUBLISHING
+        if post.repeat:
+            raise PostStateError(
+                f"Post #{post.pk} repeats: its occurrences are published at their times."
+            )
         if post.status not in UNPUBLISHED and not in_flight:
             raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be published now.")
     if in_flight:
@@ -241,6 +245,9 @@ def _take(
     post: Post, run: JobRun | None, prepared: _Prepared | None, now: datetime
 ) -> _Claim | None:
     """The claim proper; call under the post's lock."""
+    if post.repeat:  # never sent itself: its occurrences are (content.occurrences)
+        log.warning("post %s repeats: a publication job has nothing to send", post.pk)
+        return None
     _check_due(post, now)
     deadline = _deadline(post.pk, run, now)
     if prepared is None or prepared.fingerprint != _fingerprint(post):

@@ -10,13 +10,15 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
+from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from content import delivery, jobs, validation
+from content import delivery, jobs, recurrence, validation
 from content.errors import PostStateError
 from content.models import UNPUBLISHED, Post, PostStatus
 from content.publishing import post_mark_published, post_publish, post_publish_now
@@ -40,6 +42,7 @@ __all__ = [
     "post_publish_now",
     "post_schedule",
     "post_set_removal",
+    "post_set_repeat",
     "post_unpin",
     "post_unschedule",
     "post_update",
@@ -64,6 +67,8 @@ class PostContent:
     poll_explanation: str = ""  # a quiz's explanation
     delete_at: datetime | None = None  # the channel message is deleted then
     unpin_at: datetime | None = None  # a pinned post is unpinned then
+    repeat: str = ""  # "daily", "weekdays", "weekly": a recurring post
+    repeat_until: date | None = None  # its last day (inclusive, in its zone)
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,8 @@ def post_create(
         poll_explanation=content.poll_explanation,
         delete_at=content.delete_at,
         unpin_at=content.unpin_at,
+        repeat=content.repeat,
+        repeat_until=content.repeat_until,
         created_by=created_by[:100],
         source_update_id=source_update_id,
     )
@@ -214,6 +221,23 @@ def post_schedule(*, post_id: int, publish_at: datetime, removal: Removal | None
     post.clean()
     validation.check_publish_at(publish_at)
     _schedule(post, publish_at)
+    return post
+
+
+@transaction.atomic
+def post_set_repeat(*, post_id: int, repeat: str, until: date | None) -> Post:
+    """Make an unpublished post recurring (``daily``, ``weekdays``, ``weekly`` until ``until``,
+    in the console's zone) or not (``""``). A scheduled post's job follows."""
+    post = post_locked(post_id)
+    if post.status not in UNPUBLISHED:
+        raise PostStateError(f"Post #{post.pk} is {post.status}: its repetition cannot change.")
+    post.repeat, post.repeat_until = repeat, until
+    post.repeat_zone = timezone.get_current_timezone_name() if repeat else ""
+    post.full_clean(exclude=["status", "source_update_id"])
+    post.updated_at = timezone.now()
+    post.save(update_fields=["repeat", "repeat_until", "repeat_zone", "updated_at"])
+    if post.status == PostStatus.SCHEDULED and post.publish_at is not None:
+        _schedule(post, max(post.publish_at, timezone.now()))
     return post
 
 
@@ -320,7 +344,11 @@ def _apply(post: Post, changes: PostChanges) -> None:
 
 
 def _schedule(post: Post, publish_at: datetime) -> None:
-    """Status scheduled at ``publish_at`` and the job set to it; call under the post's lock."""
+    """Status scheduled at ``publish_at`` and the job set to it; call under the post's lock.
+    A recurring post's job is its next occurrence's (``content.recur``), at its first
+    occurrence from ``publish_at``."""
+    if post.repeat:
+        publish_at = _first_occurrence(post, publish_at)
     post.status, post.publish_at = PostStatus.SCHEDULED, publish_at
     post.outcome_unknown, post.last_error = False, ""
     post.updated_at = timezone.now()
@@ -332,10 +360,30 @@ def _schedule(post: Post, publish_at: datetime) -> None:
             "unpin_at",
             "outcome_unknown",
             "last_error",
+            "repeat_zone",
             "updated_at",
         ]
     )
-    jobs.publish_job_set(post.pk, run_at=publish_at)
+    jobs.publish_job_switch(post.pk, recurring=bool(post.repeat))
+    if post.repeat:
+        jobs.recur_job_set(post.pk, run_at=publish_at)
+    else:
+        jobs.publish_job_set(post.pk, run_at=publish_at)
+
+
+def _first_occurrence(post: Post, publish_at: datetime) -> datetime:
+    """A recurring post's first occurrence at or after ``publish_at``."""
+    assert post.repeat_until is not None  # checked by clean()
+    first = recurrence.occurrence_from(
+        every=post.repeat,
+        first=publish_at,
+        zone_name=post.repeat_zone,
+        until=post.repeat_until,
+        start=publish_at,
+    )
+    if first is None:
+        raise ValidationError({"repeat_until": _("No occurrence falls before the end date.")})
+    return first
 
 
 def _claim_channel_message(post: Post) -> str:

@@ -8,6 +8,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from content.models import Post, PostStatus
+from content.occurrences import post_recur
 from content.publishing import post_pin, post_publish
 from content.reconcile import posts_reconcile
 from content.removal import post_expire, post_unpin
@@ -56,7 +57,13 @@ def unpin_job(payload: dict[str, Any], run: JobRun) -> None:
     post_unpin(post_id=int(payload["post_id"]))
 
 
+def recur_job(payload: dict[str, Any], run: JobRun) -> None:
+    """``content.recur``: a recurring post's due occurrence, created and queued once."""
+    post_recur(post_id=int(payload["post_id"]))
+
+
 JOB_HANDLERS = {
+    "content.recur": recur_job,
     "content.publish": publish_job,
     "content.pin": pin_job,
     "content.expire": expire_job,

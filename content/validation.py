@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import struct
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from content import conf
+from content import conf, recurrence
 from telegram_bot.client import CAPTION_LIMIT, TEXT_LIMIT
 
 Buttons = list[list[dict[str, str]]]
@@ -501,3 +501,35 @@ def check_later(when: datetime, *, field: str, now: datetime | None = None) -> N
         )
     if when > now + timedelta(days=conf.MAX_SCHEDULE_DAYS):
         raise ValidationError({field: _("That is more than a year ahead.")})
+
+
+def check_repeat(
+    repeat: str,
+    until: date | None,
+    *,
+    publish_at: datetime | None,
+    zone_name: str,
+    has_removal: bool,
+    today: date | None = None,
+) -> None:
+    """A recurring post: a known repetition, an end date from its first publication to at
+    most a year ahead, no unpin or deletion time (those belong to one message)."""
+    if not repeat:
+        if until is not None:
+            raise ValidationError(
+                {"repeat_until": _("An end date needs a repetition: choose one or clear it.")}
+            )
+        return
+    if repeat not in recurrence.EVERY:
+        raise ValidationError({"repeat": _("Repeat every day, every weekday or every week.")})
+    if until is None:
+        raise ValidationError({"repeat_until": _("A recurring post needs an end date.")})
+    if has_removal:
+        raise ValidationError(
+            {"repeat": _("A recurring post has no unpin or deletion time: clear them.")}
+        )
+    today = today or timezone.localdate()
+    if until > today + timedelta(days=conf.MAX_SCHEDULE_DAYS):
+        raise ValidationError({"repeat_until": _("The end date is more than a year ahead.")})
+    if publish_at is not None and until < recurrence.local_date(publish_at, zone_name):
+        raise ValidationError({"repeat_until": _("The end date is before the first publication.")})
