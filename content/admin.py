@@ -14,14 +14,14 @@ from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpRequest
 from django.urls import reverse
 from django.utils.functional import lazy
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from content import jobs, selectors, services, validation
 from content.errors import PostError
-from content.forms import ButtonsField, PollOptionsField, PostAdminForm
+from content.forms import ButtonsField, ChannelsField, PollOptionsField, PostAdminForm
 from content.models import UNPUBLISHED, PollType, Post, PostStatus
 from content.services import PostChanges, PostContent, Removal
 from telegram_bot.audit import Step, audit_step
@@ -124,6 +124,8 @@ class PostAdmin(admin.ModelAdmin):
         "unpinned_at",
         "deleted_at",
         "recurrence_of",
+        "copy_of",
+        "channel_outcomes",
         "last_error",
         "photo_file_id",
         "created_by",
@@ -131,7 +133,7 @@ class PostAdmin(admin.ModelAdmin):
         "updated_at",
     )
     fieldsets = (
-        (None, {"fields": ("channel", "text", "photo", "photo_preview", "buttons")}),
+        (None, {"fields": ("channel", "also_to", "text", "photo", "photo_preview", "buttons")}),
         (
             gettext_lazy("Poll"),
             {"fields": ("poll_question", "poll_options", "poll_type", "poll_explanation")},
@@ -156,6 +158,8 @@ class PostAdmin(admin.ModelAdmin):
                     "unpinned_at",
                     "deleted_at",
                     "recurrence_of",
+                    "copy_of",
+                    "channel_outcomes",
                     "last_error",
                     "photo_file_id",
                     "created_by",
@@ -169,6 +173,10 @@ class PostAdmin(admin.ModelAdmin):
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "buttons":
             return ButtonsField(label=gettext_lazy("Buttons"))
+        if db_field.name == "also_to":
+            return ChannelsField(
+                label=gettext_lazy("Also publish in"), help_text=db_field.help_text
+            )
         if db_field.name == "poll_options":
             return PollOptionsField(label=gettext_lazy("Poll options"))
         if db_field.name == "poll_type":
@@ -207,6 +215,7 @@ class PostAdmin(admin.ModelAdmin):
         if obj is not None and obj.status not in UNPUBLISHED:
             fields += [
                 "channel",
+                "also_to",
                 "photo",
                 "publish_at",
                 "silent",
@@ -280,6 +289,7 @@ class PostAdmin(admin.ModelAdmin):
             unpin_at=data.get("unpin_at"),
             repeat=data.get("repeat") or "",
             repeat_until=data.get("repeat_until"),
+            also_to=data.get("also_to") or [],
         )
         created_by = f"admin:{request.user.get_username()}"
         try:
@@ -311,6 +321,7 @@ class PostAdmin(admin.ModelAdmin):
             poll_explanation=(
                 data.get("poll_explanation", "") if "poll_explanation" in changed else None
             ),
+            also_to=(data.get("also_to") or []) if "also_to" in changed else None,
         )
         removal = None
         if changed & {"delete_at", "unpin_at"}:
@@ -367,6 +378,35 @@ class PostAdmin(admin.ModelAdmin):
             return "-"
         url = reverse("admin:content-post-photo", args=[obj.pk])
         return format_html('<img src="{}" alt="{}" style="max-height: 240px">', url, _("photo"))
+
+    @admin.display(description=gettext_lazy("other channels"))
+    def channel_outcomes(self, obj: Post) -> SafeString | str:
+        """One line per other channel: its copy's outcome (published with its message id,
+        failed, outcome unknown, or still to come)."""
+        if not obj.pk or not obj.also_to:
+            return "-"
+        copies = {copy.channel: copy for copy in obj.copies.all()}
+        rows = []
+        for channel in obj.also_to:
+            copy = copies.get(channel)
+            if copy is None:
+                rows.append(
+                    format_html("<li>{}: {}</li>", channel, _("when the post is published"))
+                )
+                continue
+            url = reverse("admin:content_post_change", args=[copy.pk])
+            outcome = copy.get_status_display()
+            if copy.needs_review:
+                outcome = _("outcome unknown: check the channel")
+            elif copy.channel_message_id:
+                outcome = _("%(status)s, message %(message)s") % {
+                    "status": outcome,
+                    "message": copy.channel_message_id,
+                }
+            rows.append(
+                format_html('<li>{}: <a href="{}">#{}</a> {}</li>', channel, url, copy.pk, outcome)
+            )
+        return format_html("<ul>{}</ul>", format_html_join("", "{}", ((row,) for row in rows)))
 
     @admin.display(description=gettext_lazy("publication job"))
     def publication_job(self, obj: Post) -> SafeString | str:

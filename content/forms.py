@@ -66,6 +66,27 @@ class PollOptionsField(forms.CharField):
         return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+class ChannelsField(forms.CharField):
+    """Other channels as text: one per line."""
+
+    widget = forms.Textarea(attrs={"rows": 3, "cols": 40})
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        for unused in ("encoder", "decoder", "max_length"):
+            kwargs.pop(unused, None)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        return "\n".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return value
+        text = super().to_python(value) or ""
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 class PostAdminForm(forms.ModelForm):
     """The post form: publish_at, when set or changed, must be ahead (a past time is refused
     here rather than silently publishing at once). A quiz's correct option is the one whose

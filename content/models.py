@@ -154,6 +154,28 @@ class Post(models.Model):
     occurrence_key = models.CharField(
         _("occurrence key"), max_length=40, null=True, blank=True, unique=True, editable=False
     )
+    also_to = models.JSONField(
+        _("also publish in"),
+        default=list,
+        blank=True,
+        help_text=_(
+            "Other channels, one per line (@username or -100… id), at most 10: each gets a "
+            "copy of its own when the post is published, published once."
+        ),
+    )
+    copy_of = models.ForeignKey(
+        "self",
+        verbose_name=_("copy of"),
+        null=True,
+        blank=True,
+        editable=False,
+        on_delete=models.SET_NULL,
+        related_name="copies",
+    )
+    # "<post id>:<channel>": each channel's copy is created once.
+    copy_key = models.CharField(
+        _("copy key"), max_length=100, null=True, blank=True, unique=True, editable=False
+    )
     channel = models.CharField(
         _("channel"), max_length=64, help_text=_("The target channel: @username or its id (-100…).")
     )
@@ -226,6 +248,7 @@ class Post(models.Model):
     def clean(self) -> None:
         """Telegram's limits, checked on every save through a form or a service."""
         self.channel = validation.normalize_channel(self.channel)
+        self.also_to = validation.check_also_to(self.also_to, channel=self.channel)
         if self.is_poll:
             self.poll_question, self.poll_options = validation.check_poll(
                 self.poll_question, self.poll_options, text=self.text, has_photo=self.has_photo

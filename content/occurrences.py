@@ -40,6 +40,7 @@ _COPIED = (
     "buttons",
     "silent",
     "pin",
+    "also_to",
     "created_by",
 )
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from content import conf, delivery, jobs
+from content.copies import copies_create
 from content.errors import (
     LeaseTooShortError,
     PostNotDueError,
@@ -263,6 +264,7 @@ def _take(
     )
     if not claimed:
         return None
+    copies_create(post, now)  # the other channels' copies, with the claim
     return _Claim(post_id=post.pk, token=token, outgoing=prepared.outgoing)
 
 

@@ -68,6 +68,7 @@ class PostContent:
     delete_at: datetime | None = None  # the channel message is deleted then
     unpin_at: datetime | None = None  # a pinned post is unpinned then
     repeat: str = ""  # "daily", "weekdays", "weekly": a recurring post
+    also_to: list[str] = field(default_factory=list)  # other channels, a copy in each
     repeat_until: date | None = None  # its last day (inclusive, in its zone)
 
 
@@ -88,6 +89,7 @@ class PostChanges:
     # Read whenever poll_options or poll_type is given (None: no correct option).
     poll_correct_option: int | None = None
     poll_explanation: str | None = None
+    also_to: list[str] | None = None
 
     @property
     def touches_media_or_channel(self) -> bool:
@@ -102,6 +104,7 @@ class PostChanges:
             or self.poll_options is not None
             or self.poll_type is not None
             or self.poll_explanation is not None
+            or self.also_to is not None
         )
 
 
@@ -135,6 +138,7 @@ def post_create(
         delete_at=content.delete_at,
         unpin_at=content.unpin_at,
         repeat=content.repeat,
+        also_to=content.also_to,
         repeat_until=content.repeat_until,
         created_by=created_by[:100],
         source_update_id=source_update_id,
@@ -334,6 +338,8 @@ def _apply(post: Post, changes: PostChanges) -> None:
         post.poll_correct_option = changes.poll_correct_option
     if changes.poll_explanation is not None:
         post.poll_explanation = changes.poll_explanation
+    if changes.also_to is not None:
+        post.also_to = changes.also_to
     if changes.remove_photo:
         post.photo, post.photo_file_id = None, ""
     if changes.photo is not None:

@@ -159,6 +159,35 @@ def normalize_channel(value: str) -> str:
     )
 
 
+def check_also_to(channels: Any, *, channel: str) -> list[str]:
+    """The other channels of a post: at most ``conf.MAX_ALSO_TO``, each as
+    ``normalize_channel`` takes it, none twice and none the post's own. Returns them
+    normalized."""
+    if channels in (None, ""):
+        return []
+    if not isinstance(channels, list) or not all(isinstance(c, str) for c in channels):
+        raise ValidationError({"also_to": _("Other channels are a list of channels.")})
+    if len(channels) > conf.MAX_ALSO_TO:
+        raise ValidationError(
+            {"also_to": _("At most %(count)d other channels.") % {"count": conf.MAX_ALSO_TO}}
+        )
+    cleaned: list[str] = []
+    for value in channels:
+        try:
+            name = normalize_channel(value)
+        except ValidationError:
+            raise ValidationError(
+                {
+                    "also_to": _("%(value)r is not a channel: give @username or its -100… id.")
+                    % {"value": value[:40]}
+                }
+            ) from None
+        if name.lower() == channel.lower() or name.lower() in (c.lower() for c in cleaned):
+            raise ValidationError({"also_to": _("%(channel)s is named twice.") % {"channel": name}})
+        cleaned.append(name)
+    return cleaned
+
+
 def chat_id_param(channel: str) -> int | str:
     """The ``chat_id`` parameter for a stored channel: an int id, or the @username."""
     return int(channel) if _CHANNEL_ID.fullmatch(channel) else channel
