@@ -21,7 +21,7 @@ from django.utils.translation import gettext_lazy
 
 from content import jobs, selectors, services, validation
 from content.errors import PostError
-from content.forms import ButtonsField, ChannelsField, PollOptionsField, PostAdminForm
+from content.forms import AlbumField, ButtonsField, ChannelsField, PollOptionsField, PostAdminForm
 from content.models import UNPUBLISHED, PollType, Post, PostStatus
 from content.services import PostChanges, PostContent, Removal
 from telegram_bot.audit import Step, audit_step
@@ -133,7 +133,20 @@ class PostAdmin(admin.ModelAdmin):
         "updated_at",
     )
     fieldsets = (
-        (None, {"fields": ("channel", "also_to", "text", "photo", "photo_preview", "buttons")}),
+        (
+            None,
+            {
+                "fields": (
+                    "channel",
+                    "also_to",
+                    "text",
+                    "photo",
+                    "photo_preview",
+                    "album",
+                    "buttons",
+                )
+            },
+        ),
         (
             gettext_lazy("Poll"),
             {"fields": ("poll_question", "poll_options", "poll_type", "poll_explanation")},
@@ -173,6 +186,8 @@ class PostAdmin(admin.ModelAdmin):
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "buttons":
             return ButtonsField(label=gettext_lazy("Buttons"))
+        if db_field.name == "album":
+            return AlbumField(label=gettext_lazy("Album"), help_text=db_field.help_text)
         if db_field.name == "also_to":
             return ChannelsField(
                 label=gettext_lazy("Also publish in"), help_text=db_field.help_text
@@ -217,6 +232,7 @@ class PostAdmin(admin.ModelAdmin):
                 "channel",
                 "also_to",
                 "photo",
+                "album",
                 "publish_at",
                 "silent",
                 "pin",
@@ -290,6 +306,7 @@ class PostAdmin(admin.ModelAdmin):
             repeat=data.get("repeat") or "",
             repeat_until=data.get("repeat_until"),
             also_to=data.get("also_to") or [],
+            album=data.get("album") or [],
         )
         created_by = f"admin:{request.user.get_username()}"
         try:
@@ -322,6 +339,7 @@ class PostAdmin(admin.ModelAdmin):
                 data.get("poll_explanation", "") if "poll_explanation" in changed else None
             ),
             also_to=(data.get("also_to") or []) if "also_to" in changed else None,
+            album=(data.get("album") or []) if "album" in changed else None,
         )
         removal = None
         if changed & {"delete_at", "unpin_at"}:
@@ -358,6 +376,8 @@ class PostAdmin(admin.ModelAdmin):
     def kind(self, obj: Post) -> str:
         if obj.repeat:
             return _("recurring")
+        if obj.is_album:
+            return _("album")
         if obj.is_poll:
             return _("quiz") if obj.is_quiz else _("poll")
         return _("photo") if obj.has_photo else _("text")

@@ -19,6 +19,7 @@ _COPIED = (
     "text",
     "photo",
     "photo_file_id",
+    "album",
     "poll_question",
     "poll_options",
     "poll_type",

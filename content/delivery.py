@@ -44,6 +44,13 @@ def outgoing(post: Post, *, chat_id: int | str | None = None) -> Outgoing:
                 "disable_notification": silent,
             },
         )
+    if post.is_album:
+        media = [{"type": item["type"], "media": item["media"]} for item in post.album]
+        if post.text:
+            media[0]["caption"] = post.text  # an album's caption is its first item's
+        return Outgoing(
+            "sendMediaGroup", {"chat_id": target, "media": media, "disable_notification": silent}
+        )
     if not post.has_photo:
         return Outgoing(
             "sendMessage",
@@ -76,8 +83,13 @@ def _quiz(post: Post) -> dict[str, Any]:
 
 
 def send(message: Outgoing) -> dict[str, Any]:
-    """Send it; returns Telegram's Message. Raises TelegramApiError."""
+    """Send it; returns Telegram's Message (an album's first, with ``album_message_ids``).
+    Raises TelegramApiError."""
     client = get_client()
+    if message.method == "sendMediaGroup":
+        # The album's messages: the first stands for the post, all of them are kept.
+        messages = client.call("sendMediaGroup", **message.params)
+        return {**messages[0], "album_message_ids": [m["message_id"] for m in messages]}
     if message.method == "sendPoll":
         return client.send_poll(**message.params)
     if message.method == "sendPhoto":
@@ -115,7 +127,11 @@ def edit(post: Post, *, text: str, buttons: validation.Buttons) -> None:
     client = get_client()
     chat_id = validation.chat_id_param(post.channel)
     markup = validation.reply_markup(buttons) or {"inline_keyboard": []}
-    if post.has_photo:
+    if post.is_album:  # the caption of its first message; an album has no buttons
+        client.edit_message_caption(
+            chat_id=chat_id, message_id=post.channel_message_id, caption=text
+        )
+    elif post.has_photo:
         client.edit_message_caption(
             chat_id=chat_id, message_id=post.channel_message_id, caption=text, reply_markup=markup
         )
@@ -127,11 +143,12 @@ def edit(post: Post, *, text: str, buttons: validation.Buttons) -> None:
 
 def delete(post: Post) -> None:
     """Delete the published message; a message that is already gone counts as deleted."""
+    chat_id = validation.chat_id_param(post.channel)
+    if post.album_message_ids:  # deleteMessages skips the ones already gone
+        get_client().delete_messages(chat_id=chat_id, message_ids=post.album_message_ids)
+        return
     try:
-        get_client().delete_message(
-            chat_id=validation.chat_id_param(post.channel),
-            message_id=int(post.channel_message_id or 0),
-        )
+        get_client().delete_message(chat_id=chat_id, message_id=int(post.channel_message_id or 0))
     except TelegramApiError as exc:
         if ALREADY_DELETED not in exc.description.lower():
             raise

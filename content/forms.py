@@ -87,6 +87,26 @@ class ChannelsField(forms.CharField):
         return [line.strip() for line in text.splitlines() if line.strip()]
 
 
+class AlbumField(forms.CharField):
+    """An album as text: one item per line, ``photo <file id or link>`` or ``video …``."""
+
+    widget = forms.Textarea(attrs={"rows": 4, "cols": 80})
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("required", False)
+        for unused in ("encoder", "decoder", "max_length"):
+            kwargs.pop(unused, None)
+        super().__init__(**kwargs)
+
+    def prepare_value(self, value: Any) -> Any:
+        return validation.format_album(value) if isinstance(value, list) else value
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return value
+        return validation.parse_album(super().to_python(value) or "")
+
+
 class PostAdminForm(forms.ModelForm):
     """The post form: publish_at, when set or changed, must be ahead (a past time is refused
     here rather than silently publishing at once). A quiz's correct option is the one whose

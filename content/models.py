@@ -70,6 +70,20 @@ class Post(models.Model):
     )
     # Telegram's id of the photo once it was sent (or when it came from the panel).
     photo_file_id = models.CharField(_("photo file id"), max_length=255, blank=True)
+    album = models.JSONField(
+        _("album"),
+        default=list,
+        blank=True,
+        help_text=_(
+            "2 to 10 photos or videos sent together (sendMediaGroup), one per line: "
+            "'photo <file id or https link>' or 'video <file id or https link>'. The text is "
+            "the album's caption (up to 1024 characters); an album has no buttons."
+        ),
+    )
+    # The ids of the album's messages once published (the first is channel_message_id).
+    album_message_ids = models.JSONField(
+        _("album message ids"), default=list, blank=True, editable=False
+    )
     poll_question = models.CharField(
         _("poll question"),
         max_length=300,
@@ -222,6 +236,15 @@ class Post(models.Model):
         return bool(self.photo) or bool(self.photo_file_id)
 
     @property
+    def is_album(self) -> bool:
+        return bool(self.album)
+
+    @property
+    def has_caption(self) -> bool:
+        """The text is a caption (at most 1024 characters, may be empty): a photo, an album."""
+        return self.has_photo or self.is_album
+
+    @property
     def is_poll(self) -> bool:
         return bool(self.poll_question) or bool(self.poll_options)
 
@@ -238,6 +261,8 @@ class Post(models.Model):
         """A one-line label: the start of the text (a poll's question)."""
         text = " ".join((self.poll_question or self.text).split())
         if not text:
+            if self.is_album:
+                return "(album)"
             return "(photo)" if self.has_photo else "(empty)"
         return text if len(text) <= 40 else text[:39] + "…"
 
@@ -249,6 +274,13 @@ class Post(models.Model):
         """Telegram's limits, checked on every save through a form or a service."""
         self.channel = validation.normalize_channel(self.channel)
         self.also_to = validation.check_also_to(self.also_to, channel=self.channel)
+        if self.is_album:
+            self.album = validation.check_album(
+                self.album,
+                text=self.text,
+                others=self.has_photo or self.is_poll,
+                buttons=bool(self.buttons),
+            )
         if self.is_poll:
             self.poll_question, self.poll_options = validation.check_poll(
                 self.poll_question, self.poll_options, text=self.text, has_photo=self.has_photo
@@ -262,7 +294,7 @@ class Post(models.Model):
         elif self.is_quiz or self.poll_explanation.strip():
             raise ValidationError({"poll_question": _("A quiz needs a question and options.")})
         else:
-            validation.check_text(self.text, has_photo=self.has_photo)
+            validation.check_text(self.text, has_photo=self.has_caption)
         self.buttons = validation.check_buttons(self.buttons)
         validation.check_removal(
             publish_at=self.publish_at,

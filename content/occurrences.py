@@ -32,6 +32,7 @@ _COPIED = (
     "text",
     "photo",
     "photo_file_id",
+    "album",
     "poll_question",
     "poll_options",
     "poll_type",

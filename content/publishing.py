@@ -223,6 +223,7 @@ def _fingerprint(post: Post) -> tuple[Any, ...]:
         post.poll_type,
         post.poll_correct_option,
         post.poll_explanation,
+        post.album,
     )
 
 
@@ -384,6 +385,7 @@ def _record(claim: _Claim, message: dict[str, Any]) -> Post:
             was_unknown = post.outcome_unknown
             post.status, post.channel_message_id = PostStatus.PUBLISHED, message_id
             post.photo_file_id = delivery.sent_photo_file_id(message) or post.photo_file_id
+            post.album_message_ids = message.get("album_message_ids") or []
             post.published_at = post.updated_at = now
             post.attempt_token, post.attempt_deadline = "", None
             post.outcome_unknown, post.last_error = False, ""
@@ -396,6 +398,7 @@ def _record(claim: _Claim, message: dict[str, Any]) -> Post:
                     "status",
                     "channel_message_id",
                     "photo_file_id",
+                    "album_message_ids",
                     "published_at",
                     "updated_at",
                     "attempt_token",

@@ -58,6 +58,7 @@ class PostContent:
     buttons: validation.Buttons = field(default_factory=list)
     photo: File | None = None  # an upload (admin site), stored under MEDIA_ROOT
     photo_file_id: str = ""  # a photo already on Telegram (panel)
+    album: list[dict[str, str]] = field(default_factory=list)  # 2-10 photos/videos
     silent: bool = False  # published without a notification sound
     pin: bool = False  # pinned in the channel once published
     poll_question: str = ""  # a poll instead of a message
@@ -90,6 +91,7 @@ class PostChanges:
     poll_correct_option: int | None = None
     poll_explanation: str | None = None
     also_to: list[str] | None = None
+    album: list[dict[str, str]] | None = None
 
     @property
     def touches_media_or_channel(self) -> bool:
@@ -105,6 +107,7 @@ class PostChanges:
             or self.poll_type is not None
             or self.poll_explanation is not None
             or self.also_to is not None
+            or self.album is not None
         )
 
 
@@ -128,6 +131,7 @@ def post_create(
         text=content.text,
         buttons=content.buttons,
         photo_file_id=content.photo_file_id,
+        album=content.album,
         silent=content.silent,
         pin=content.pin,
         poll_question=content.poll_question,
@@ -184,8 +188,10 @@ def post_update(*, post_id: int, changes: PostChanges) -> Post:
             )
         text = post.text if changes.text is None else changes.text
         buttons = post.buttons if changes.buttons is None else changes.buttons
-        validation.check_text(text, has_photo=post.has_photo)
+        validation.check_text(text, has_photo=post.has_caption)
         buttons = validation.check_buttons(buttons)
+        if post.is_album:
+            validation.check_album(post.album, text=text, others=False, buttons=bool(buttons))
         if (text, buttons) == (post.text, post.buttons):
             return post
         if post.channel_message_id is None:
@@ -340,6 +346,8 @@ def _apply(post: Post, changes: PostChanges) -> None:
         post.poll_explanation = changes.poll_explanation
     if changes.also_to is not None:
         post.also_to = changes.also_to
+    if changes.album is not None:
+        post.album = changes.album
     if changes.remove_photo:
         post.photo, post.photo_file_id = None, ""
     if changes.photo is not None:

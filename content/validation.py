@@ -140,6 +140,83 @@ def split_quiz_mark(options: list[str]) -> tuple[list[str], list[int]]:
     return [option.removeprefix(QUIZ_MARK).strip() for option in options], marked
 
 
+# --- albums -----------------------------------------------------------------------------------
+# https://core.telegram.org/bots/api#sendmediagroup: 2-10 items; photos and videos mix.
+ALBUM_MIN, ALBUM_MAX = 2, 10
+ALBUM_KINDS = ("photo", "video")
+_FILE_ID = re.compile(r"[A-Za-z0-9_-]{20,255}")
+
+
+def check_album(items: Any, *, text: str, others: bool, buttons: bool) -> list[dict[str, str]]:
+    """An album: 2-10 items of ``{"type": photo|video, "media": file id or http(s) link}``,
+    a caption of at most 1024 characters, nothing beside it (no uploaded photo, no poll, no
+    buttons: sendMediaGroup takes no reply_markup). Returns the items cleaned."""
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ValidationError({"album": _("An album is a list of photos and videos.")})
+    if not ALBUM_MIN <= len(items) <= ALBUM_MAX:
+        raise ValidationError(
+            {
+                "album": _("An album has 2 to 10 photos or videos; this one has %(n)d.")
+                % {"n": len(items)}
+            }
+        )
+    cleaned = []
+    for number, item in enumerate(items, start=1):
+        kind, media = str(item.get("type", "")).strip(), str(item.get("media", "")).strip()
+        if kind not in ALBUM_KINDS or set(item) != {"type", "media"}:
+            raise ValidationError(
+                {
+                    "album": _(
+                        "Line %(line)d: write 'photo <file id or link>' or "
+                        "'video <file id or link>'."
+                    )
+                    % {"line": number}
+                }
+            )
+        if not _album_media_ok(media):
+            raise ValidationError(
+                {
+                    "album": _("Line %(line)d: give a Telegram file id or an http(s) link.")
+                    % {"line": number}
+                }
+            )
+        cleaned.append({"type": kind, "media": media})
+    if others:
+        raise ValidationError(
+            {"album": _("An album is sent alone: remove the uploaded photo or the poll.")}
+        )
+    if buttons:
+        raise ValidationError({"buttons": _("An album cannot have buttons: Telegram sends none.")})
+    check_text(text, has_photo=True)
+    return cleaned
+
+
+def _album_media_ok(media: str) -> bool:
+    if media.lower().startswith(("http://", "https://")):
+        try:
+            _HTTP_URL(media)
+        except ValidationError:
+            return False
+        return len(media) <= conf.BUTTON_URL_LIMIT
+    return bool(_FILE_ID.fullmatch(media))
+
+
+def parse_album(text: str) -> list[dict[str, str]]:
+    """Operator input: one item per line, ``photo <media>`` or ``video <media>``."""
+    items = []
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        kind, _space, media = line.strip().partition(" ")
+        items.append({"type": kind.lower(), "media": media.strip()})
+    return items
+
+
+def format_album(items: list[dict[str, str]]) -> str:
+    """The inverse of ``parse_album``."""
+    return "\n".join(f"{item['type']} {item['media']}" for item in items or [])
+
+
 # --- channel ----------------------------------------------------------------------------------
 def normalize_channel(value: str) -> str:
     """``@name``, a ``t.me/name`` link or a ``-100…`` id, as Telegram's ``chat_id`` takes it."""

@@ -137,6 +137,33 @@ class Results(ChatMemberResults, FileResults, ForumResults):
         }
         return self._new_message(params, bot_id, {"poll": poll})
 
+    def _sendMediaGroup(self, params: Json, bot_id: int) -> list[Json]:
+        """An album: 2-10 items (photos and videos mix; documents or audios only among
+        themselves), captions of at most 1024 characters; one message per item sharing a
+        media_group_id."""
+        media = params["media"]
+        if not 2 <= len(media) <= 10:
+            raise RequestError(400, "Bad Request: media group must include 2-10 items")
+        kinds = {item.get("type") for item in media}
+        if len(kinds) > 1 and not kinds <= {"photo", "video"}:
+            raise RequestError(400, "Bad Request: MEDIA_INVALID")
+        if any(len(item.get("caption") or "") > 1024 for item in media):
+            raise RequestError(400, "Bad Request: message caption is too long")
+        self._serial += 1
+        group = f"fake-group-{self._serial}"
+        messages = []
+        for item in media:
+            source = item["media"]
+            file_id = source if "://" not in source else self._file_id()
+            if item["type"] == "photo":
+                content: Json = {"photo": [_photo_size(file_id, 800)]}
+            else:
+                video = {"file_id": file_id, "file_unique_id": f"u-{file_id}", "duration": 10}
+                content = {"video": {**video, "width": 640, "height": 360}}
+            content.update(_pick(item, "caption"), media_group_id=group)
+            messages.append(self._new_message(_pick(params, "chat_id"), bot_id, content))
+        return messages
+
     def _copyMessage(self, params: Json, bot_id: int) -> Json:
         source = self.stored_message(params["from_chat_id"], params["message_id"]) or {}
         content = _pick(source, "text", "entities", "photo", "poll")
