@@ -122,6 +122,15 @@ def unpin(post: Post) -> None:
     )
 
 
+def edit_buttons(post: Post, *, buttons: validation.Buttons) -> None:
+    """Edit the published message's buttons alone (none: the keyboard is removed)."""
+    get_client().edit_message_reply_markup(
+        chat_id=validation.chat_id_param(post.channel),
+        message_id=post.channel_message_id,
+        reply_markup=validation.reply_markup(buttons) or {"inline_keyboard": []},
+    )
+
+
 def edit(post: Post, *, text: str, buttons: validation.Buttons) -> None:
     """Edit the published message: its text, or its caption, and its buttons."""
     client = get_client()

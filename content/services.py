@@ -172,7 +172,9 @@ def post_create(
 def post_update(*, post_id: int, changes: PostChanges) -> Post:
     """Edit a post. Before publication only the database changes. Once published, the text
     (or caption) and the buttons can change: the channel message is edited first
-    (editMessageText or editMessageCaption), then the post; its channel and photo cannot."""
+    (editMessageText or editMessageCaption; the buttons alone, also a poll's, with
+    editMessageReplyMarkup), then the post; its channel and media cannot. Telegram's "message
+    is not modified" (an edit repeated after a lost answer) counts as done."""
     with transaction.atomic():
         post = post_locked(post_id)
         if post.status in UNPUBLISHED:
@@ -180,15 +182,18 @@ def post_update(*, post_id: int, changes: PostChanges) -> Post:
             return post
         if post.status != PostStatus.PUBLISHED:
             raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be edited.")
-        if post.is_poll:
-            raise PostStateError(f"Post #{post.pk} is a published poll: it cannot be edited.")
         if changes.touches_media_or_channel:
             raise PostStateError(
                 f"Post #{post.pk} is published: only its text and buttons can still change."
             )
         text = post.text if changes.text is None else changes.text
         buttons = post.buttons if changes.buttons is None else changes.buttons
-        validation.check_text(text, has_photo=post.has_caption)
+        if post.is_poll and text != post.text:
+            raise PostStateError(
+                f"Post #{post.pk} is a published poll: only its buttons can still change."
+            )
+        if not post.is_poll:
+            validation.check_text(text, has_photo=post.has_caption)
         buttons = validation.check_buttons(buttons)
         if post.is_album:
             validation.check_album(post.album, text=text, others=False, buttons=bool(buttons))
@@ -200,7 +205,10 @@ def post_update(*, post_id: int, changes: PostChanges) -> Post:
             )
         token = _claim_channel_message(post)
     try:
-        delivery.edit(post, text=text, buttons=buttons)
+        if text == post.text:  # the buttons alone: editMessageReplyMarkup
+            delivery.edit_buttons(post, buttons=buttons)
+        else:
+            delivery.edit(post, text=text, buttons=buttons)
     except Exception:
         _release(post.pk, token)
         raise

@@ -4,20 +4,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('content', '0009_post_also_to'),
+        ("content", "0009_post_also_to"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='post',
-            name='album',
-            field=models.JSONField(blank=True, default=list, help_text="2 to 10 photos or videos sent together (sendMediaGroup), one per line: 'photo <file id or https link>' or 'video <file id or https link>'. The text is the album's caption (up to 1024 characters); an album has no buttons.", verbose_name='album'),
+            model_name="post",
+            name="album",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="2 to 10 photos or videos sent together (sendMediaGroup), one per line: 'photo <file id or https link>' or 'video <file id or https link>'. The text is the album's caption (up to 1024 characters); an album has no buttons.",
+                verbose_name="album",
+            ),
         ),
         migrations.AddField(
-            model_name='post',
-            name='album_message_ids',
-            field=models.JSONField(blank=True, default=list, editable=False, verbose_name='album message ids'),
+            model_name="post",
+            name="album_message_ids",
+            field=models.JSONField(
+                blank=True, default=list, editable=False, verbose_name="album message ids"
+            ),
         ),
     ]

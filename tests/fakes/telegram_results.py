@@ -327,9 +327,10 @@ def _pick(params: Json, *keys: str) -> Json:
 
 
 def _set_markup(message: Json, params: Json) -> None:
-    # Only inline keyboards show up on a Message; leaving reply_markup out of an edit removes it.
+    # Only inline keyboards show up on a Message; leaving reply_markup out of an edit (or an
+    # empty keyboard) removes it.
     markup = params.get("reply_markup")
-    if isinstance(markup, dict) and "inline_keyboard" in markup:
+    if isinstance(markup, dict) and markup.get("inline_keyboard"):
         message["reply_markup"] = markup
     else:
         message.pop("reply_markup", None)
