@@ -29,7 +29,7 @@ from telegram_bot.audit_admin import admin_actor
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.models import Job
 from telegram_bot.ops.admin_site import register_view
-from telegram_bot.ops.zones import ZonedDateTimeField, zone_name
+from telegram_bot.ops.zones import ZonedDateTimeField, zone_name, zoned
 
 _FAILED_FLAG = "_content_admin_failed"
 
@@ -126,6 +126,7 @@ class PostAdmin(admin.ModelAdmin):
         "recurrence_of",
         "copy_of",
         "channel_outcomes",
+        "statistics",
         "last_error",
         "photo_file_id",
         "created_by",
@@ -173,6 +174,7 @@ class PostAdmin(admin.ModelAdmin):
                     "recurrence_of",
                     "copy_of",
                     "channel_outcomes",
+                    "statistics",
                     "last_error",
                     "photo_file_id",
                     "created_by",
@@ -398,6 +400,25 @@ class PostAdmin(admin.ModelAdmin):
             return "-"
         url = reverse("admin:content-post-photo", args=[obj.pk])
         return format_html('<img src="{}" alt="{}" style="max-height: 240px">', url, _("photo"))
+
+    @admin.display(description=gettext_lazy("channel statistics"))
+    def statistics(self, obj: Post) -> str:
+        """What Telegram reports for the channel message, and plainly what it does not."""
+        if obj.status not in (PostStatus.PUBLISHED, PostStatus.ARCHIVED) or obj.message_deleted:
+            return "-"
+        views = _("Views: not available from the Bot API.")
+        if not obj.reactions:
+            reactions = _(
+                "Reactions: none reported yet (Telegram reports them to a bot that administers "
+                "the channel, a few minutes late)."
+            )
+        else:
+            counts = ", ".join(f"{r['reaction']} {r['count']}" for r in obj.reactions)
+            reactions = _("Reactions: %(counts)s (as of %(when)s).") % {
+                "counts": counts,
+                "when": zoned(obj.reactions_date),
+            }
+        return f"{reactions} {views}"
 
     @admin.display(description=gettext_lazy("other channels"))
     def channel_outcomes(self, obj: Post) -> SafeString | str:

@@ -213,6 +213,11 @@ class Post(models.Model):
     last_error = models.TextField(_("last error"), blank=True)
     attempt_token = models.CharField(_("attempt token"), max_length=32, blank=True)
     attempt_deadline = models.DateTimeField(_("attempt deadline"), null=True, blank=True)
+    # Telegram's reaction counts of the channel message (message_reaction_count updates).
+    reactions = models.JSONField(_("reactions"), default=list, blank=True, editable=False)
+    reactions_date = models.DateTimeField(
+        _("reactions as of"), null=True, blank=True, editable=False
+    )
     created_by = models.CharField(_("created by"), max_length=100, blank=True)
     # The Telegram update that created the post (panel): a re-delivery creates nothing twice.
     source_update_id = models.BigIntegerField(
