@@ -15,6 +15,7 @@ from content.errors import PostStateError
 from content.models import Post, PostStatus
 from content.occurrences import post_recur
 from content.publishing import post_publish_now
+from content.reconcile import posts_reconcile
 from content.recurrence import occurrence_from
 from content.services import PostContent, post_create
 from telegram_bot.jobs.models import Job, JobStatus
@@ -187,3 +188,16 @@ def test_the_form_makes_a_weekday_post(bot: FakeTelegramServer, admin_client: Cl
     assert post.publish_at is not None and timezone.localtime(post.publish_at).weekday() < 5
     page = admin_client.get("/admin/content/post/").content.decode()
     assert "recurring" in page
+
+
+def test_a_recurring_post_left_without_its_job_gets_a_new_one(bot: FakeTelegramServer) -> None:
+    post = recurring()
+    Job.objects.filter(dedupe_key=f"recur:{post.pk}").update(status=JobStatus.CANCELLED)
+    Post.objects.filter(pk=post.pk).update(publish_at=timezone.now() - timedelta(hours=3))
+    assert posts_reconcile() == 1
+    assert Job.objects.get(dedupe_key=f"recur:{post.pk}", status=JobStatus.QUEUED)
+    assert not Job.objects.filter(dedupe_key=f"post:{post.pk}").exists()
+    run_all()  # three hours late: skipped, moved on to the next occurrence
+    post.refresh_from_db()
+    assert post.status == PostStatus.SCHEDULED and post.publish_at > timezone.now()
+    assert "skipped" in post.last_error and not channel_sends(bot)
