@@ -114,7 +114,7 @@ def incoming(rate: float, stop: Any, part: int) -> tuple[list[float], int]:
     from tests.builders import make_message_update
 
     client = Client()
-    headers = {"HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN": settings.TELEGRAM_WEBHOOK_SECRET}
+    secret = settings.TELEGRAM_WEBHOOK_SECRET
     took: list[float] = []
     failed = 0
     start = time.perf_counter()
@@ -131,7 +131,10 @@ def incoming(rate: float, stop: Any, part: int) -> tuple[list[float], int]:
             user_id=70_000_000 + part * 1000 + n % 1000,
         )
         response = client.post(
-            "/telegram/webhook", data=json.dumps(update), content_type="application/json", **headers
+            "/telegram/webhook",
+            data=json.dumps(update),
+            content_type="application/json",
+            HTTP_X_TELEGRAM_BOT_API_SECRET_TOKEN=secret,
         )
         took.append(time.perf_counter() - due)
         failed += response.status_code != 200
