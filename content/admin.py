@@ -10,6 +10,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.core.files.storage import default_storage
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpRequest
 from django.urls import reverse
@@ -144,6 +145,7 @@ class PostAdmin(admin.ModelAdmin):
                     "photo",
                     "photo_preview",
                     "album",
+                    "album_files",
                     "buttons",
                 )
             },
@@ -220,7 +222,11 @@ class PostAdmin(admin.ModelAdmin):
         second "Photo" row before there is anything to show."""
         fieldsets = super().get_fieldsets(request, obj)
         if obj is not None:
-            return fieldsets
+            if obj.status in UNPUBLISHED:
+                return fieldsets
+            content = fieldsets[0]  # in the channel: nothing more to upload
+            fields = tuple(name for name in content[1]["fields"] if name != "album_files")
+            return [(content[0], {**content[1], "fields": fields}), *fieldsets[1:]]
         content, poll, publication, repeat = fieldsets[:4]
         fields = tuple(name for name in content[1]["fields"] if name != "photo_preview")
         return [(content[0], {**content[1], "fields": fields}), poll, publication, repeat]
@@ -310,6 +316,7 @@ class PostAdmin(admin.ModelAdmin):
             also_to=data.get("also_to") or [],
             album=data.get("album") or [],
         )
+        _store_album_uploads(form)
         created_by = f"admin:{request.user.get_username()}"
         try:
             post = services.post_create(
@@ -341,8 +348,9 @@ class PostAdmin(admin.ModelAdmin):
                 data.get("poll_explanation", "") if "poll_explanation" in changed else None
             ),
             also_to=(data.get("also_to") or []) if "also_to" in changed else None,
-            album=(data.get("album") or []) if "album" in changed else None,
+            album=(data.get("album") or []) if changed & {"album", "album_files"} else None,
         )
+        _store_album_uploads(form)
         removal = None
         if changed & {"delete_at", "unpin_at"}:
             removal = Removal(delete_at=data.get("delete_at"), unpin_at=data.get("unpin_at"))
@@ -566,6 +574,14 @@ class PostAdmin(admin.ModelAdmin):
                 )
             else:
                 messages.success(request, done % {"id": post_id})
+
+
+def _store_album_uploads(form: Any) -> None:
+    """Store the files uploaded for the album under the names its items already give."""
+    for name, upload in getattr(form, "album_uploads", []):
+        stored = default_storage.save(name, upload)
+        if stored != name:  # a generated name is new: this would be a second upload's
+            raise ValidationError(_("The album file could not be stored: upload it again."))
 
 
 def _save_action(change: bool, changed: list[str]) -> str:

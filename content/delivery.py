@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.files.storage import default_storage
+
 from content import validation
 from content.models import Post
 from telegram_bot.bot import get_client
@@ -45,12 +47,7 @@ def outgoing(post: Post, *, chat_id: int | str | None = None) -> Outgoing:
             },
         )
     if post.is_album:
-        media = [{"type": item["type"], "media": item["media"]} for item in post.album]
-        if post.text:
-            media[0]["caption"] = post.text  # an album's caption is its first item's
-        return Outgoing(
-            "sendMediaGroup", {"chat_id": target, "media": media, "disable_notification": silent}
-        )
+        return _album(post, target, silent)
     if not post.has_photo:
         return Outgoing(
             "sendMessage",
@@ -69,6 +66,26 @@ def outgoing(post: Post, *, chat_id: int | str | None = None) -> Outgoing:
         photo = (name, data, content_type)
     params = {"chat_id": target, "photo": photo, "caption": post.text or None}
     return Outgoing("sendPhoto", {**params, "reply_markup": markup, "disable_notification": silent})
+
+
+def _album(post: Post, target: int | str, silent: bool | None) -> Outgoing:
+    """sendMediaGroup; an item uploaded from the console is attached (``attach://fileN``)."""
+    media: list[dict[str, Any]] = []
+    files: dict[str, Any] = {}
+    for number, item in enumerate(post.album):
+        source = item["media"]
+        if source.startswith(validation.ALBUM_UPLOAD):
+            name = source.removeprefix(validation.ALBUM_UPLOAD)
+            with default_storage.open(name, "rb") as stored:
+                data = stored.read()
+            kind = "video/mp4" if item["type"] == "video" else validation.photo_type(data)
+            files[f"file{number}"] = (os.path.basename(name), data, kind or "image/jpeg")
+            source = f"attach://file{number}"
+        media.append({"type": item["type"], "media": source})
+    if post.text:
+        media[0]["caption"] = post.text  # an album's caption is its first item's
+    params = {"chat_id": target, "media": media, "disable_notification": silent, **files}
+    return Outgoing("sendMediaGroup", params)
 
 
 def _quiz(post: Post) -> dict[str, Any]:

@@ -107,6 +107,28 @@ class AlbumField(forms.CharField):
         return validation.parse_album(super().to_python(value) or "")
 
 
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class AlbumFilesField(forms.FileField):
+    """Photos and videos uploaded for an album (several files in one input)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        kwargs.setdefault("required", False)
+        super().__init__(**kwargs)
+
+    def has_changed(self, initial: Any, data: Any) -> bool:
+        return bool(data)  # the widget gives [] when nothing was chosen
+
+    def clean(self, data: Any, initial: Any = None) -> Any:
+        one = super().clean
+        if isinstance(data, list | tuple):
+            return [one(item, initial) for item in data if item]
+        return [one(data, initial)] if data else []
+
+
 class PostAdminForm(forms.ModelForm):
     """The post form: publish_at, when set or changed, must be ahead (a past time is refused
     here rather than silently publishing at once). A quiz's correct option is the one whose
@@ -138,8 +160,17 @@ class PostAdminForm(forms.ModelForm):
                 raise ValidationError(exc.messages) from None
         return value
 
+    album_files = AlbumFilesField(
+        label=gettext_lazy("Upload to the album"),
+        help_text=gettext_lazy(
+            "Photos (JPEG, PNG or WebP, at most 10 MB) or MP4 videos (at most 50 MB), added "
+            "after the album's lines; stored here and uploaded when the post is sent."
+        ),
+    )
+
     def clean(self) -> dict[str, Any]:
         data: dict[str, Any] = super().clean() or self.cleaned_data
+        self._clean_album_files(data)
         if "poll_options" not in data or "poll_type" not in self.fields:
             return data
         options, marked = validation.split_quiz_mark(data["poll_options"] or [])
@@ -164,3 +195,23 @@ class PostAdminForm(forms.ModelForm):
             except ValidationError as exc:
                 raise ValidationError(exc.messages) from None
         return value
+
+    def _clean_album_files(self, data: dict[str, Any]) -> None:
+        """Uploaded album files: each checked, given the name it will be stored under, and
+        added to the album's items (``album_uploads``: what the save stores)."""
+        self.album_uploads: list[tuple[str, Any]] = []
+        files = data.get("album_files") or []
+        if not files or "album" not in data:
+            return
+        items = list(data["album"] or [])
+        for upload in files:
+            try:
+                kind = validation.check_album_upload(upload)
+            except ValidationError as exc:
+                self.add_error("album_files", f"{upload.name}: {' '.join(exc.messages)}")
+                return
+            head = validation.read_head(upload, validation.PHOTO_HEAD_BYTES)
+            name = validation.album_upload_name(kind, head)
+            self.album_uploads.append((name, upload))
+            items.append({"type": kind, "media": validation.ALBUM_UPLOAD + name})
+        data["album"] = items

@@ -145,6 +145,33 @@ def split_quiz_mark(options: list[str]) -> tuple[list[str], list[int]]:
 ALBUM_MIN, ALBUM_MAX = 2, 10
 ALBUM_KINDS = ("photo", "video")
 _FILE_ID = re.compile(r"[A-Za-z0-9_-]{20,255}")
+# An item uploaded from the console: "upload:<its stored name>" (album_upload_store).
+ALBUM_UPLOAD = "upload:"
+_ALBUM_STORED = re.compile(r"content/album/\d{4}/\d{2}/[0-9a-f]{32}\.(?:jpg|png|webp|mp4)")
+VIDEO_MAX_BYTES = (
+    50 * 1024 * 1024
+)  # what a bot may upload (https://core.telegram.org/bots/api#sending-files)
+
+
+def check_album_upload(upload: File) -> str:
+    """An album item uploaded from the console: a photo within sendPhoto's limits
+    (``check_photo_file``) or an MP4 video of at most 50 MB. Returns "photo" or "video"."""
+    head = read_head(upload, PHOTO_HEAD_BYTES)
+    if photo_type(head) is not None:
+        check_photo_file(upload)
+        return "photo"
+    if head[4:8] != b"ftyp":
+        raise ValidationError(_("An album file is a JPEG, PNG or WebP photo or an MP4 video."))
+    if (getattr(upload, "size", None) or 0) > VIDEO_MAX_BYTES:
+        raise ValidationError(_("A video is at most 50 MB."))
+    return "video"
+
+
+def album_upload_name(kind: str, head: bytes) -> str:
+    """Where an uploaded album item is stored: a generated name, its extension from the bytes."""
+    extension = "mp4" if kind == "video" else PHOTO_EXTENSIONS[photo_type(head) or "image/jpeg"]
+    now = timezone.now()
+    return f"content/album/{now:%Y/%m}/{uuid.uuid4().hex}.{extension}"
 
 
 def check_album(items: Any, *, text: str, others: bool, buttons: bool) -> list[dict[str, str]]:
@@ -192,6 +219,8 @@ def check_album(items: Any, *, text: str, others: bool, buttons: bool) -> list[d
 
 
 def _album_media_ok(media: str) -> bool:
+    if media.startswith(ALBUM_UPLOAD):
+        return bool(_ALBUM_STORED.fullmatch(media.removeprefix(ALBUM_UPLOAD)))
     if media.lower().startswith(("http://", "https://")):
         try:
             _HTTP_URL(media)

@@ -96,3 +96,69 @@ def test_a_bad_album_is_refused_in_the_form_and_nothing_is_sent(
     assert response.status_code == 200
     assert problem in errors_of(response)
     assert not Post.objects.exists() and not bot.calls
+
+
+MP4_HEAD = b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 64
+
+
+def test_photos_and_videos_uploaded_in_the_console_are_attached_once(
+    bot: FakeTelegramServer, admin_client: Client, media_root: Any
+) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    video = SimpleUploadedFile("clip.mp4", MP4_HEAD, content_type="video/mp4")
+    response = admin_client.post(
+        ADD,
+        form(
+            text="Uploaded",
+            album=f"photo {FILE_ID}",
+            album_files=[png_upload("a.png"), video],
+        ),
+    )
+    assert response.status_code == 302, errors_of(response)
+    post = Post.objects.get()
+    assert [item["type"] for item in post.album] == ["photo", "photo", "video"]
+    stored = [item["media"].removeprefix("upload:") for item in post.album[1:]]
+    assert all((media_root / name).is_file() for name in stored)
+    assert stored[1].endswith(".mp4") and stored[0].endswith(".png")
+    post = post_publish_now(post_id=post.pk)
+    [sent] = groups(bot)
+    media = sent.params["media"]
+    assert media[0]["media"] == FILE_ID
+    assert [m["media"] for m in media[1:]] == ["attach://file1", "attach://file2"]
+    assert sent.params["_attachments"]["file2"].data == MP4_HEAD
+    assert post.status == PostStatus.PUBLISHED and len(post.album_message_ids) == 3
+
+
+def test_uploads_outside_the_limits_are_refused_and_nothing_is_stored(
+    bot: FakeTelegramServer, admin_client: Client, media_root: Any
+) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from content.validation import check_album_upload
+
+    text = SimpleUploadedFile("notes.txt", b"just text, not media", content_type="text/plain")
+    response = admin_client.post(ADD, form(album=f"photo {FILE_ID}", album_files=[text]))
+    assert "notes.txt: An album file is a JPEG, PNG or WebP photo or an MP4 video" in errors_of(
+        response
+    )
+    too_many = "\n".join([f"photo {FILE_ID}"] * 9)
+    response = admin_client.post(
+        ADD, form(album=too_many, album_files=[png_upload("a.png"), png_upload("b.png")])
+    )
+    assert "this one has 11" in errors_of(response)
+    assert not Post.objects.exists() and not bot.calls
+    assert not (media_root / "content" / "album").exists()
+    big = SimpleUploadedFile("big.mp4", MP4_HEAD, content_type="video/mp4")
+    big.size = 50 * 1024 * 1024 + 1
+    with pytest.raises(Exception, match="at most 50 MB"):
+        check_album_upload(big)
+
+
+def test_the_fake_refuses_an_attach_reference_without_its_file(bot: FakeTelegramServer) -> None:
+    from telegram_bot.bot import get_client
+    from telegram_bot.errors import TelegramApiError
+
+    media = [{"type": "photo", "media": "attach://gone"}, {"type": "photo", "media": FILE_ID}]
+    with pytest.raises(TelegramApiError, match="attach://gone"):
+        get_client().call("sendMediaGroup", chat_id=CHANNEL, media=media)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.fakes.botapi_spec import BotApiSpec, RequestError, UploadedFile
+from tests.fakes.botapi_spec import ATTACHMENTS, BotApiSpec, RequestError, UploadedFile
 from tests.fakes.telegram_files import FileResults
 from tests.fakes.telegram_forum import ForumResults
 from tests.fakes.telegram_members import ChatMemberResults
@@ -152,11 +152,15 @@ class Results(ChatMemberResults, FileResults, ForumResults):
         self._serial += 1
         group = f"fake-group-{self._serial}"
         messages = []
+        attachments = params.get(ATTACHMENTS, {})
         for item in media:
             source = item["media"]
             file_id = source if "://" not in source else self._file_id()
+            upload = attachments.get(source.removeprefix("attach://"))
             if item["type"] == "photo":
                 content: Json = {"photo": [_photo_size(file_id, 800)]}
+                if upload is not None:
+                    content["photo"][0]["file_size"] = len(upload.data)
             else:
                 video = {"file_id": file_id, "file_unique_id": f"u-{file_id}", "duration": 10}
                 content = {"video": {**video, "width": 640, "height": 360}}
