@@ -7,28 +7,30 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.core.files.storage import default_storage
 from django.db.models import QuerySet
 from django.http import FileResponse, Http404, HttpRequest
 from django.urls import reverse
 from django.utils.functional import lazy
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from content import jobs, selectors, services, validation
 from content.errors import PostError
-from content.forms import ButtonsField, PollOptionsField, PostAdminForm
-from content.models import UNPUBLISHED, Post, PostStatus
-from content.services import PostChanges, PostContent
+from content.forms import AlbumField, ButtonsField, ChannelsField, PollOptionsField, PostAdminForm
+from content.models import UNPUBLISHED, PollType, Post, PostStatus
+from content.services import PostChanges, PostContent, Removal
 from telegram_bot.audit import Step, audit_step
 from telegram_bot.audit.admin import admin_actor
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.models import Job
 from telegram_bot.ops.admin_site import register_view
-from telegram_bot.ops.zones import ZonedDateTimeField, zone_name
+from telegram_bot.ops.zones import ZonedDateTimeField, zone_name, zoned
 
 _FAILED_FLAG = "_content_admin_failed"
 
@@ -45,6 +47,14 @@ def _publish_at_label() -> str:
 
 
 _PUBLICATION_HELP = lazy(_publication_help, str)()
+
+
+def _removal_label(name: str) -> str:
+    label = _("Unpin at (%(zone)s)") if name == "unpin_at" else _("Delete at (%(zone)s)")
+    return label % {"zone": zone_name()}
+
+
+_REMOVAL_LABELS = {name: lazy(_removal_label, str)(name) for name in ("unpin_at", "delete_at")}
 _PUBLISH_AT_LABEL = lazy(_publish_at_label, str)()
 
 
@@ -112,6 +122,12 @@ class PostAdmin(admin.ModelAdmin):
         "channel_message_id",
         "message_deleted",
         "published_at",
+        "unpinned_at",
+        "deleted_at",
+        "recurrence_of",
+        "copy_of",
+        "channel_outcomes",
+        "statistics",
         "last_error",
         "photo_file_id",
         "created_by",
@@ -119,15 +135,33 @@ class PostAdmin(admin.ModelAdmin):
         "updated_at",
     )
     fieldsets = (
-        (None, {"fields": ("channel", "text", "photo", "photo_preview", "buttons")}),
-        (gettext_lazy("Poll"), {"fields": ("poll_question", "poll_options")}),
+        (
+            None,
+            {
+                "fields": (
+                    "channel",
+                    "also_to",
+                    "text",
+                    "photo",
+                    "photo_preview",
+                    "album",
+                    "album_files",
+                    "buttons",
+                )
+            },
+        ),
+        (
+            gettext_lazy("Poll"),
+            {"fields": ("poll_question", "poll_options", "poll_type", "poll_explanation")},
+        ),
         (
             gettext_lazy("Publication"),
             {
-                "fields": ("publish_at", "silent", "pin"),
+                "fields": ("publish_at", "silent", "pin", "unpin_at", "delete_at"),
                 "description": _PUBLICATION_HELP,
             },
         ),
+        (gettext_lazy("Repeat"), {"fields": ("repeat", "repeat_until")}),
         (
             gettext_lazy("State"),
             {
@@ -137,6 +171,12 @@ class PostAdmin(admin.ModelAdmin):
                     "channel_message_id",
                     "message_deleted",
                     "published_at",
+                    "unpinned_at",
+                    "deleted_at",
+                    "recurrence_of",
+                    "copy_of",
+                    "channel_outcomes",
+                    "statistics",
                     "last_error",
                     "photo_file_id",
                     "created_by",
@@ -150,10 +190,31 @@ class PostAdmin(admin.ModelAdmin):
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "buttons":
             return ButtonsField(label=gettext_lazy("Buttons"))
+        if db_field.name == "album":
+            return AlbumField(label=gettext_lazy("Album"), help_text=db_field.help_text)
+        if db_field.name == "also_to":
+            return ChannelsField(
+                label=gettext_lazy("Also publish in"), help_text=db_field.help_text
+            )
         if db_field.name == "poll_options":
             return PollOptionsField(label=gettext_lazy("Poll options"))
+        if db_field.name == "poll_type":
+            # Not required: a form without it (a text post) is a regular poll's default.
+            return forms.TypedChoiceField(
+                label=gettext_lazy("Poll type"),
+                choices=PollType.choices,
+                required=False,
+                empty_value=PollType.REGULAR,
+                help_text=db_field.help_text,
+            )
+        if db_field.name == "poll_explanation":
+            kwargs["widget"] = forms.Textarea(attrs={"rows": 2, "cols": 60})
         if db_field.name == "publish_at":
             return ZonedDateTimeField(label=_PUBLISH_AT_LABEL, required=False)
+        if db_field.name in ("delete_at", "unpin_at"):
+            return ZonedDateTimeField(
+                label=_REMOVAL_LABELS[db_field.name], required=False, help_text=db_field.help_text
+            )
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Post | None = None) -> Any:
@@ -161,10 +222,14 @@ class PostAdmin(admin.ModelAdmin):
         second "Photo" row before there is anything to show."""
         fieldsets = super().get_fieldsets(request, obj)
         if obj is not None:
-            return fieldsets
-        content, poll, publication = fieldsets[0], fieldsets[1], fieldsets[2]
+            if obj.status in UNPUBLISHED:
+                return fieldsets
+            content = fieldsets[0]  # in the channel: nothing more to upload
+            fields = tuple(name for name in content[1]["fields"] if name != "album_files")
+            return [(content[0], {**content[1], "fields": fields}), *fieldsets[1:]]
+        content, poll, publication, repeat = fieldsets[:4]
         fields = tuple(name for name in content[1]["fields"] if name != "photo_preview")
-        return [(content[0], {**content[1], "fields": fields}), poll, publication]
+        return [(content[0], {**content[1], "fields": fields}), poll, publication, repeat]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Post | None = None) -> Any:
         fields = list(self.readonly_fields)
@@ -173,15 +238,21 @@ class PostAdmin(admin.ModelAdmin):
         if obj is not None and obj.status not in UNPUBLISHED:
             fields += [
                 "channel",
+                "also_to",
                 "photo",
+                "album",
                 "publish_at",
                 "silent",
                 "pin",
                 "poll_question",
                 "poll_options",
+                "poll_type",
+                "poll_explanation",
+                "repeat",
+                "repeat_until",
             ]  # in the channel (or on the way)
             if obj.status != PostStatus.PUBLISHED:
-                fields += ["text", "buttons"]
+                fields += ["text", "buttons", "unpin_at", "delete_at"]
         return fields
 
     def get_actions(self, request: HttpRequest, action_location: Any = None) -> Any:
@@ -235,7 +306,17 @@ class PostAdmin(admin.ModelAdmin):
             pin=bool(data.get("pin")),
             poll_question=data.get("poll_question") or "",
             poll_options=data.get("poll_options") or [],
+            poll_type=data.get("poll_type") or "regular",
+            poll_correct_option=data.get("poll_correct_option"),
+            poll_explanation=data.get("poll_explanation") or "",
+            delete_at=data.get("delete_at"),
+            unpin_at=data.get("unpin_at"),
+            repeat=data.get("repeat") or "",
+            repeat_until=data.get("repeat_until"),
+            also_to=data.get("also_to") or [],
+            album=data.get("album") or [],
         )
+        _store_album_uploads(form)
         created_by = f"admin:{request.user.get_username()}"
         try:
             post = services.post_create(
@@ -261,14 +342,34 @@ class PostAdmin(admin.ModelAdmin):
             pin=data.get("pin") if "pin" in changed else None,
             poll_question=data.get("poll_question", "") if "poll_question" in changed else None,
             poll_options=(data.get("poll_options") or []) if "poll_options" in changed else None,
+            poll_type=data.get("poll_type") if "poll_type" in changed else None,
+            poll_correct_option=data.get("poll_correct_option"),
+            poll_explanation=(
+                data.get("poll_explanation", "") if "poll_explanation" in changed else None
+            ),
+            also_to=(data.get("also_to") or []) if "also_to" in changed else None,
+            album=(data.get("album") or []) if changed & {"album", "album_files"} else None,
         )
+        _store_album_uploads(form)
+        removal = None
+        if changed & {"delete_at", "unpin_at"}:
+            removal = Removal(delete_at=data.get("delete_at"), unpin_at=data.get("unpin_at"))
         if changes != PostChanges():
             services.post_update(post_id=obj.pk, changes=changes)
+        if changed & {"repeat", "repeat_until"}:
+            services.post_set_repeat(
+                post_id=obj.pk, repeat=data.get("repeat") or "", until=data.get("repeat_until")
+            )
         if "publish_at" in changed:
             if data.get("publish_at") is not None:
-                services.post_schedule(post_id=obj.pk, publish_at=data["publish_at"])
+                services.post_schedule(
+                    post_id=obj.pk, publish_at=data["publish_at"], removal=removal
+                )
+                removal = None
             else:
                 services.post_unschedule(post_id=obj.pk)
+        if removal is not None:
+            services.post_set_removal(post_id=obj.pk, removal=removal)
 
     def message_user(self, request: HttpRequest, message: Any, *args: Any, **kwargs: Any) -> None:
         level = kwargs.get("level", args[0] if args else messages.INFO)
@@ -283,8 +384,12 @@ class PostAdmin(admin.ModelAdmin):
 
     @admin.display(description=gettext_lazy("kind"))
     def kind(self, obj: Post) -> str:
+        if obj.repeat:
+            return _("recurring")
+        if obj.is_album:
+            return _("album")
         if obj.is_poll:
-            return _("poll")
+            return _("quiz") if obj.is_quiz else _("poll")
         return _("photo") if obj.has_photo else _("text")
 
     @admin.display(description=gettext_lazy("status"), ordering="status")
@@ -303,6 +408,54 @@ class PostAdmin(admin.ModelAdmin):
             return "-"
         url = reverse("admin:content-post-photo", args=[obj.pk])
         return format_html('<img src="{}" alt="{}" style="max-height: 240px">', url, _("photo"))
+
+    @admin.display(description=gettext_lazy("channel statistics"))
+    def statistics(self, obj: Post) -> str:
+        """What Telegram reports for the channel message, and plainly what it does not."""
+        if obj.status not in (PostStatus.PUBLISHED, PostStatus.ARCHIVED) or obj.message_deleted:
+            return "-"
+        views = _("Views: not available from the Bot API.")
+        if not obj.reactions:
+            reactions = _(
+                "Reactions: none reported yet (Telegram reports them to a bot that administers "
+                "the channel, a few minutes late)."
+            )
+        else:
+            counts = ", ".join(f"{r['reaction']} {r['count']}" for r in obj.reactions)
+            reactions = _("Reactions: %(counts)s (as of %(when)s).") % {
+                "counts": counts,
+                "when": zoned(obj.reactions_date),
+            }
+        return f"{reactions} {views}"
+
+    @admin.display(description=gettext_lazy("other channels"))
+    def channel_outcomes(self, obj: Post) -> SafeString | str:
+        """One line per other channel: its copy's outcome (published with its message id,
+        failed, outcome unknown, or still to come)."""
+        if not obj.pk or not obj.also_to:
+            return "-"
+        copies = {copy.channel: copy for copy in obj.copies.all()}
+        rows = []
+        for channel in obj.also_to:
+            copy = copies.get(channel)
+            if copy is None:
+                rows.append(
+                    format_html("<li>{}: {}</li>", channel, _("when the post is published"))
+                )
+                continue
+            url = reverse("admin:content_post_change", args=[copy.pk])
+            outcome = copy.get_status_display()
+            if copy.needs_review:
+                outcome = _("outcome unknown: check the channel")
+            elif copy.channel_message_id:
+                outcome = _("%(status)s, message %(message)s") % {
+                    "status": outcome,
+                    "message": copy.channel_message_id,
+                }
+            rows.append(
+                format_html('<li>{}: <a href="{}">#{}</a> {}</li>', channel, url, copy.pk, outcome)
+            )
+        return format_html("<ul>{}</ul>", format_html_join("", "{}", ((row,) for row in rows)))
 
     @admin.display(description=gettext_lazy("publication job"))
     def publication_job(self, obj: Post) -> SafeString | str:
@@ -421,6 +574,14 @@ class PostAdmin(admin.ModelAdmin):
                 )
             else:
                 messages.success(request, done % {"id": post_id})
+
+
+def _store_album_uploads(form: Any) -> None:
+    """Store the files uploaded for the album under the names its items already give."""
+    for name, upload in getattr(form, "album_uploads", []):
+        stored = default_storage.save(name, upload)
+        if stored != name:  # a generated name is new: this would be a second upload's
+            raise ValidationError(_("The album file could not be stored: upload it again."))
 
 
 def _save_action(change: bool, changed: list[str]) -> str:

@@ -23,6 +23,10 @@ DUE_TOLERANCE_SECONDS = 2.0
 # A send is not started with less lease left than this: it could not finish in time.
 MIN_SEND_SECONDS = 1.0
 PANEL_PAGE_SIZE = 5
+# At most this many other channels a post is also published in.
+MAX_ALSO_TO = 10
+# A recurring post's occurrence missed by more than this (no worker ran) is skipped.
+RECUR_GRACE_SECONDS = 3600
 # A post this long past its time with no job queued or running is reconciled.
 RECONCILE_GRACE_SECONDS = 600
 

@@ -18,6 +18,7 @@ from django.utils.translation import gettext, gettext_lazy
 from content import conf, delivery, panel, selectors, services, validation
 from content.errors import PostError
 from content.models import Post
+from content.reactions import ReactionCount, post_reactions_record
 from content.services import PostChanges, PostContent
 from telegram_bot.admins import Role
 from telegram_bot.audit import Step, update_step
@@ -493,7 +494,18 @@ _CALLBACKS: dict[str, Callable[[Context, str], None]] = {
     "cancel": _cancel,
 }
 
+
+def on_reaction_count(ctx: Context) -> None:
+    """A channel message's reaction counts (``message_reaction_count``): recorded on its
+    post; a malformed one, or one about a message that is no post, changes nothing."""
+    data = (ctx.update.model_extra or {}).get("message_reaction_count")
+    counts = ReactionCount.from_update(data) if isinstance(data, dict) else None
+    if counts is not None:
+        post_reactions_record(counts=counts)
+
+
 ROUTES: list[Route] = [
+    Route.on_update("message_reaction_count", on_reaction_count),
     Route.on_callback("content:", callback, role=Role.ADMIN),
     Route.on_workflow(CREATE.name, create_step, role=Role.ADMIN),
     Route.on_workflow(SCHEDULE.name, schedule_step, role=Role.ADMIN),

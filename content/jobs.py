@@ -20,6 +20,9 @@ from telegram_bot.jobs.services import (
 
 PUBLISH_KIND = "content.publish"
 PIN_KIND = "content.pin"
+EXPIRE_KIND = "content.expire"
+UNPIN_KIND = "content.unpin"
+RECUR_KIND = "content.recur"
 
 
 def dedupe_key(post_id: int) -> str:
@@ -63,5 +66,52 @@ def pin_job_set(post_id: int) -> Job:
 
 
 def publish_job_cancel(post_id: int) -> None:
-    """Cancel the post's queued publication job, if it has one."""
+    """Cancel the post's queued publication job (a recurring post's: its next occurrence's),
+    if it has one."""
     job_cancel_key(dedupe_key(post_id))
+    job_cancel_key(recur_key(post_id))
+
+
+def publish_job_switch(post_id: int, *, recurring: bool) -> None:
+    """Cancel the job of the other kind when a post becomes recurring or stops being so."""
+    job_cancel_key(dedupe_key(post_id) if recurring else recur_key(post_id))
+
+
+def recur_key(post_id: int) -> str:
+    return f"recur:{post_id}"
+
+
+def recur_job_set(post_id: int, *, run_at: datetime) -> Job:
+    """A recurring post's next occurrence is created and published at ``run_at``
+    (``content.occurrences.post_recur``)."""
+    return _set_detached(RECUR_KIND, recur_key(post_id), post_id, run_at)
+
+
+def expire_job_set(post_id: int, *, run_at: datetime) -> Job:
+    """Delete the published post's message at ``run_at`` (its delete-at time): a queued job is
+    moved there. The job deletes once (``content.removal.post_expire``)."""
+    return _set_detached(EXPIRE_KIND, f"expire:{post_id}", post_id, run_at)
+
+
+def unpin_job_set(post_id: int, *, run_at: datetime) -> Job:
+    """Unpin the pinned post's message at ``run_at`` (its unpin-at time)."""
+    return _set_detached(UNPIN_KIND, f"unpin:{post_id}", post_id, run_at)
+
+
+def _set_detached(kind: str, key: str, post_id: int, run_at: datetime) -> Job:
+    """As ``publish_job_set``: a job running right now may have found the old time not due
+    and be about to end, so it runs on without the key and a new job holds the new time."""
+    payload = {"post_id": post_id}
+    job = job_reschedule(kind, payload, dedupe_key=key, run_at=run_at)
+    if job.status != JobStatus.RUNNING:
+        return job
+    Job.objects.filter(pk=job.pk, dedupe_key=key).update(dedupe_key=None)
+    return job_enqueue(kind, payload, dedupe_key=key, run_at=run_at)
+
+
+def removal_jobs_cancel(post_id: int, *, expire: bool = True, unpin: bool = True) -> None:
+    """Cancel the post's queued deletion and/or unpin job (their times were cleared)."""
+    if expire:
+        job_cancel_key(f"expire:{post_id}")
+    if unpin:
+        job_cancel_key(f"unpin:{post_id}")

@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from content import conf, delivery, jobs
+from content.copies import copies_create
 from content.errors import (
     LeaseTooShortError,
     PostNotDueError,
@@ -105,6 +106,10 @@ def post_publish_now(*, post_id: int) -> Post:
     with transaction.atomic():
         post = post_locked(post_id)
         in_flight = post.status == PostStatus.PUBLISHING
+        if post.repeat:
+            raise PostStateError(
+                f"Post #{post.pk} repeats: its occurrences are published at their times."
+            )
         if post.status not in UNPUBLISHED and not in_flight:
             raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be published now.")
     if in_flight:
@@ -141,14 +146,24 @@ def post_publish_now(*, post_id: int) -> Post:
 
 
 def post_pin(*, post_id: int) -> Post:
-    """Pin a published post that asks for it and is not pinned yet; Telegram's errors are
-    raised for the job's policy (pinning again after a lost answer changes nothing)."""
+    """Pin a published post that asks for it and is not pinned yet, and set its unpin job
+    (with ``unpin_at``); Telegram's errors are raised for the job's policy (pinning again
+    after a lost answer changes nothing)."""
     post = _get(post_id)
-    if post.status != PostStatus.PUBLISHED or not post.pin or post.pinned:
+    if (
+        post.status != PostStatus.PUBLISHED
+        or not post.pin
+        or post.unpinned_at is not None  # pinned and unpinned already: never again
+        or post.message_deleted
+    ):
         return post
-    delivery.pin(post)
-    Post.objects.filter(pk=post_id).update(pinned=True)
-    post.pinned = True
+    if not post.pinned:
+        delivery.pin(post)
+    with transaction.atomic():  # the pin and its unpin job: a crash loses neither
+        Post.objects.filter(pk=post_id, unpinned_at__isnull=True).update(pinned=True)
+        post.pinned = True
+        if post.unpin_at is not None:
+            jobs.unpin_job_set(post.pk, run_at=max(post.unpin_at, timezone.now()))
     return post
 
 
@@ -205,6 +220,10 @@ def _fingerprint(post: Post) -> tuple[Any, ...]:
         post.silent,
         post.poll_question,
         post.poll_options,
+        post.poll_type,
+        post.poll_correct_option,
+        post.poll_explanation,
+        post.album,
     )
 
 
@@ -228,6 +247,9 @@ def _take(
     post: Post, run: JobRun | None, prepared: _Prepared | None, now: datetime
 ) -> _Claim | None:
     """The claim proper; call under the post's lock."""
+    if post.repeat:  # never sent itself: its occurrences are (content.occurrences)
+        log.warning("post %s repeats: a publication job has nothing to send", post.pk)
+        return None
     _check_due(post, now)
     deadline = _deadline(post.pk, run, now)
     if prepared is None or prepared.fingerprint != _fingerprint(post):
@@ -243,6 +265,7 @@ def _take(
     )
     if not claimed:
         return None
+    copies_create(post, now)  # the other channels' copies, with the claim
     return _Claim(post_id=post.pk, token=token, outgoing=prepared.outgoing)
 
 
@@ -362,16 +385,20 @@ def _record(claim: _Claim, message: dict[str, Any]) -> Post:
             was_unknown = post.outcome_unknown
             post.status, post.channel_message_id = PostStatus.PUBLISHED, message_id
             post.photo_file_id = delivery.sent_photo_file_id(message) or post.photo_file_id
+            post.album_message_ids = message.get("album_message_ids") or []
             post.published_at = post.updated_at = now
             post.attempt_token, post.attempt_deadline = "", None
             post.outcome_unknown, post.last_error = False, ""
             if post.pin and not post.pinned:
                 jobs.pin_job_set(post.pk)  # with the record: a crash loses neither
+            if post.delete_at is not None:
+                jobs.expire_job_set(post.pk, run_at=max(post.delete_at, now))
             post.save(
                 update_fields=[
                     "status",
                     "channel_message_id",
                     "photo_file_id",
+                    "album_message_ids",
                     "published_at",
                     "updated_at",
                     "attempt_token",

@@ -46,11 +46,16 @@ def _reconcile_one(post_id: int) -> str | None:
         post = Post.objects.select_for_update().filter(pk=post_id).first()
         if post is None or post.status not in (PostStatus.SCHEDULED, PostStatus.PUBLISHING):
             return None
-        job = Job.objects.filter(dedupe_key=jobs.dedupe_key(post_id)).first()
+        # A recurring post's job is its next occurrence's (content.recur).
+        key = jobs.recur_key(post_id) if post.repeat else jobs.dedupe_key(post_id)
+        job = Job.objects.filter(dedupe_key=key).first()
         if job is not None and job.status in (JobStatus.QUEUED, JobStatus.RUNNING):
             return None
         if job is None or job.status != JobStatus.FAILED:
-            jobs.publish_job_set(post_id, run_at=timezone.now())
+            if post.repeat:
+                jobs.recur_job_set(post_id, run_at=timezone.now())
+            else:
+                jobs.publish_job_set(post_id, run_at=timezone.now())
             return ""
         unknown = post.status == PostStatus.PUBLISHING
         reason = _("its publication job #%(job)s failed: %(error)s") % {

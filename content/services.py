@@ -10,16 +10,19 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
+from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
-from content import delivery, jobs, validation
+from content import delivery, jobs, recurrence, validation
 from content.errors import PostStateError
 from content.models import UNPUBLISHED, Post, PostStatus
 from content.publishing import post_mark_published, post_publish, post_publish_now
+from content.removal import Removal, post_expire, post_set_removal, post_unpin
 from content.selectors import post_locked
 from telegram_bot.client import SEND_WINDOW_SECONDS
 
@@ -28,14 +31,19 @@ log = logging.getLogger(__name__)
 __all__ = [
     "PostChanges",
     "PostContent",
+    "Removal",
     "post_archive",
     "post_create",
     "post_delete_draft",
+    "post_expire",
     "post_mark_published",
     "post_photo_remember",
     "post_publish",
     "post_publish_now",
     "post_schedule",
+    "post_set_removal",
+    "post_set_repeat",
+    "post_unpin",
     "post_unschedule",
     "post_update",
 ]
@@ -50,10 +58,19 @@ class PostContent:
     buttons: validation.Buttons = field(default_factory=list)
     photo: File | None = None  # an upload (admin site), stored under MEDIA_ROOT
     photo_file_id: str = ""  # a photo already on Telegram (panel)
+    album: list[dict[str, str]] = field(default_factory=list)  # 2-10 photos/videos
     silent: bool = False  # published without a notification sound
     pin: bool = False  # pinned in the channel once published
     poll_question: str = ""  # a poll instead of a message
     poll_options: list[str] = field(default_factory=list)
+    poll_type: str = "regular"  # or "quiz"
+    poll_correct_option: int | None = None  # a quiz's correct option, 0-based
+    poll_explanation: str = ""  # a quiz's explanation
+    delete_at: datetime | None = None  # the channel message is deleted then
+    unpin_at: datetime | None = None  # a pinned post is unpinned then
+    repeat: str = ""  # "daily", "weekdays", "weekly": a recurring post
+    also_to: list[str] = field(default_factory=list)  # other channels, a copy in each
+    repeat_until: date | None = None  # its last day (inclusive, in its zone)
 
 
 @dataclass(frozen=True)
@@ -69,6 +86,12 @@ class PostChanges:
     pin: bool | None = None
     poll_question: str | None = None
     poll_options: list[str] | None = None
+    poll_type: str | None = None
+    # Read whenever poll_options or poll_type is given (None: no correct option).
+    poll_correct_option: int | None = None
+    poll_explanation: str | None = None
+    also_to: list[str] | None = None
+    album: list[dict[str, str]] | None = None
 
     @property
     def touches_media_or_channel(self) -> bool:
@@ -81,6 +104,10 @@ class PostChanges:
             or self.pin is not None
             or self.poll_question is not None
             or self.poll_options is not None
+            or self.poll_type is not None
+            or self.poll_explanation is not None
+            or self.also_to is not None
+            or self.album is not None
         )
 
 
@@ -104,16 +131,30 @@ def post_create(
         text=content.text,
         buttons=content.buttons,
         photo_file_id=content.photo_file_id,
+        album=content.album,
         silent=content.silent,
         pin=content.pin,
         poll_question=content.poll_question,
         poll_options=content.poll_options,
+        poll_type=content.poll_type,
+        poll_correct_option=content.poll_correct_option,
+        poll_explanation=content.poll_explanation,
+        delete_at=content.delete_at,
+        unpin_at=content.unpin_at,
+        repeat=content.repeat,
+        also_to=content.also_to,
+        repeat_until=content.repeat_until,
         created_by=created_by[:100],
         source_update_id=source_update_id,
     )
     if content.photo is not None:
         post.photo = content.photo
+    for name in ("delete_at", "unpin_at"):
+        if getattr(content, name) is not None:
+            validation.check_later(getattr(content, name), field=name)
+    post.publish_at = publish_at  # checked against the unpin and deletion times
     post.full_clean(exclude=["status"])
+    post.publish_at = None
     if publish_at is not None:
         validation.check_publish_at(publish_at)
     try:
@@ -131,7 +172,9 @@ def post_create(
 def post_update(*, post_id: int, changes: PostChanges) -> Post:
     """Edit a post. Before publication only the database changes. Once published, the text
     (or caption) and the buttons can change: the channel message is edited first
-    (editMessageText or editMessageCaption), then the post; its channel and photo cannot."""
+    (editMessageText or editMessageCaption; the buttons alone, also a poll's, with
+    editMessageReplyMarkup), then the post; its channel and media cannot. Telegram's "message
+    is not modified" (an edit repeated after a lost answer) counts as done."""
     with transaction.atomic():
         post = post_locked(post_id)
         if post.status in UNPUBLISHED:
@@ -139,16 +182,21 @@ def post_update(*, post_id: int, changes: PostChanges) -> Post:
             return post
         if post.status != PostStatus.PUBLISHED:
             raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be edited.")
-        if post.is_poll:
-            raise PostStateError(f"Post #{post.pk} is a published poll: it cannot be edited.")
         if changes.touches_media_or_channel:
             raise PostStateError(
                 f"Post #{post.pk} is published: only its text and buttons can still change."
             )
         text = post.text if changes.text is None else changes.text
         buttons = post.buttons if changes.buttons is None else changes.buttons
-        validation.check_text(text, has_photo=post.has_photo)
+        if post.is_poll and text != post.text:
+            raise PostStateError(
+                f"Post #{post.pk} is a published poll: only its buttons can still change."
+            )
+        if not post.is_poll:
+            validation.check_text(text, has_photo=post.has_caption)
         buttons = validation.check_buttons(buttons)
+        if post.is_album:
+            validation.check_album(post.album, text=text, others=False, buttons=bool(buttons))
         if (text, buttons) == (post.text, post.buttons):
             return post
         if post.channel_message_id is None:
@@ -157,7 +205,10 @@ def post_update(*, post_id: int, changes: PostChanges) -> Post:
             )
         token = _claim_channel_message(post)
     try:
-        delivery.edit(post, text=text, buttons=buttons)
+        if text == post.text:  # the buttons alone: editMessageReplyMarkup
+            delivery.edit_buttons(post, buttons=buttons)
+        else:
+            delivery.edit(post, text=text, buttons=buttons)
     except Exception:
         _release(post.pk, token)
         raise
@@ -173,14 +224,38 @@ def post_update(*, post_id: int, changes: PostChanges) -> Post:
 
 
 @transaction.atomic
-def post_schedule(*, post_id: int, publish_at: datetime) -> Post:
-    """Publish at ``publish_at`` (aware, in the future): the post's job is set to that time."""
+def post_schedule(*, post_id: int, publish_at: datetime, removal: Removal | None = None) -> Post:
+    """Publish at ``publish_at`` (aware, in the future): the post's job is set to that time.
+    With ``removal``, the unpin and deletion times change with it (checked together)."""
     post = post_locked(post_id)
     if post.status not in UNPUBLISHED:
         raise PostStateError(f"Post #{post.pk} is {post.status}: it cannot be scheduled.")
+    if removal is not None:
+        for name, value in (("delete_at", removal.delete_at), ("unpin_at", removal.unpin_at)):
+            if value is not None and value != getattr(post, name):
+                validation.check_later(value, field=name)
+        post.delete_at, post.unpin_at = removal.delete_at, removal.unpin_at
+    post.publish_at = publish_at
     post.clean()
     validation.check_publish_at(publish_at)
     _schedule(post, publish_at)
+    return post
+
+
+@transaction.atomic
+def post_set_repeat(*, post_id: int, repeat: str, until: date | None) -> Post:
+    """Make an unpublished post recurring (``daily``, ``weekdays``, ``weekly`` until ``until``,
+    in the console's zone) or not (``""``). A scheduled post's job follows."""
+    post = post_locked(post_id)
+    if post.status not in UNPUBLISHED:
+        raise PostStateError(f"Post #{post.pk} is {post.status}: its repetition cannot change.")
+    post.repeat, post.repeat_until = repeat, until
+    post.repeat_zone = timezone.get_current_timezone_name() if repeat else ""
+    post.full_clean(exclude=["status", "source_update_id"])
+    post.updated_at = timezone.now()
+    post.save(update_fields=["repeat", "repeat_until", "repeat_zone", "updated_at"])
+    if post.status == PostStatus.SCHEDULED and post.publish_at is not None:
+        _schedule(post, max(post.publish_at, timezone.now()))
     return post
 
 
@@ -271,6 +346,16 @@ def _apply(post: Post, changes: PostChanges) -> None:
         post.poll_question = changes.poll_question
     if changes.poll_options is not None:
         post.poll_options = changes.poll_options
+    if changes.poll_type is not None:
+        post.poll_type = changes.poll_type
+    if changes.poll_options is not None or changes.poll_type is not None:
+        post.poll_correct_option = changes.poll_correct_option
+    if changes.poll_explanation is not None:
+        post.poll_explanation = changes.poll_explanation
+    if changes.also_to is not None:
+        post.also_to = changes.also_to
+    if changes.album is not None:
+        post.album = changes.album
     if changes.remove_photo:
         post.photo, post.photo_file_id = None, ""
     if changes.photo is not None:
@@ -281,12 +366,46 @@ def _apply(post: Post, changes: PostChanges) -> None:
 
 
 def _schedule(post: Post, publish_at: datetime) -> None:
-    """Status scheduled at ``publish_at`` and the job set to it; call under the post's lock."""
+    """Status scheduled at ``publish_at`` and the job set to it; call under the post's lock.
+    A recurring post's job is its next occurrence's (``content.recur``), at its first
+    occurrence from ``publish_at``."""
+    if post.repeat:
+        publish_at = _first_occurrence(post, publish_at)
     post.status, post.publish_at = PostStatus.SCHEDULED, publish_at
     post.outcome_unknown, post.last_error = False, ""
     post.updated_at = timezone.now()
-    post.save(update_fields=["status", "publish_at", "outcome_unknown", "last_error", "updated_at"])
-    jobs.publish_job_set(post.pk, run_at=publish_at)
+    post.save(
+        update_fields=[
+            "status",
+            "publish_at",
+            "delete_at",
+            "unpin_at",
+            "outcome_unknown",
+            "last_error",
+            "repeat_zone",
+            "updated_at",
+        ]
+    )
+    jobs.publish_job_switch(post.pk, recurring=bool(post.repeat))
+    if post.repeat:
+        jobs.recur_job_set(post.pk, run_at=publish_at)
+    else:
+        jobs.publish_job_set(post.pk, run_at=publish_at)
+
+
+def _first_occurrence(post: Post, publish_at: datetime) -> datetime:
+    """A recurring post's first occurrence at or after ``publish_at``."""
+    assert post.repeat_until is not None  # checked by clean()
+    first = recurrence.occurrence_from(
+        every=post.repeat,
+        first=publish_at,
+        zone_name=post.repeat_zone,
+        until=post.repeat_until,
+        start=publish_at,
+    )
+    if first is None:
+        raise ValidationError({"repeat_until": _("No occurrence falls before the end date.")})
+    return first
 
 
 def _claim_channel_message(post: Post) -> str:

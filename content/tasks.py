@@ -8,8 +8,10 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from content.models import Post, PostStatus
+from content.occurrences import post_recur
 from content.publishing import post_pin, post_publish
 from content.reconcile import posts_reconcile
+from content.removal import post_expire, post_unpin
 from telegram_bot.jobs.runner import JobRun
 
 
@@ -45,4 +47,25 @@ def content_reconcile() -> int:
     return posts_reconcile()
 
 
-JOB_HANDLERS = {"content.publish": publish_job, "content.pin": pin_job}
+def expire_job(payload: dict[str, Any], run: JobRun) -> None:
+    """``content.expire``: delete a published post's message at its delete-at time, once."""
+    post_expire(post_id=int(payload["post_id"]))
+
+
+def unpin_job(payload: dict[str, Any], run: JobRun) -> None:
+    """``content.unpin``: unpin a pinned post's message at its unpin-at time, once."""
+    post_unpin(post_id=int(payload["post_id"]))
+
+
+def recur_job(payload: dict[str, Any], run: JobRun) -> None:
+    """``content.recur``: a recurring post's due occurrence, created and queued once."""
+    post_recur(post_id=int(payload["post_id"]))
+
+
+JOB_HANDLERS = {
+    "content.recur": recur_job,
+    "content.publish": publish_job,
+    "content.pin": pin_job,
+    "content.expire": expire_job,
+    "content.unpin": unpin_job,
+}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import struct
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from content import conf
+from content import conf, recurrence
 from telegram_bot.client import CAPTION_LIMIT, TEXT_LIMIT
 
 Buttons = list[list[dict[str, str]]]
@@ -95,6 +95,157 @@ def check_poll(question: str, options: Any, *, text: str, has_photo: bool) -> tu
     return question, options
 
 
+QUIZ_EXPLANATION_LIMIT = 200
+QUIZ_EXPLANATION_LINE_FEEDS = 2
+QUIZ_MARK = "*"
+
+
+def check_quiz(
+    poll_type: str, correct_option: int | None, explanation: str, *, options: int
+) -> str:
+    """A quiz (``sendPoll`` with ``type=quiz``) has exactly one correct option among its
+    ``options`` and an optional explanation of 0-200 characters with at most 2 line feeds; a
+    regular poll has neither. Returns the explanation trimmed."""
+    explanation = (explanation or "").strip()
+    if poll_type not in ("regular", "quiz"):
+        raise ValidationError({"poll_type": _("A poll is a regular poll or a quiz.")})
+    if poll_type == "regular":
+        if explanation:
+            raise ValidationError(
+                {"poll_explanation": _("Only a quiz has an explanation: choose the quiz type.")}
+            )
+        return ""
+    if correct_option is None or not 0 <= correct_option < options:
+        raise ValidationError(
+            {"poll_options": _("A quiz needs exactly one correct option: start its line with *.")}
+        )
+    if len(explanation) > QUIZ_EXPLANATION_LIMIT:
+        raise ValidationError(
+            {
+                "poll_explanation": _("A quiz's explanation is at most %(limit)d characters.")
+                % {"limit": QUIZ_EXPLANATION_LIMIT}
+            }
+        )
+    if explanation.count("\n") > QUIZ_EXPLANATION_LINE_FEEDS:
+        raise ValidationError(
+            {"poll_explanation": _("A quiz's explanation has at most 2 line breaks.")}
+        )
+    return explanation
+
+
+def split_quiz_mark(options: list[str]) -> tuple[list[str], list[int]]:
+    """Options as typed in the form, a quiz's correct one starting with ``*``: the options
+    without the mark, and the indexes of the marked ones."""
+    marked = [index for index, option in enumerate(options) if option.startswith(QUIZ_MARK)]
+    return [option.removeprefix(QUIZ_MARK).strip() for option in options], marked
+
+
+# --- albums -----------------------------------------------------------------------------------
+# https://core.telegram.org/bots/api#sendmediagroup: 2-10 items; photos and videos mix.
+ALBUM_MIN, ALBUM_MAX = 2, 10
+ALBUM_KINDS = ("photo", "video")
+_FILE_ID = re.compile(r"[A-Za-z0-9_-]{20,255}")
+# An item uploaded from the console: "upload:<its stored name>" (album_upload_store).
+ALBUM_UPLOAD = "upload:"
+_ALBUM_STORED = re.compile(r"content/album/\d{4}/\d{2}/[0-9a-f]{32}\.(?:jpg|png|webp|mp4)")
+VIDEO_MAX_BYTES = (
+    50 * 1024 * 1024
+)  # what a bot may upload (https://core.telegram.org/bots/api#sending-files)
+
+
+def check_album_upload(upload: File) -> str:
+    """An album item uploaded from the console: a photo within sendPhoto's limits
+    (``check_photo_file``) or an MP4 video of at most 50 MB. Returns "photo" or "video"."""
+    head = read_head(upload, PHOTO_HEAD_BYTES)
+    if photo_type(head) is not None:
+        check_photo_file(upload)
+        return "photo"
+    if head[4:8] != b"ftyp":
+        raise ValidationError(_("An album file is a JPEG, PNG or WebP photo or an MP4 video."))
+    if (getattr(upload, "size", None) or 0) > VIDEO_MAX_BYTES:
+        raise ValidationError(_("A video is at most 50 MB."))
+    return "video"
+
+
+def album_upload_name(kind: str, head: bytes) -> str:
+    """Where an uploaded album item is stored: a generated name, its extension from the bytes."""
+    extension = "mp4" if kind == "video" else PHOTO_EXTENSIONS[photo_type(head) or "image/jpeg"]
+    now = timezone.now()
+    return f"content/album/{now:%Y/%m}/{uuid.uuid4().hex}.{extension}"
+
+
+def check_album(items: Any, *, text: str, others: bool, buttons: bool) -> list[dict[str, str]]:
+    """An album: 2-10 items of ``{"type": photo|video, "media": file id or http(s) link}``,
+    a caption of at most 1024 characters, nothing beside it (no uploaded photo, no poll, no
+    buttons: sendMediaGroup takes no reply_markup). Returns the items cleaned."""
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ValidationError({"album": _("An album is a list of photos and videos.")})
+    if not ALBUM_MIN <= len(items) <= ALBUM_MAX:
+        raise ValidationError(
+            {
+                "album": _("An album has 2 to 10 photos or videos; this one has %(n)d.")
+                % {"n": len(items)}
+            }
+        )
+    cleaned = []
+    for number, item in enumerate(items, start=1):
+        kind, media = str(item.get("type", "")).strip(), str(item.get("media", "")).strip()
+        if kind not in ALBUM_KINDS or set(item) != {"type", "media"}:
+            raise ValidationError(
+                {
+                    "album": _(
+                        "Line %(line)d: write 'photo <file id or link>' or "
+                        "'video <file id or link>'."
+                    )
+                    % {"line": number}
+                }
+            )
+        if not _album_media_ok(media):
+            raise ValidationError(
+                {
+                    "album": _("Line %(line)d: give a Telegram file id or an http(s) link.")
+                    % {"line": number}
+                }
+            )
+        cleaned.append({"type": kind, "media": media})
+    if others:
+        raise ValidationError(
+            {"album": _("An album is sent alone: remove the uploaded photo or the poll.")}
+        )
+    if buttons:
+        raise ValidationError({"buttons": _("An album cannot have buttons: Telegram sends none.")})
+    check_text(text, has_photo=True)
+    return cleaned
+
+
+def _album_media_ok(media: str) -> bool:
+    if media.startswith(ALBUM_UPLOAD):
+        return bool(_ALBUM_STORED.fullmatch(media.removeprefix(ALBUM_UPLOAD)))
+    if media.lower().startswith(("http://", "https://")):
+        try:
+            _HTTP_URL(media)
+        except ValidationError:
+            return False
+        return len(media) <= conf.BUTTON_URL_LIMIT
+    return bool(_FILE_ID.fullmatch(media))
+
+
+def parse_album(text: str) -> list[dict[str, str]]:
+    """Operator input: one item per line, ``photo <media>`` or ``video <media>``."""
+    items = []
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        kind, _space, media = line.strip().partition(" ")
+        items.append({"type": kind.lower(), "media": media.strip()})
+    return items
+
+
+def format_album(items: list[dict[str, str]]) -> str:
+    """The inverse of ``parse_album``."""
+    return "\n".join(f"{item['type']} {item['media']}" for item in items or [])
+
+
 # --- channel ----------------------------------------------------------------------------------
 def normalize_channel(value: str) -> str:
     """``@name``, a ``t.me/name`` link or a ``-100…`` id, as Telegram's ``chat_id`` takes it."""
@@ -112,6 +263,35 @@ def normalize_channel(value: str) -> str:
             )
         }
     )
+
+
+def check_also_to(channels: Any, *, channel: str) -> list[str]:
+    """The other channels of a post: at most ``conf.MAX_ALSO_TO``, each as
+    ``normalize_channel`` takes it, none twice and none the post's own. Returns them
+    normalized."""
+    if channels in (None, ""):
+        return []
+    if not isinstance(channels, list) or not all(isinstance(c, str) for c in channels):
+        raise ValidationError({"also_to": _("Other channels are a list of channels.")})
+    if len(channels) > conf.MAX_ALSO_TO:
+        raise ValidationError(
+            {"also_to": _("At most %(count)d other channels.") % {"count": conf.MAX_ALSO_TO}}
+        )
+    cleaned: list[str] = []
+    for value in channels:
+        try:
+            name = normalize_channel(value)
+        except ValidationError:
+            raise ValidationError(
+                {
+                    "also_to": _("%(value)r is not a channel: give @username or its -100… id.")
+                    % {"value": value[:40]}
+                }
+            ) from None
+        if name.lower() == channel.lower() or name.lower() in (c.lower() for c in cleaned):
+            raise ValidationError({"also_to": _("%(channel)s is named twice.") % {"channel": name}})
+        cleaned.append(name)
+    return cleaned
 
 
 def chat_id_param(channel: str) -> int | str:
@@ -414,3 +594,77 @@ def check_publish_at(when: datetime, *, now: datetime | None = None) -> None:
         )
     if when > now + timedelta(days=conf.MAX_SCHEDULE_DAYS):
         raise ValidationError({"publish_at": _("That is more than a year ahead.")})
+
+
+def check_removal(
+    *,
+    publish_at: datetime | None,
+    delete_at: datetime | None,
+    unpin_at: datetime | None,
+    pin: bool,
+) -> None:
+    """Unpin and delete later: an unpin time needs "pin"; both come after the publication
+    time, and unpinning before the deletion (deleting the message unpins it anyway)."""
+    if unpin_at is not None and not pin:
+        raise ValidationError(
+            {"unpin_at": _("Only a pinned post is unpinned later: tick 'pin' or clear the time.")}
+        )
+    if publish_at is not None:
+        if delete_at is not None and delete_at <= publish_at:
+            raise ValidationError(
+                {"delete_at": _("The deletion time must come after the publication time.")}
+            )
+        if unpin_at is not None and unpin_at <= publish_at:
+            raise ValidationError(
+                {"unpin_at": _("The unpin time must come after the publication time.")}
+            )
+    if unpin_at is not None and delete_at is not None and unpin_at >= delete_at:
+        raise ValidationError(
+            {"unpin_at": _("Unpin before the deletion time (deleting the message unpins it).")}
+        )
+
+
+def check_later(when: datetime, *, field: str, now: datetime | None = None) -> None:
+    """An unpin or deletion time, when set or changed: aware, ahead, at most a year ahead."""
+    now = now or timezone.now()
+    if timezone.is_naive(when):
+        raise ValidationError({field: _("The time must carry a time zone.")})
+    if when <= now:
+        moment = f"{when.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+        raise ValidationError(
+            {field: _("%(moment)s is in the past: choose a later time.") % {"moment": moment}}
+        )
+    if when > now + timedelta(days=conf.MAX_SCHEDULE_DAYS):
+        raise ValidationError({field: _("That is more than a year ahead.")})
+
+
+def check_repeat(
+    repeat: str,
+    until: date | None,
+    *,
+    publish_at: datetime | None,
+    zone_name: str,
+    has_removal: bool,
+    today: date | None = None,
+) -> None:
+    """A recurring post: a known repetition, an end date from its first publication to at
+    most a year ahead, no unpin or deletion time (those belong to one message)."""
+    if not repeat:
+        if until is not None:
+            raise ValidationError(
+                {"repeat_until": _("An end date needs a repetition: choose one or clear it.")}
+            )
+        return
+    if repeat not in recurrence.EVERY:
+        raise ValidationError({"repeat": _("Repeat every day, every weekday or every week.")})
+    if until is None:
+        raise ValidationError({"repeat_until": _("A recurring post needs an end date.")})
+    if has_removal:
+        raise ValidationError(
+            {"repeat": _("A recurring post has no unpin or deletion time: clear them.")}
+        )
+    today = today or timezone.localdate()
+    if until > today + timedelta(days=conf.MAX_SCHEDULE_DAYS):
+        raise ValidationError({"repeat_until": _("The end date is more than a year ahead.")})
+    if publish_at is not None and until < recurrence.local_date(publish_at, zone_name):
+        raise ValidationError({"repeat_until": _("The end date is before the first publication.")})

@@ -181,7 +181,8 @@ def test_it_edits_a_published_post_in_the_channel(
     assert edit.params["chat_id"] == CHANNEL and edit.params["text"] == "Typo here"
     press(post_update, f"content:btn:{post.pk}")
     say(post_update, "More | https://example.org/more")
-    assert bot.calls_to("editMessageText")[-1].params["reply_markup"] == {
+    # The buttons alone: editMessageReplyMarkup, the text is not sent again.
+    assert bot.calls_to("editMessageReplyMarkup")[-1].params["reply_markup"] == {
         "inline_keyboard": [[{"text": "More", "url": "https://example.org/more"}]]
     }
     post.refresh_from_db()

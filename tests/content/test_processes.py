@@ -1,6 +1,7 @@
 """Real worker processes (``manage.py run_jobs``) on the test database against the fake Bot API:
 two clusters at once, and a worker killed while it holds a job's lease (the post is published
-once, and its one failure reaches each admin once)."""
+once, and its one failure reaches each admin once; a recurring post's occurrence is created
+and sent once across the kill and two restarts)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -18,8 +20,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from content.models import PostStatus
-from telegram_bot.jobs.models import JobStatus
+from content.models import Post, PostStatus
+from content.services import PostContent, post_create
+from telegram_bot.jobs.models import Job, JobStatus
 from tests.content.conftest import admin_notices, channel_sends, make_due_post, publish_job
 from tests.fakes.telegram import FakeTelegramServer
 
@@ -191,3 +194,43 @@ def test_a_worker_killed_inside_the_send_leaves_one_notice_per_admin(
         assert len(notices) == 1, (admin_id, notices)
         assert f"Post #{post.pk}" in notices[0]
         assert "may or may not be in the channel" in notices[0]
+
+
+def test_a_recurring_post_s_occurrence_is_published_once_across_a_killed_worker(
+    bot: FakeTelegramServer, settings: Any
+) -> None:
+    recurring = post_create(
+        content=PostContent(
+            channel="@news_channel",
+            text="Every morning",
+            repeat="daily",
+            repeat_until=timezone.localdate() + timedelta(days=5),
+        ),
+        created_by="test",
+        publish_at=timezone.now() + timedelta(minutes=5),
+    )
+    Post.objects.filter(pk=recurring.pk).update(publish_at=timezone.now())
+    Job.objects.filter(dedupe_key=f"recur:{recurring.pk}").update(next_attempt=timezone.now())
+    # The occurrence's send is taken by Telegram but answered late: its worker is killed.
+    bot.delay_next("sendMessage", 10)
+    env = worker_env(bot, settings)
+    doomed = start_worker(env, "--lease-seconds", "3")
+    try:
+        wait_for(lambda: bot.calls_to("sendMessage"))
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(timeout=10)
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+            doomed.wait()
+    time.sleep(3.5)  # the killed worker's lease runs out
+    for _ in range(2):  # restarted twice: nothing more is created or sent
+        finish(start_worker(env, "--seconds", "2"))
+    [occurrence] = Post.objects.filter(recurrence_of=recurring)
+    assert occurrence.occurrence_key is not None
+    assert len(channel_sends(bot)) == 1  # the killed call's, never sent again
+    occurrence.refresh_from_db()
+    assert occurrence.status == PostStatus.FAILED and occurrence.outcome_unknown
+    recurring.refresh_from_db()
+    assert recurring.status == PostStatus.SCHEDULED
+    assert recurring.publish_at is not None and recurring.publish_at > timezone.now()

@@ -22,6 +22,7 @@ _TRUE = frozenset({"true", "1"})
 _FALSE = frozenset({"false", "0"})
 _ARRAY = "Array of "
 _ATTACH = "attach://"
+ATTACHMENTS = "_attachments"  # the params key of the parts sent as attach://<name>
 
 
 class RequestError(Exception):
@@ -114,12 +115,20 @@ class BotApiSpec:
         for name, value in raw.typed.items():
             params[name] = self._checked(name, value, fields.get(name))
         attached = _attach_names(params)
+        attachments: dict[str, Any] = {}
         for name, upload in raw.files.items():
             if name in fields or name not in attached:  # attach://name parts are not params
                 params[name] = self._checked(name, upload, fields.get(name))
+            else:
+                attachments[name] = upload
+        missing = sorted(attached - set(raw.files))
+        if missing:
+            raise RequestError(400, f"Bad Request: file attach://{missing[0]} not found")
         for f in self.methods[method].get("fields", []):
             if f["required"] and f["name"] not in params:
                 raise RequestError(400, f'Bad Request: parameter "{f["name"]}" is required')
+        if attachments:  # for the fake's answer and the tests: never a Bot API parameter
+            params[ATTACHMENTS] = attachments
         return params
 
     def check(self, value: Any, types: list[str], path: str = "$") -> Problem | None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from tests.fakes.botapi_spec import BotApiSpec, RequestError, UploadedFile
+from tests.fakes.botapi_spec import ATTACHMENTS, BotApiSpec, RequestError, UploadedFile
 from tests.fakes.telegram_files import FileResults
 from tests.fakes.telegram_forum import ForumResults
 from tests.fakes.telegram_members import ChatMemberResults
@@ -116,6 +116,7 @@ class Results(ChatMemberResults, FileResults, ForumResults):
         return self._new_message(params, bot_id, content)
 
     def _sendPoll(self, params: Json, bot_id: int) -> Json:
+        _check_quiz(params)
         self._serial += 1
         options = [
             {"persistent_id": str(i), "text": option["text"], "voter_count": 0}
@@ -135,6 +136,37 @@ class Results(ChatMemberResults, FileResults, ForumResults):
             **_pick(params, "explanation", "open_period", "close_date", "correct_option_ids"),
         }
         return self._new_message(params, bot_id, {"poll": poll})
+
+    def _sendMediaGroup(self, params: Json, bot_id: int) -> list[Json]:
+        """An album: 2-10 items (photos and videos mix; documents or audios only among
+        themselves), captions of at most 1024 characters; one message per item sharing a
+        media_group_id."""
+        media = params["media"]
+        if not 2 <= len(media) <= 10:
+            raise RequestError(400, "Bad Request: media group must include 2-10 items")
+        kinds = {item.get("type") for item in media}
+        if len(kinds) > 1 and not kinds <= {"photo", "video"}:
+            raise RequestError(400, "Bad Request: MEDIA_INVALID")
+        if any(len(item.get("caption") or "") > 1024 for item in media):
+            raise RequestError(400, "Bad Request: message caption is too long")
+        self._serial += 1
+        group = f"fake-group-{self._serial}"
+        messages = []
+        attachments = params.get(ATTACHMENTS, {})
+        for item in media:
+            source = item["media"]
+            file_id = source if "://" not in source else self._file_id()
+            upload = attachments.get(source.removeprefix("attach://"))
+            if item["type"] == "photo":
+                content: Json = {"photo": [_photo_size(file_id, 800)]}
+                if upload is not None:
+                    content["photo"][0]["file_size"] = len(upload.data)
+            else:
+                video = {"file_id": file_id, "file_unique_id": f"u-{file_id}", "duration": 10}
+                content = {"video": {**video, "width": 640, "height": 360}}
+            content.update(_pick(item, "caption"), media_group_id=group)
+            messages.append(self._new_message(_pick(params, "chat_id"), bot_id, content))
+        return messages
 
     def _copyMessage(self, params: Json, bot_id: int) -> Json:
         source = self.stored_message(params["from_chat_id"], params["message_id"]) or {}
@@ -274,6 +306,22 @@ class Results(ChatMemberResults, FileResults, ForumResults):
         return f"fake-file-{self._serial}"
 
 
+def _check_quiz(params: Json) -> None:
+    """A quiz needs its correct answers among the options (the Bot API 10.1 sendPoll: a
+    ``correct_option_ids`` list, increasing, 0-based; an explanation of 0-200 characters)."""
+    correct = params.get("correct_option_ids")
+    if params.get("type", "regular") != "quiz":
+        return
+    if not correct:
+        raise RequestError(400, "Bad Request: QUIZ_CORRECT_ANSWERS_EMPTY")
+    if sorted(set(correct)) != correct or not all(
+        0 <= index < len(params["options"]) for index in correct
+    ):
+        raise RequestError(400, "Bad Request: QUIZ_CORRECT_ANSWER_INVALID")
+    if len(params.get("explanation", "")) > 200:
+        raise RequestError(400, "Bad Request: QUIZ_EXPLANATION_TOO_LONG")
+
+
 def _photo_size(file_id: str, side: int) -> Json:
     return {"file_id": file_id, "file_unique_id": f"u-{file_id}", "width": side, "height": side}
 
@@ -283,9 +331,10 @@ def _pick(params: Json, *keys: str) -> Json:
 
 
 def _set_markup(message: Json, params: Json) -> None:
-    # Only inline keyboards show up on a Message; leaving reply_markup out of an edit removes it.
+    # Only inline keyboards show up on a Message; leaving reply_markup out of an edit (or an
+    # empty keyboard) removes it.
     markup = params.get("reply_markup")
-    if isinstance(markup, dict) and "inline_keyboard" in markup:
+    if isinstance(markup, dict) and markup.get("inline_keyboard"):
         message["reply_markup"] = markup
     else:
         message.pop("reply_markup", None)
