@@ -1,0 +1,67 @@
+"""The console in django-unfold's skin: every admin class is unfold's (its templates expect
+them), the auth admin's forms are unfold's and still work, and unfold's search answers staff
+only."""
+
+from __future__ import annotations
+
+import pytest
+from django.apps import apps
+from django.contrib import admin
+from django.contrib.auth.models import User
+from django.test import Client
+from unfold.admin import ModelAdmin, StackedInline, TabularInline
+
+from telegram_bot.models import AuditEntry
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_registered_admin_and_inline_is_unfolds() -> None:
+    registered = [model for model in apps.get_models() if admin.site.is_registered(model)]
+    assert len(registered) > 20
+    for model in registered:
+        model_admin = admin.site.get_model_admin(model)
+        assert isinstance(model_admin, ModelAdmin), model
+        for inline in model_admin.inlines:
+            assert issubclass(inline, (TabularInline, StackedInline)), inline
+
+
+def test_the_site_is_unfolds_with_the_console_sidebar(admin_client: Client) -> None:
+    page = admin_client.get("/admin/").content.decode()
+    assert "/static/unfold/css/styles.css" in page
+    assert "/static/telegram_bot/console.css" in page
+    assert 'id="nav-sidebar-apps"' in page and 'id="time-zone-note"' in page
+
+
+def test_an_operator_adds_a_user_and_sets_a_password_with_unfolds_forms(
+    admin_client: Client,
+) -> None:
+    response = admin_client.post(
+        "/admin/auth/user/add/",
+        {
+            "username": "anna",
+            "usable_password": "true",
+            "password1": "a-long-pass-phrase-42",
+            "password2": "a-long-pass-phrase-42",
+            "_save": "Save",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    anna = User.objects.get(username="anna")
+    assert anna.check_password("a-long-pass-phrase-42")
+    assert AuditEntry.objects.filter(action="user.add", target_name__contains="anna").exists()
+    page = admin_client.get(f"/admin/auth/user/{anna.pk}/change/").content.decode()
+    assert 'name="username"' in page and "anna" in page
+    response = admin_client.post(
+        f"/admin/auth/user/{anna.pk}/password/",
+        {"password1": "another-pass-phrase-43", "password2": "another-pass-phrase-43"},
+    )
+    assert response.status_code == 302
+    anna.refresh_from_db()
+    assert anna.check_password("another-pass-phrase-43")
+
+
+def test_unfolds_search_answers_staff_only(admin_client: Client, client: Client) -> None:
+    found = admin_client.get("/admin/search/", {"s": "tick"}).content.decode()
+    assert "/admin/support/ticket/" in found
+    assert client.get("/admin/search/", {"s": "tick"}).status_code == 302  # to the login
