@@ -467,7 +467,6 @@ UNFOLD = {
     "SITE_TITLE": "telegram_bot.ops.admin_site.site_title",
     "SITE_HEADER": "telegram_bot.ops.admin_site.site_header",
     "SITE_SYMBOL": "forum",
-    "SHOW_VIEW_ON_SITE": False,
     "STYLES": ["telegram_bot.ops.admin_site.console_styles"],
     "SIDEBAR": {
         "show_search": True,
