@@ -16,6 +16,7 @@ page, the operation pages its package registered) answers 404.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
@@ -55,6 +56,8 @@ class OperationsView:
 
 
 _views: list[OperationsView] = []
+# The console's sections per request (OperatorsAdminSite.get_app_list), gone with the request.
+_sections_of: weakref.WeakKeyDictionary[HttpRequest, list[Any]] = weakref.WeakKeyDictionary()
 
 
 def register_view(
@@ -128,7 +131,17 @@ class OperatorsAdminSite(UnfoldAdminSite):
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
         """One app's page lists that app's models; the start page and the sidebar list the
-        operator's sections (``telegram_bot.ops.navigation``), pages included."""
+        operator's sections (``telegram_bot.ops.navigation``), pages included. The sections
+        are built once a request (about 10 ms): the start page, Django's ``available_apps``
+        and unfold's sidebar each ask for them."""
+        if app_label is None:
+            if request not in _sections_of:
+                _sections_of[request] = self._sections(request)
+            # A caller may change its copy's lists (as Django's app_index does): never ours.
+            return [{**app, "models": list(app["models"])} for app in _sections_of[request]]
+        return self._sections(request, app_label)
+
+    def _sections(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
         apps = [
             app
             for app in super().get_app_list(request, app_label)

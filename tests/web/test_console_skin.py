@@ -65,3 +65,17 @@ def test_unfolds_search_answers_staff_only(admin_client: Client, client: Client)
     found = admin_client.get("/admin/search/", {"s": "tick"}).content.decode()
     assert "/admin/support/ticket/" in found
     assert client.get("/admin/search/", {"s": "tick"}).status_code == 302  # to the login
+
+
+def test_the_sections_are_built_once_a_request(admin_client: Client) -> None:
+    """The start page, Django's available_apps and unfold's sidebar share one build."""
+    from unittest import mock
+
+    from telegram_bot.ops.admin_site import OperatorsAdminSite
+
+    with mock.patch.object(
+        OperatorsAdminSite, "_sections", autospec=True, side_effect=OperatorsAdminSite._sections
+    ) as build:
+        page = admin_client.get("/admin/").content.decode()
+    assert build.call_count == 1
+    assert page.count('href="/admin/support/ticket/"') >= 2  # the sidebar and the start page
