@@ -4,6 +4,8 @@ only."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.apps import apps
 from django.contrib import admin
@@ -88,3 +90,21 @@ def test_unfolds_own_words_are_in_russian(admin_client: Client) -> None:
     text = page.content.decode()
     assert "Поиск по разделам..." in text and "Search apps and models" not in text
     assert "Выберите файл" in text and "Choose file to upload" not in text
+
+
+@pytest.mark.parametrize(
+    ("query", "landing"), [("", "/admin/"), ("?next=/admin/content/post/", "/admin/content/post/")]
+)
+def test_a_login_lands_on_the_console_or_the_page_asked_for(
+    client: Client, django_user_model: Any, query: str, landing: str
+) -> None:
+    """unfold's login form carries no "next" field: without one the console's start page
+    (LOGIN_REDIRECT_URL, not Django's /accounts/profile/); a link's "next" stays in the form's
+    address."""
+    django_user_model.objects.create_superuser("anna", "a@example.org", "a-long-pass-phrase-42")
+    page = client.get(f"/admin/login/{query}").content.decode()
+    assert f'action="/admin/login/{query}"' in page
+    response = client.post(
+        f"/admin/login/{query}", {"username": "anna", "password": "a-long-pass-phrase-42"}
+    )
+    assert response.status_code == 302 and response["Location"] == landing
