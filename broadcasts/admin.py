@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from unfold.admin import ModelAdmin
 
 from broadcasts import selectors, services
 from broadcasts.forms import BroadcastForm
@@ -176,7 +177,7 @@ class BroadcastAdmin(AuditedModelAdmin):
 
 
 @admin.register(Subscriber)
-class SubscriberAdmin(admin.ModelAdmin):
+class SubscriberAdmin(ModelAdmin):
     list_display = ("user_id", "first_name", "username", "language", "status", "joined_at")
     list_filter = ("status", "language")
     search_fields = ("user_id", "first_name", "username")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
+from unfold.admin import ModelAdmin
 
 from community.models import BotChat, ChatPolicy, MemberMovement, MemberPolicy, SpamListEntry
 from community.web import (
@@ -137,7 +138,7 @@ class MemberPolicyAdmin(DurationFieldsMixin, AuditedModelAdmin):
 
 
 @admin.register(BotChat)
-class BotChatAdmin(AuditedDeletesMixin, admin.ModelAdmin):
+class BotChatAdmin(AuditedDeletesMixin, ModelAdmin):
     """Read only: Telegram's my_chat_member updates are the source."""
 
     list_display = ("chat_id", "title", "chat_type", "status", "is_member", "updated_at")
@@ -152,7 +153,7 @@ class BotChatAdmin(AuditedDeletesMixin, admin.ModelAdmin):
 
 
 @admin.register(MemberMovement)
-class MemberMovementAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class MemberMovementAdmin(ReadOnlyAdminMixin, ModelAdmin):
     """Read only: joins and leaves as the bot saw them (the overview's cards link here)."""
 
     list_display = ("at", "kind", "chat_id", "user_id")

@@ -278,6 +278,9 @@ FEATURE_APPS = {
     "broadcasts": "broadcasts",
 }
 INSTALLED_APPS = [
+    # django-unfold, the console's skin and sidebar: before the admin, whose templates it
+    # overrides; its BasicAppConfig leaves the site to ours (telegram_bot/ops/admin_site.py).
+    "unfold.apps.BasicAppConfig",
     "telegram_bot.ops.admin_site.OperatorsAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -455,6 +458,24 @@ AXES_CLIENT_IP_CALLABLE = "telegram_bot.login_throttle.client_ip"
 # telegram_bot/admin.py registers the attempts and logs (the cleanup needs the delete permission).
 AXES_ENABLE_ADMIN = False
 AXES_VERBOSE = False
+
+# --- The operators' console (django-unfold) ----------------------------------------------------
+# Its title, header and sidebar come from the site (telegram_bot/ops/admin_site.py) and the
+# console's sections (telegram_bot/ops/navigation.py), as callables of the request: the sidebar
+# lists only what the operator may open, grouped as they work.
+UNFOLD = {
+    "SITE_TITLE": "telegram_bot.ops.admin_site.site_title",
+    "SITE_HEADER": "telegram_bot.ops.admin_site.site_header",
+    "SITE_SYMBOL": "forum",
+    "STYLES": ["telegram_bot.ops.admin_site.console_styles"],
+    "SIDEBAR": {
+        "show_search": True,
+        "show_all_applications": False,
+        "navigation": "telegram_bot.ops.navigation.sidebar",
+    },
+}
+# Unfold's login form carries no "next": a login lands on the console's start page.
+LOGIN_REDIRECT_URL = "admin:index"
 
 LOG_LEVEL = env.LOG_LEVEL
 # django-q2 logs every enqueued and finished task at INFO: a line or more a minute while idle.

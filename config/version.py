@@ -1,6 +1,6 @@
 """The product's version: ``pyproject.toml``'s, plus the build's commit when the image has one.
 
-Shown by ``/healthz`` and in the admin site's footer, so an operator can tell which release
+Shown by ``/healthz`` and under the admin site's header, so an operator can tell which release
 (and which build of it) answers.
 """
 

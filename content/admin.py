@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from unfold.admin import ModelAdmin
 
 from content import jobs, selectors, services, validation
 from content.errors import PostError
@@ -97,7 +98,7 @@ register_view(
 
 
 @admin.register(Post)
-class PostAdmin(admin.ModelAdmin):
+class PostAdmin(ModelAdmin):
     form = PostAdminForm
     list_display = (
         "id",

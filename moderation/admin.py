@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
+from unfold.admin import ModelAdmin
 
 from moderation.models import ChatSettings, Warning
 from moderation.services import audit_settings
@@ -28,7 +29,7 @@ register_view(
 
 
 @admin.register(ChatSettings)
-class ChatSettingsAdmin(DurationFieldsMixin, AuditedDeletesMixin, admin.ModelAdmin):
+class ChatSettingsAdmin(DurationFieldsMixin, AuditedDeletesMixin, ModelAdmin):
     durations = {
         "warn_action_seconds": Duration(
             _("duration of the action at the limit"),
@@ -101,7 +102,7 @@ class ChatSettingsAdmin(DurationFieldsMixin, AuditedDeletesMixin, admin.ModelAdm
 
 
 @admin.register(Warning)
-class WarningAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class WarningAdmin(ReadOnlyAdminMixin, ModelAdmin):
     list_display = (
         "created_at",
         "chat_id",

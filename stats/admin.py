@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.translation import gettext_lazy
+from unfold.admin import ModelAdmin
 
 from stats.api import PERMISSION
 from stats.config import counting_config_clear
@@ -55,7 +56,7 @@ register_view(
 )
 
 
-class ReadOnlyAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class ReadOnlyAdmin(ReadOnlyAdminMixin, ModelAdmin):
     pass
 
 

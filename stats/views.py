@@ -131,6 +131,7 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
     if grouping not in GROUPINGS:
         grouping = "auto"
     context = {
+        **admin.site.each_context(request),
         "title": _("Statistics"),
         "chats": chats,
         "chat_id": chat_id,
@@ -146,9 +147,6 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
         "quick_ranges": quick_ranges(chat_id, today, (start, end), grouping),
         "grouping": grouping,
         "groupings": [(key, GROUPINGS[key]) for key in GROUPINGS],
-        "has_permission": True,
-        "site_header": admin.site.site_header,
-        "site_title": admin.site.site_title,
     }
     return render(request, "stats/dashboard.html", context, status=400 if errors else 200)
 

@@ -15,6 +15,7 @@ from django.urls import URLPattern, path
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from unfold.admin import ModelAdmin
 
 from support import assignees, files, selectors, views
 from support.models import CannedReply, Ticket
@@ -100,7 +101,7 @@ class CannedReplyAdmin(AuditedModelAdmin):
 
 
 @admin.register(Ticket)
-class TicketAdmin(AuditedDeletesMixin, admin.ModelAdmin):
+class TicketAdmin(AuditedDeletesMixin, ModelAdmin):
     list_display = (
         "ticket_number",
         "user",

@@ -17,7 +17,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django_q import admin as django_q_admin
-from django_q.models import Failure, Schedule, Success
+from django_q.models import Failure, OrmQ, Schedule, Success
+from unfold.admin import ModelAdmin
+from unfold.forms import AdminPasswordChangeForm, UserChangeForm, UserCreationForm
 
 from telegram_bot import admins, ids
 from telegram_bot.audit import audit_record, audit_step
@@ -98,7 +100,7 @@ class BotAdminForm(forms.ModelForm):
 
 
 @admin.register(BotAdmin)
-class BotAdminAdmin(admin.ModelAdmin):
+class BotAdminAdmin(ModelAdmin):
     form = BotAdminForm
     list_display = ("telegram_id", "display_name", "added_by", "created_at")
     search_fields = ("telegram_id", "display_name")
@@ -170,7 +172,7 @@ class BotAdminAdmin(admin.ModelAdmin):
 
 
 @admin.register(DeliveryFailure)
-class DeliveryFailureAdmin(AuditedDeletesMixin, admin.ModelAdmin):
+class DeliveryFailureAdmin(AuditedDeletesMixin, ModelAdmin):
     list_display = ("created_at", "chat_id", "purpose", "error_class", "error")
     list_filter = ("purpose", "error_class")
     search_fields = ("chat_id",)
@@ -186,7 +188,7 @@ class DeliveryFailureAdmin(AuditedDeletesMixin, admin.ModelAdmin):
 
 
 @admin.register(BlockedChat)
-class BlockedChatAdmin(AuditedDeletesMixin, admin.ModelAdmin):
+class BlockedChatAdmin(AuditedDeletesMixin, ModelAdmin):
     list_display = ("chat_id", "reason", "blocked_at")
     search_fields = ("chat_id",)
     readonly_fields = ("chat_id", "reason", "blocked_at")
@@ -207,7 +209,7 @@ class ChatPreferenceAdmin(AuditedModelAdmin):
 
 
 @admin.register(Job)
-class JobAdmin(AuditedDeletesMixin, admin.ModelAdmin):
+class JobAdmin(AuditedDeletesMixin, ModelAdmin):
     list_display = (
         "id",
         "kind",
@@ -303,19 +305,23 @@ def resubmit_tasks(model_admin: Any, request: HttpRequest, queryset: QuerySet[An
     django_q_admin.resubmit_task(model_admin, request, queryset)
 
 
-class SuccessAdmin(django_q_admin.TaskAdmin):
+class SuccessAdmin(django_q_admin.TaskAdmin, ModelAdmin):
     actions = [resubmit_tasks]
 
 
-class FailureAdmin(django_q_admin.FailAdmin):
+class FailureAdmin(django_q_admin.FailAdmin, ModelAdmin):
     actions = [resubmit_tasks]
 
 
-class ScheduleAdmin(ReadOnlyAdminMixin, django_q_admin.ScheduleAdmin):
+class ScheduleAdmin(ReadOnlyAdminMixin, django_q_admin.ScheduleAdmin, ModelAdmin):
     """django-q2's schedules, shown and never edited. A schedule names the function the worker
     imports and runs by its dotted path, so whoever may add or change one runs any code in the
     worker (the database, the bot's token). The apps declare their schedules in code and
     ``sync_schedules`` writes them; nobody, a superuser neither, writes them here."""
+
+
+class QueueAdmin(django_q_admin.QueueAdmin, ModelAdmin):
+    """django-q2's queue of the database broker, in the console's skin as its other lists."""
 
 
 for _model, _model_admin in (
@@ -326,6 +332,9 @@ for _model, _model_admin in (
     if admin.site.is_registered(_model):
         admin.site.unregister(_model)
     admin.site.register(_model, _model_admin)
+if admin.site.is_registered(OrmQ):  # django-q2 registers it for the database broker only
+    admin.site.unregister(OrmQ)
+    admin.site.register(OrmQ, QueueAdmin)
 
 
 # django-axes' login attempts and logs, registered here (AXES_ENABLE_ADMIN = False, as axes
@@ -335,7 +344,7 @@ _AXES_READ_ONLY = ["user_agent", "ip_address", "username", "http_accept", "path_
 
 
 @admin.register(AccessAttempt)
-class AccessAttemptAdmin(admin.ModelAdmin):
+class AccessAttemptAdmin(ModelAdmin):
     list_display = [
         "attempt_time",
         "ip_address",
@@ -380,7 +389,7 @@ class AccessAttemptAdmin(admin.ModelAdmin):
 
 
 @admin.register(AccessLog)
-class AccessLogAdmin(admin.ModelAdmin):
+class AccessLogAdmin(ModelAdmin):
     list_display = ["attempt_time", "logout_time", "ip_address", "username", "user_agent"]
     list_filter = ["attempt_time", "logout_time", "path_info"]
     search_fields = ["ip_address", "user_agent", "username", "path_info"]
@@ -392,7 +401,7 @@ class AccessLogAdmin(admin.ModelAdmin):
 
 
 @admin.register(AccessFailureLog)
-class AccessFailureLogAdmin(admin.ModelAdmin):
+class AccessFailureLogAdmin(ModelAdmin):
     list_display = ["attempt_time", "ip_address", "username", "user_agent", "locked_out"]
     list_filter = ["attempt_time", "locked_out", "path_info"]
     search_fields = ["ip_address", "user_agent", "username", "path_info"]
@@ -457,11 +466,15 @@ def _rights(obj: Any) -> str:
     return ""
 
 
-class AuditedUserAdmin(AuditedAuthMixin, UserAdmin):
-    pass
+class AuditedUserAdmin(AuditedAuthMixin, UserAdmin, ModelAdmin):
+    """Django's user admin in unfold's skin: its forms, as unfold documents for the auth admin."""
+
+    form = UserChangeForm
+    add_form = UserCreationForm
+    change_password_form = AdminPasswordChangeForm
 
 
-class AuditedGroupAdmin(AuditedAuthMixin, GroupAdmin):
+class AuditedGroupAdmin(AuditedAuthMixin, GroupAdmin, ModelAdmin):
     pass
 
 

@@ -120,6 +120,22 @@ DOCUMENTED_BASES: tuple[DocumentedBase, ...] = (
     ),
     DocumentedBase("django_q.admin.FailAdmin", "django-q2: docs/admin.rst, as TaskAdmin"),
     DocumentedBase("django_q.admin.ScheduleAdmin", "django-q2: docs/admin.rst, as TaskAdmin"),
+    DocumentedBase("django_q.admin.QueueAdmin", "django-q2: docs/admin.rst, as TaskAdmin"),
+    # django-unfold
+    DocumentedBase(
+        "unfold.admin.ModelAdmin",
+        "django-unfold: docs/configuration/quickstart, every admin class inherits "
+        "unfold.admin.ModelAdmin (a third-party admin too: 'class UserAdmin(BaseUserAdmin, "
+        "ModelAdmin)')",
+    ),
+    DocumentedBase(
+        "unfold.admin.TabularInline",
+        "django-unfold: docs/inlines, 'use unfold.admin.TabularInline' for inlines",
+    ),
+    DocumentedBase(
+        "unfold.sites.UnfoldAdminSite",
+        "django-unfold: docs/configuration/site, 'Custom admin site' subclasses UnfoldAdminSite",
+    ),
     # django-ninja
     DocumentedBase(
         "ninja.security.APIKeyCookie",

@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.utils.translation import gettext_lazy as _
+from unfold.admin import ModelAdmin, TabularInline
 
 from moderation.rules import blocklist, kinds
 from moderation.rules.models import (
@@ -115,7 +116,7 @@ class FilterAdmin(AuditedModelAdmin):
 
 
 @admin.register(Report)
-class ReportAdmin(admin.ModelAdmin):
+class ReportAdmin(ModelAdmin):
     """Members' reports and the admins' decisions: read only (the bot writes them)."""
 
     list_display = (
@@ -150,7 +151,7 @@ class ReportSettingAdmin(AuditedModelAdmin):
     search_fields = ("=chat_id",)
 
 
-class BanListChatInline(admin.TabularInline):
+class BanListChatInline(TabularInline):
     model = BanListChat
     extra = 0
     fields = ("chat_id", "chat_title", "added_by", "added_at")
@@ -167,7 +168,7 @@ class BanListAdmin(AuditedModelAdmin):
 
 
 @admin.register(SharedBan)
-class SharedBanAdmin(admin.ModelAdmin):
+class SharedBanAdmin(ModelAdmin):
     """Who is banned in each list (/fban, /unfban in a chat of the list): read only, as each
     change is carried out chat by chat by the bot."""
 

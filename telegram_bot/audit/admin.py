@@ -18,6 +18,7 @@ from django.utils import timezone, translation
 from django.utils.functional import Promise
 from django.utils.html import format_html
 from django.utils.translation import gettext, gettext_lazy
+from unfold.admin import ModelAdmin
 
 from telegram_bot import features
 from telegram_bot.audit import BOT, Actor, audit_step
@@ -49,7 +50,7 @@ BOM = "\ufeff"
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class AuditEntryAdmin(ReadOnlyAdminMixin, ModelAdmin):
     list_display = ("created_at", "what", "chat", "reason", "outcome")
     list_filter = ("action", "outcome", "source", ("created_at", admin.DateFieldListFilter))
     search_fields = ("actor_name", "target_name", "reason", "detail")
@@ -279,7 +280,7 @@ class AuditedDeletesMixin:
             super().delete_queryset(request, queryset)  # type: ignore[misc]
 
 
-class AuditedModelAdmin(AuditedDeletesMixin, admin.ModelAdmin):
+class AuditedModelAdmin(AuditedDeletesMixin, ModelAdmin):
     """A model admin whose saves and deletions are recorded (``<model>.add``, ``.change``,
     ``.delete``), with the changed fields; the chat is the object's ``chat_id`` if it has one."""
 

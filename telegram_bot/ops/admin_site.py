@@ -1,11 +1,12 @@
-"""The operators' admin site: Django's admin plus operation pages registered by the apps.
+"""The operators' admin site: Django's admin in django-unfold's skin (its sidebar, header, dark
+mode; ``UNFOLD`` in the settings), plus operation pages registered by the apps.
 
 Apps add pages with ``register_view`` from their ``admin.py``. Each page is staff-only
 (``admin_view``) and names the permissions that open it (any one of them): the site checks
 them before the view runs, so a page cannot be registered without a permission check, and
 the start page and the sidebar list only the pages the user may open, grouped with the models
-as an operator works (``telegram_bot.ops.navigation``). The index opens on the overview cards
-the apps contribute (``telegram_bot.overview``).
+as an operator works (``telegram_bot.ops.navigation``, which feeds unfold's sidebar too). The
+index opens on the overview cards the apps contribute (``telegram_bot.overview``).
 
 A feature switched off (``FEATURES_DISABLED``, ``telegram_bot.features``) is left out of the
 index and the navigation, and every page of it (its models' pages, its app
@@ -15,6 +16,7 @@ page, the operation pages its package registered) answers 404.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
@@ -27,10 +29,12 @@ from django.contrib.admin.views.main import ERROR_FLAG
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db import DataError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.templatetags.static import static
 from django.urls import URLPattern, URLResolver, path, reverse
 from django.utils.functional import Promise
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from unfold.sites import UnfoldAdminSite
 
 from telegram_bot import features
 from telegram_bot.ops.navigation import grouped, view_entry
@@ -52,6 +56,8 @@ class OperationsView:
 
 
 _views: list[OperationsView] = []
+# The console's sections per request (OperatorsAdminSite.get_app_list), gone with the request.
+_sections_of: weakref.WeakKeyDictionary[HttpRequest, list[Any]] = weakref.WeakKeyDictionary()
 
 
 def register_view(
@@ -101,7 +107,7 @@ class ReadOnlyAdminMixin:
         return False
 
 
-class OperatorsAdminSite(admin.AdminSite):
+class OperatorsAdminSite(UnfoldAdminSite):
     site_header = gettext_lazy("Community bot administration")
     site_title = gettext_lazy("Community bot")
     index_title = gettext_lazy("Overview")
@@ -111,7 +117,7 @@ class OperatorsAdminSite(admin.AdminSite):
             path(view.route, self.admin_view(_permission_required(view)), name=view.name)
             for view in _views
         ]
-        return extra + super().get_urls()
+        return [*extra, *super().get_urls()]
 
     def admin_view(self, view: Callable[..., Any], cacheable: bool = False) -> Any:
         checked = super().admin_view(view, cacheable)
@@ -125,7 +131,17 @@ class OperatorsAdminSite(admin.AdminSite):
 
     def get_app_list(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
         """One app's page lists that app's models; the start page and the sidebar list the
-        operator's sections (``telegram_bot.ops.navigation``), pages included."""
+        operator's sections (``telegram_bot.ops.navigation``), pages included. The sections
+        are built once a request (about 10 ms): the start page, Django's ``available_apps``
+        and unfold's sidebar each ask for them."""
+        if app_label is None:
+            if request not in _sections_of:
+                _sections_of[request] = self._sections(request)
+            # A caller may change its copy's lists (as Django's app_index does): never ours.
+            return [{**app, "models": list(app["models"])} for app in _sections_of[request]]
+        return self._sections(request, app_label)
+
+    def _sections(self, request: HttpRequest, app_label: str | None = None) -> list[Any]:
         apps = [
             app
             for app in super().get_app_list(request, app_label)
@@ -234,6 +250,22 @@ def _object_id_checked(view: Callable[..., Any]) -> Callable[..., Any]:
         return view(request, *args, **kwargs)
 
     return checked
+
+
+def site_title(request: HttpRequest) -> str:
+    """``UNFOLD["SITE_TITLE"]``: the site's own title, in the request's language."""
+    return str(admin.site.site_title)
+
+
+def site_header(request: HttpRequest) -> str:
+    """``UNFOLD["SITE_HEADER"]``: the name above the sidebar."""
+    return str(admin.site.site_header)
+
+
+def console_styles(request: HttpRequest) -> str:
+    """``UNFOLD["STYLES"]``: the console's few rules of its own (overview cards, the zone and
+    version line, narrow screens)."""
+    return static("telegram_bot/console.css")
 
 
 class OperatorsAdminConfig(AdminConfig):

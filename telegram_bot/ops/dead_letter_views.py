@@ -70,12 +70,10 @@ def dead_letter_list(request: HttpRequest) -> HttpResponse:
         for letter in letters
     ]
     context = {
+        **admin.site.each_context(request),
         "title": _("Dead letters"),
         "rows": rows,
         "next_cursor": next_cursor,
-        "has_permission": True,
-        "site_header": admin.site.site_header,
-        "site_title": admin.site.site_title,
     }
     return render(request, "admin/dead_letters.html", context)
 

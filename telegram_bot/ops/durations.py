@@ -12,9 +12,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.http import HttpRequest
 from django.utils.functional import Promise
-from django.utils.text import format_lazy
+from django.utils.text import capfirst, format_lazy
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from unfold.widgets import UnfoldAdminTextInputWidget
 
 from telegram_bot.durations import compact, seconds_of
 
@@ -96,7 +97,9 @@ class DurationFieldsMixin:
             unit=shape.unit,
             least=limits.get(MinValueValidator),
             most=limits.get(MaxValueValidator),
-            label=shape.label,
+            # As the model's own fields: a capital letter, unfold's input.
+            label=capfirst(str(shape.label)),  # built per request, in its language
+            widget=UnfoldAdminTextInputWidget(attrs={"maxlength": "40"}),
             required=not db_field.blank,
             initial=db_field.get_default() if db_field.has_default() else None,
             help_text=format_lazy("{} {}", shape.help, DURATION_HELP),

@@ -8,6 +8,9 @@ core names no feature). A model no section names is shown under its own app's na
 "System", so a new feature's pages appear without an edit here. Only what the user may open is
 listed: the entries come from Django's own app list (``AdminSite.get_app_list``), which has
 already checked their permissions.
+
+The same sections feed django-unfold's sidebar (``sidebar``, ``UNFOLD["SIDEBAR"]`` in the
+settings), after a "Today" group that opens on the overview.
 """
 
 from __future__ import annotations
@@ -16,7 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.functional import Promise
+from django.utils.html import conditional_escape
 from django.utils.translation import gettext_lazy
 
 from telegram_bot import features
@@ -152,3 +158,37 @@ def _section(key: str, title: str | Promise, rows: list[dict[str, Any]]) -> dict
         "has_module_perms": True,
         "models": rows,
     }
+
+
+def sidebar(request: HttpRequest) -> list[dict[str, Any]]:
+    """``UNFOLD["SIDEBAR"]["navigation"]``: "Today" (the overview), then the sections the user
+    may open (the site's app list, ``grouped`` above), each a group of links; "System", the
+    engineers', folds."""
+    from django.contrib import admin
+
+    groups: list[dict[str, Any]] = [
+        {
+            "title": gettext_lazy("Today"),
+            "items": [
+                {
+                    "title": gettext_lazy("Overview"),
+                    "link": reverse("admin:index"),
+                }
+            ],
+        }
+    ]
+    for app in admin.site.get_app_list(request):
+        key = str(app["app_label"]).removeprefix("section-")
+        groups.append(
+            {
+                "title": conditional_escape(app["name"]),
+                "collapsible": key == SYSTEM,
+                "items": [
+                    # unfold marks an item's title safe: escaped here.
+                    {"title": conditional_escape(row["name"]), "link": row["admin_url"]}
+                    for row in app["models"]
+                    if row.get("admin_url")
+                ],
+            }
+        )
+    return groups

@@ -99,12 +99,10 @@ def privacy_erase(request: HttpRequest) -> HttpResponse:
 
 def _page(request: HttpRequest, form: forms.Form, title: str, action: str) -> HttpResponse:
     context = {
+        **admin.site.each_context(request),
         "title": title,
         "form": form,
         "action": action,
-        "has_permission": True,
-        "site_header": admin.site.site_header,
-        "site_title": admin.site.site_title,
     }
     return render(request, "admin/privacy.html", context, status=400 if form.errors else 200)
 

@@ -111,6 +111,6 @@ def admin_page(page: Any, live_server: Any, django_user_model: Any) -> Any:
     page.goto(f"{live_server.url}/admin/login/")
     page.fill("#id_username", "operator")
     page.fill("#id_password", ADMIN_PASSWORD)
-    page.click("input[type=submit]")
+    page.click("#login-form [type=submit]")
     page.wait_for_url(f"{live_server.url}/admin/")
     return page

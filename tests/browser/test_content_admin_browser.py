@@ -34,7 +34,7 @@ def test_an_operator_creates_a_photo_post_and_publishes_it_now(
         "#id_photo", files=[{"name": "photo.png", "mimeType": "image/png", "buffer": png_bytes()}]
     )
     page.fill("#id_buttons", "Read more | https://example.org/read")
-    page.click("input[name=_save]")
+    page.click("[name=_save]")
     page.wait_for_url(f"{live_server.url}/admin/content/post/")
     post = Post.objects.get()
     row = page.locator("#result_list tr", has=page.locator(f"input[value='{post.pk}']"))
@@ -42,7 +42,7 @@ def test_an_operator_creates_a_photo_post_and_publishes_it_now(
 
     row.locator("input[name=_selected_action]").check()
     page.select_option("select[name=action]", "publish_now")
-    page.click("button[name=index]")
+    page.click("#changelist-actions button[type=submit]")
     page.wait_for_selector(".messagelist")
     assert f"Post #{post.pk} published in {CHANNEL}" in page.inner_text(".messagelist")
     assert row.locator(".post-status").inner_text() == "published"
@@ -74,7 +74,7 @@ def test_an_operator_schedules_a_post_and_finds_its_job(
     page.fill("#id_channel", CHANNEL)
     page.fill("#id_text", "Tomorrow's news")
     page.fill("#id_publish_at", f"{when:%Y-%m-%dT%H:%M}")
-    page.click("input[name=_continue]")
+    page.click("[name=_continue]")
     page.wait_for_selector(".messagelist")
     post = Post.objects.get()
     assert post.status == PostStatus.SCHEDULED

@@ -61,7 +61,7 @@ def test_the_admin_login_page_is_served(client: Client, db: None) -> None:
 
 
 @pytest.mark.django_db
-def test_the_admin_footer_shows_the_version(admin_client: Client) -> None:
+def test_the_admin_site_shows_the_version(admin_client: Client) -> None:
     page = admin_client.get("/admin/").content.decode()
     assert f'<div id="product-version">Community bot {VERSION}</div>' in page
-    assert "Community bot administration" in page  # Django's branding block is kept
+    assert "Community bot administration" in page  # the site header, above the sidebar

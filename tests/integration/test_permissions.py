@@ -90,6 +90,7 @@ RULES: dict[str, Rule] = {
     "admin:login": PUBLIC,
     "admin:logout": PUBLIC,
     "admin:index": STAFF,
+    "admin:search": STAFF,  # unfold's sidebar search: the entries the user's app list holds
     "admin:password_change": STAFF,
     "admin:password_change_done": STAFF,
     "admin:jsi18n": STAFF,

@@ -109,3 +109,76 @@ def test_the_shipped_features_fill_the_sections(settings: Any) -> None:
     assert "support.ticket" in placed["desk"] and "content.post" in placed["posts"]
     settings.FEATURES_DISABLED = ["support"]
     assert "desk" not in features.console_sections()
+
+
+def sidebar_of(client: Client, url: str = "/admin/") -> dict[str, list[tuple[str, str]]]:
+    """unfold's sidebar as the page's context holds it: group title -> (link title, link)."""
+    groups = client.get(url).context["sidebar_navigation"]
+    return {
+        str(group["title"]): [(str(item["title"]), str(item["link"])) for item in group["items"]]
+        for group in groups
+    }
+
+
+def test_unfolds_sidebar_is_the_console_sections_after_today(admin_client: Client) -> None:
+    found = sidebar_of(admin_client, "/admin/content/post/")
+    assert list(found) == ["Today", *sections(admin_client)]
+    assert found["Today"] == [("Overview", "/admin/")]
+    assert ("Statistics", "/admin/stats/") in found["Statistics"]
+    assert ("Posts", "/admin/content/post/") in found["Posts"]
+    page = admin_client.get("/admin/content/post/").content.decode()
+    assert 'id="nav-sidebar"' in page and 'href="/admin/support/ticket/"' in page
+
+
+def test_the_sidebar_lists_only_what_the_user_may_open(
+    client: Client, django_user_model: Any
+) -> None:
+    user = django_user_model.objects.create_user("writer", password="pw-x-12345", is_staff=True)
+    user.user_permissions.add(Permission.objects.get(codename="view_post"))
+    client.force_login(user)
+    assert sidebar_of(client) == {
+        "Today": [("Overview", "/admin/")],
+        "Posts": [("Posts", "/admin/content/post/")],
+    }
+    page = client.get("/admin/content/post/").content.decode()
+    assert "/admin/support/ticket/" not in page and "/admin/auth/user/" not in page
+
+
+def test_the_system_group_folds_and_titles_are_escaped(rf: Any, admin_user: Any) -> None:
+    from unittest import mock
+
+    from django.contrib import admin
+
+    from telegram_bot.ops import navigation
+
+    request = rf.get("/admin/")
+    request.user = admin_user
+    apps = [
+        {
+            "name": "<b>Notes</b>",
+            "app_label": "notes",
+            "models": [{"name": "<i>Note</i>", "admin_url": "/admin/notes/note/"}],
+        },
+        {
+            "name": "System",
+            "app_label": "section-system",
+            "models": [{"name": "Jobs", "admin_url": "/admin/telegram_bot/job/"}],
+        },
+    ]
+    with mock.patch.object(admin.site, "get_app_list", return_value=apps):
+        groups = navigation.sidebar(request)
+    assert [str(group["title"]) for group in groups] == [
+        "Today",
+        "&lt;b&gt;Notes&lt;/b&gt;",
+        "System",
+    ]
+    assert groups[1]["items"] == [
+        {"title": "&lt;i&gt;Note&lt;/i&gt;", "link": "/admin/notes/note/"}
+    ]
+    assert [group.get("collapsible", False) for group in groups] == [False, False, True]
+
+
+def test_the_sidebar_is_in_russian(admin_client: Client) -> None:
+    page = admin_client.get("/admin/content/post/", HTTP_ACCEPT_LANGUAGE="ru").content.decode()
+    for title in ("Сегодня", "Обзор", "Сообщество и участники", "Система"):
+        assert title in page, title
