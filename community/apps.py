@@ -30,6 +30,7 @@ class CommunityConfig(features.FeatureConfig):
         "join_request.decline": gettext_lazy("{actor} declined the join request of {target}"),
     }
     chat_titles = "community.selectors.chat_titles"
+    chats = "community.selectors.bot_chats"
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "
         "join counters and strict mode, the last welcome",

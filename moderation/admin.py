@@ -16,6 +16,7 @@ from telegram_bot.audit import Actor
 from telegram_bot.audit_admin import AuditedDeletesMixin
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
+from telegram_bot.ops.names import chat_column, chat_formfield, name_page, person_column
 
 # The member page's actions (chat ids are negative: the ids are checked in the view).
 register_view(
@@ -48,8 +49,7 @@ class ChatSettingsAdmin(DurationFieldsMixin, AuditedDeletesMixin, admin.ModelAdm
     }
 
     list_display = (
-        "chat_id",
-        "title",
+        chat_column(),
         "warn_limit",
         "warn_action",
         "flood_action",
@@ -93,6 +93,23 @@ class ChatSettingsAdmin(DurationFieldsMixin, AuditedDeletesMixin, admin.ModelAdm
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         return ("chat_id",) if obj is not None else ()
 
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "chat_id":
+            return chat_formfield(db_field)
+        if db_field.name == "log_chat_id":
+            return chat_formfield(
+                db_field,
+                help_text=_(
+                    "Optional: a channel or group where every audit-log entry of this chat "
+                    "(moderation, join requests, ...) is also posted. The bot must be able to "
+                    "post there."
+                ),
+            )
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        return name_page(super().changelist_view(request, extra_context))
+
     def save_model(self, request: HttpRequest, obj: ChatSettings, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
         changed = ", ".join(f"{name}={form.cleaned_data.get(name)}" for name in form.changed_data)
@@ -104,9 +121,9 @@ class ChatSettingsAdmin(DurationFieldsMixin, AuditedDeletesMixin, admin.ModelAdm
 class WarningAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = (
         "created_at",
-        "chat_id",
-        "user_id",
-        "moderator_id",
+        chat_column(),
+        person_column(),
+        person_column("moderator_id", _("moderator")),
         "reason",
         "expires_at",
         "revoked",
@@ -115,3 +132,8 @@ class WarningAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     )
     list_filter = ("revoked", "spent", "triggered")
     search_fields = ("=chat_id", "=user_id", "reason")
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        return name_page(
+            super().changelist_view(request, extra_context), people=("user_id", "moderator_id")
+        )

@@ -18,6 +18,8 @@ class ModerationConfig(features.FeatureConfig):
     privacy = "moderation.privacy"
     chat_settings_models = ("moderation.ChatSettings",)
     member_sections = "moderation.web.member_section"
+    people_names = "moderation.selectors.people_names"
+    chat_titles = "moderation.selectors.chat_titles"
     console_sections = {
         "safety": ("moderation.warning",),
         "settings": ("moderation.chatsettings",),

@@ -16,6 +16,8 @@ class StatsConfig(features.FeatureConfig):
     privacy = "stats.privacy"
     metrics = "stats.metrics.collect"
     chat_titles = "stats.selectors.chat_titles"
+    chats = "stats.selectors.counted_chats"
+    people_names = "stats.selectors.people_names"
     member_page = "stats-member"
     console_sections = {
         "safety": ("stats.violationrule",),
