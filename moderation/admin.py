@@ -7,13 +7,18 @@ from typing import Any
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from moderation.models import ChatSettings, Warning
 from moderation.services import audit_settings
+from moderation.settings_page import VIEW_PERMISSION as SETTINGS_PERMISSION
+from moderation.settings_page import chat_settings_page, chats_settings_page
 from moderation.web import ACT_PERMISSION, member_action_view
 from telegram_bot.audit import Actor
 from telegram_bot.audit_admin import AuditedDeletesMixin
+from telegram_bot.numbers import ascii_int
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
 from telegram_bot.ops.names import chat_column, chat_formfield, name_page, person_column
@@ -25,6 +30,20 @@ register_view(
     name="moderation-member-action",
     title="",
     permissions=(ACT_PERMISSION,),
+)
+register_view(
+    "moderation/settings/",
+    chats_settings_page,
+    name="moderation-settings-by-chat",
+    title=_("Moderation settings by chat"),
+    permissions=(SETTINGS_PERMISSION,),
+)
+register_view(
+    "moderation/settings/<str:chat_id>/",
+    chat_settings_page,
+    name="moderation-chat-settings",
+    title="",
+    permissions=(SETTINGS_PERMISSION,),
 )
 
 
@@ -50,6 +69,7 @@ class ChatSettingsAdmin(DurationFieldsMixin, AuditedDeletesMixin, admin.ModelAdm
 
     list_display = (
         chat_column(),
+        "in_effect",
         "warn_limit",
         "warn_action",
         "flood_action",
@@ -109,6 +129,19 @@ class ChatSettingsAdmin(DurationFieldsMixin, AuditedDeletesMixin, admin.ModelAdm
 
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
         return name_page(super().changelist_view(request, extra_context))
+
+    @admin.display(description=_("in effect"))
+    def in_effect(self, obj: ChatSettings) -> str:
+        url = reverse("admin:moderation-chat-settings", args=[obj.chat_id])
+        return format_html('<a href="{}">{}</a>', url, _("in words"))
+
+    def get_changeform_initial_data(self, request: HttpRequest) -> dict[str, Any]:
+        """``?chat_id=`` (the settings-in-effect page links here with it) and ``?title=``;
+        a chat id that is not one is left out rather than shown."""
+        initial = super().get_changeform_initial_data(request)
+        if "chat_id" in initial and ascii_int(str(initial["chat_id"]), signed=True) is None:
+            del initial["chat_id"]
+        return initial
 
     def save_model(self, request: HttpRequest, obj: ChatSettings, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)

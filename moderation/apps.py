@@ -22,7 +22,7 @@ class ModerationConfig(features.FeatureConfig):
     chat_titles = "moderation.selectors.chat_titles"
     console_sections = {
         "safety": ("moderation.warning",),
-        "settings": ("moderation.chatsettings",),
+        "settings": ("moderation.chatsettings", "view:moderation-settings-by-chat"),
     }
     audit_phrases = {
         "warn": gettext_lazy("{actor} warned {target}"),

@@ -111,6 +111,9 @@ RULES: dict[str, Rule] = {
     # The member page: each app's section only for who may view its model
     # (tests/stats/test_member_page.py); its actions need moderation's change permission.
     "admin:stats-member": perm(STATS),
+    # A chat's moderation settings in effect, and the chats' list (moderation.settings_page).
+    "admin:moderation-settings-by-chat": perm(("moderation.view_chatsettings",)),
+    "admin:moderation-chat-settings": perm(("moderation.view_chatsettings",)),
     "admin:moderation-member-action": perm(
         ("moderation.view_warning",), "POST", viewer_allowed=False
     ),
