@@ -22,6 +22,7 @@ from content import jobs, selectors, services, validation
 from content.errors import PostError
 from content.forms import ButtonsField, PollOptionsField, PostAdminForm
 from content.models import UNPUBLISHED, Post, PostStatus
+from content.preview import post_preview, post_preview_view, render_preview
 from content.services import PostChanges, PostContent
 from telegram_bot.audit import Step, audit_step
 from telegram_bot.audit_admin import admin_actor
@@ -84,6 +85,13 @@ register_view(
     title="",
     permissions=("content.view_post", "content.change_post"),
 )
+register_view(
+    "content/posts/preview/",
+    post_preview_view,
+    name="content-post-preview",
+    title="",
+    permissions=("content.add_post", "content.change_post"),
+)
 
 
 @admin.register(Post)
@@ -106,6 +114,7 @@ class PostAdmin(admin.ModelAdmin):
     ordering = ("-created_at", "-id")
     actions = ("publish_now", "unschedule", "archive", "archive_and_delete", "mark_published")
     readonly_fields = (
+        "preview",
         "status_display",
         "photo_preview",
         "publication_job",
@@ -119,7 +128,7 @@ class PostAdmin(admin.ModelAdmin):
         "updated_at",
     )
     fieldsets = (
-        (None, {"fields": ("channel", "text", "photo", "photo_preview", "buttons")}),
+        (None, {"fields": ("channel", "text", "photo", "photo_preview", "buttons", "preview")}),
         (gettext_lazy("Poll"), {"fields": ("poll_question", "poll_options")}),
         (
             gettext_lazy("Publication"),
@@ -276,7 +285,25 @@ class PostAdmin(admin.ModelAdmin):
             return  # the save failed: its error is shown instead of "changed successfully"
         super().message_user(request, message, *args, **kwargs)
 
+    class Media:
+        js = ("content/post_preview.js",)
+        css = {"all": ("content/post_preview.css",)}
+
     # --- list columns and read-only fields ----------------------------------------------------
+    @admin.display(description=gettext_lazy("How it will look"))
+    def preview(self, obj: Post) -> SafeString:
+        """The message as Telegram will show it: the saved post, then asked again of
+        ``content-post-preview`` as the author types (``static/content/post_preview.js``)."""
+        shown = post_preview(post=obj) if obj.pk else post_preview({})
+        return format_html(
+            '<div id="post-preview-holder" data-preview-url="{}" data-post-id="{}" '
+            'data-has-photo="{}">{}</div>',
+            reverse("admin:content-post-preview"),
+            obj.pk or "",
+            "1" if obj.pk and obj.has_photo else "0",
+            SafeString(render_preview(shown)),
+        )
+
     @admin.display(description=gettext_lazy("summary"))
     def summary(self, obj: Post) -> str:
         return obj.summary

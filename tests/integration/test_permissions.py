@@ -119,6 +119,8 @@ RULES: dict[str, Rule] = {
     ),
     "admin:stats-export-daily": perm(STATS, query=STATS_QUERY),
     "admin:content-post-photo": perm(("content.view_post",)),
+    # The post form's preview: for who may write posts (content.preview).
+    "admin:content-post-preview": perm(("content.view_post",), "POST", viewer_allowed=False),
     "admin:support_ticket_reply": perm(TICKETS, "POST", viewer_allowed=False),
     "admin:support_ticket_resolve": perm(TICKETS, "POST", viewer_allowed=False),
     "admin:support_ticket_reopen": perm(TICKETS, "POST", viewer_allowed=False),
