@@ -262,6 +262,7 @@
     document.getElementById("quality-summary").textContent = "(" + Object.entries(sources).map(function (entry) {
       return entry[1] + " × " + entry[0];
     }).join(", ") + ")";
+    document.getElementById("quality-line").textContent = report.completeness ? report.completeness.line : "";
   }
 
   document.getElementById("members-prev").addEventListener("click", function () {
