@@ -31,6 +31,7 @@ class CommunityConfig(features.FeatureConfig):
     }
     chat_titles = "community.selectors.chat_titles"
     chats = "community.selectors.bot_chats"
+    chat_figures = "community.overview.community_chat_figures"
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "
         "join counters and strict mode, the last welcome",

@@ -18,10 +18,11 @@ class StatsConfig(features.FeatureConfig):
     chat_titles = "stats.selectors.chat_titles"
     chats = "stats.selectors.counted_chats"
     people_names = "stats.selectors.people_names"
+    chat_figures = "stats.overview.stats_chat_figures"
     member_page = "stats-member"
     console_sections = {
         "safety": ("stats.violationrule",),
-        "statistics": ("view:stats-dashboard",),
+        "statistics": ("view:stats-today-by-chat", "view:stats-dashboard"),
         "settings": ("stats.statssettings",),
         "system": ("stats.dailycoverage", "stats.backfillstate", "stats.dailyuserstat"),
     }

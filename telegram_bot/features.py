@@ -18,6 +18,8 @@ paths imported when first needed (never at app-loading time):
   so that the core's pages name chats;
 - ``chats``: a function (no arguments) returning every chat the app knows (``{id: title}``,
   the title blank when unknown): the console's chat choosers offer them (``known_chats``);
+- ``chat_figures``: a function of the user returning the app's today-so-far figures split by
+  chat (``telegram_bot.overview.ChatFigure``), for the overview's "Today by chat" page;
 - ``people_names``: a function of user ids returning the names the app knows
   (``{id: (name, username)}``), so that the console's lists name people (``people_names``);
 - ``member_sections``: a function ``(request, member)`` (a ``Member``: one person in one chat)
@@ -84,6 +86,7 @@ class FeatureConfig(AppConfig):
     chat_titles: ClassVar[str | None] = None
     chats: ClassVar[str | None] = None
     people_names: ClassVar[str | None] = None
+    chat_figures: ClassVar[str | None] = None
     member_sections: ClassVar[str | None] = None
     member_page: ClassVar[str | None] = None
     chat_settings_models: ClassVar[tuple[str, ...]] = ()

@@ -103,6 +103,7 @@ RULES: dict[str, Rule] = {
     "admin:dead-letter-replay": perm(DEAD_LETTERS, "POST"),
     "admin:dead-letter-drop": perm(DEAD_LETTERS, "POST"),
     "admin:stats-dashboard": perm(STATS),
+    "admin:stats-today-by-chat": perm(STATS),
     "admin:community-join-requests": perm(("community.view_chatpolicy",)),
     "admin:community-join-request-decide": perm(("community.change_chatpolicy",), "POST"),
     "admin:privacy-export": perm(EXPORT_DATA),
