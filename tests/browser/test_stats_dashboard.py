@@ -58,7 +58,7 @@ def test_the_dashboard_shows_the_counted_numbers(
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(f"{live_server.url}/admin/")
-    page.click("text=Statistics")
+    page.click("a[href='/admin/stats/']")
     page.select_option("#stats-chat", str(CHAT))
     page.fill("#stats-start", days[0].isoformat())
     page.fill("#stats-end", days[-1].isoformat())
@@ -70,6 +70,9 @@ def test_the_dashboard_shows_the_counted_numbers(
     messages_card = page.locator('[data-figure="messages"] .value').inner_text()
     assert messages_card.replace(",", "").replace("\u202f", "") == str(total)
     assert not page.is_visible("#days")  # data quality is folded away
+    # The retention cohorts as a chart: the last 12 weeks, from the members app's API.
+    assert page.evaluate("window.statsDashboard.cohorts.length") == 12
+    assert page.is_visible("#cohorts-chart")
     # One plain line says how complete the figures are; the engineers' words stay folded.
     line = page.inner_text("#quality-line")
     assert line.startswith("How complete are these figures:"), line
