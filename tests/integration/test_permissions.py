@@ -144,6 +144,7 @@ RULES: dict[str, Rule] = {
     "api-v1:community-retention": perm(
         GROWTH, query="?chat_id=-1001234567890&week_start=2026-01-05"
     ),
+    "api-v1:community-cohorts": perm(GROWTH, query="?chat_id=-1001234567890&weeks=4"),
     # The Mini App (webapp/): its login page and login endpoints are open (Telegram's signature
     # is the check: tests/webapp/test_login.py); a chat's pages open only to a Mini App session
     # of that chat's Telegram admin (tests/webapp/test_access.py), never to a staff account.
