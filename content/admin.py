@@ -27,8 +27,11 @@ from content.services import PostChanges, PostContent
 from telegram_bot.audit import Step, audit_step
 from telegram_bot.audit_admin import admin_actor
 from telegram_bot.errors import TelegramApiError
+from telegram_bot.features import chat_titles
 from telegram_bot.jobs.models import Job
+from telegram_bot.numbers import ascii_int
 from telegram_bot.ops.admin_site import register_view
+from telegram_bot.ops.names import ChatDatalistInput, chat_cell
 from telegram_bot.ops.zones import ZonedDateTimeField, zone_name
 
 _FAILED_FLAG = "_content_admin_failed"
@@ -101,7 +104,7 @@ class PostAdmin(admin.ModelAdmin):
         "id",
         "summary",
         "kind",
-        "channel",
+        "channel_named",
         "status_display",
         "publish_at",
         "channel_message_id",
@@ -163,6 +166,8 @@ class PostAdmin(admin.ModelAdmin):
             return PollOptionsField(label=gettext_lazy("Poll options"))
         if db_field.name == "publish_at":
             return ZonedDateTimeField(label=_PUBLISH_AT_LABEL, required=False)
+        if db_field.name == "channel":  # the bot's chats suggested by title; @name typed
+            kwargs["widget"] = ChatDatalistInput(attrs={"size": 40})
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Post | None = None) -> Any:
@@ -290,6 +295,23 @@ class PostAdmin(admin.ModelAdmin):
         css = {"all": ("content/post_preview.css",)}
 
     # --- list columns and read-only fields ----------------------------------------------------
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        """The page's channels given by id named by their titles, looked up once."""
+        response = super().changelist_view(request, extra_context)
+        changelist = getattr(response, "context_data", {}).get("cl")
+        if changelist is not None:
+            posts = list(changelist.result_list)
+            ids = {post.pk: ascii_int(post.channel, signed=True) for post in posts}
+            titles = chat_titles(chat_id for chat_id in ids.values() if chat_id is not None)
+            for post in posts:
+                post.channel_title = titles.get(ids[post.pk], "")
+        return response
+
+    @admin.display(description=gettext_lazy("channel"), ordering="channel")
+    def channel_named(self, obj: Post) -> str:
+        title = getattr(obj, "channel_title", "")
+        return chat_cell(ascii_int(obj.channel, signed=True), title) if title else obj.channel
+
     @admin.display(description=gettext_lazy("How it will look"))
     def preview(self, obj: Post) -> SafeString:
         """The message as Telegram will show it: the saved post, then asked again of

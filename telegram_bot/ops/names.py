@@ -15,7 +15,8 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -172,6 +173,19 @@ class ChatChoiceField(forms.TypedChoiceField):
 
 def _choices_with_blank() -> list[tuple[Any, str]]:
     return [("", "—"), *chat_choices()]
+
+
+class ChatDatalistInput(forms.TextInput):
+    """A text input that suggests the known chats by title (a ``datalist``: the browser shows
+    the titles, the value is the id) and still takes what is typed (an @username)."""
+
+    def render(
+        self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
+    ) -> SafeString:
+        list_id = f"{(attrs or {}).get('id') or name}-chats"
+        field = super().render(name, value, {**(attrs or {}), "list": list_id}, renderer)
+        options = format_html_join("", '<option value="{}">{}</option>', chat_choices())
+        return format_html('{}<datalist id="{}">{}</datalist>', field, list_id, options)
 
 
 def chat_formfield(db_field: Any, **kwargs: Any) -> ChatChoiceField:

@@ -143,3 +143,18 @@ def test_the_privacy_page_says_whose_id_it_is(admin_client: Client, known: None)
     assert "User 501 is Anna @anna." in cells(page)
     unknown = admin_client.get("/admin/privacy/export/?user_id=999").content.decode()
     assert "privacy-person" not in unknown
+
+
+def test_the_post_form_suggests_chats_by_title_and_the_list_names_them(
+    admin_client: Client, known: None
+) -> None:
+    from content.models import Post
+
+    page = admin_client.get("/admin/content/post/add/").content.decode()
+    assert re.search(r'<input[^>]+name="channel"[^>]+list="id_channel-chats"', page)
+    assert '<option value="-1001111111111">Cat lovers</option>' in page
+    Post.objects.create(channel=str(CATS), text="Привет", status="draft")
+    Post.objects.create(channel="@news_channel", text="Hi", status="draft")
+    listed = admin_client.get("/admin/content/post/").content.decode()
+    assert re.search(r'Cat lovers<br><span class="quiet console-id">-1001111111111</span>', listed)
+    assert "@news_channel" in listed
