@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy
 from broadcasts import selectors, services
 from broadcasts.forms import BroadcastForm
 from broadcasts.models import Broadcast, BroadcastStatus, Subscriber
-from telegram_bot.audit_admin import AuditedModelAdmin, audited_action
+from telegram_bot.audit.admin import AuditedModelAdmin, audited_action
 
 LIMITS_HELP = gettext_lazy(
     "Telegram lets a bot send about 30 messages a second in all and 1 a second to one person. "

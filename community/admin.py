@@ -17,7 +17,7 @@ from community.web import (
     join_request_decide_view,
     join_request_list,
 )
-from telegram_bot.audit_admin import AuditedDeletesMixin, AuditedModelAdmin
+from telegram_bot.audit.admin import AuditedDeletesMixin, AuditedModelAdmin
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
 from telegram_bot.ops.names import chat_column, chat_formfield, name_page, person_column

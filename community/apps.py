@@ -32,6 +32,8 @@ class CommunityConfig(features.FeatureConfig):
     chat_titles = "community.selectors.chat_titles"
     chats = "community.selectors.bot_chats"
     chat_figures = "community.overview.community_chat_figures"
+    # The statistics dashboard shows growth next to activity without importing this app.
+    insight_growth = "community.insights.GROWTH"
     key_families = {
         "members": "members' stays per chat (joined/left, welcomed, captcha), anti-raid "
         "join counters and strict mode, the last welcome",
@@ -39,11 +41,3 @@ class CommunityConfig(features.FeatureConfig):
         "jr": "join requests: records by token (7 days while pending), the newest token of a "
         "requester, the token an update created",
     }
-
-    def ready(self) -> None:
-        super().ready()
-        from community.insights import growth
-        from telegram_bot import insights
-
-        # The statistics dashboard shows growth next to activity without importing this app.
-        insights.offer("community.growth", growth)

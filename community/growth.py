@@ -145,7 +145,7 @@ def retention(chat_id: int, week_start: date, *, now: datetime | None = None) ->
     is None while some join of the week is not that old. Leaves are matched by member and
     time, not by stay: a stay record lives 7 days in the KV store, so the leave of a long stay
     carries a stay id of its own. Messages come from the statistics app through the insights
-    registry (``stats.active_users``); without it the "wrote" figures are None."""
+    (``insights.active_users``); without it the "wrote" figures are None."""
     now = now or timezone.now()
     joins = list(
         MemberMovement.objects.filter(
@@ -164,7 +164,7 @@ def retention(chat_id: int, week_start: date, *, now: datetime | None = None) ->
     ).values_list("user_id", "at"):
         leaves.setdefault(user_id, []).append(at)
     last_possible = datetime.combine(week_start + timedelta(days=7), datetime.min.time(), UTC)
-    active_users = insights.provider("stats.active_users")
+    active_users = insights.active_users()
 
     def known(days: int) -> bool:
         return now >= last_possible + timedelta(days=days)

@@ -1,5 +1,5 @@
-"""What the community app offers other apps through the core's insights registry
-(``telegram_bot.insights``): ``community.growth``, joins, leaves and member counts per day."""
+"""What the community app offers other apps through the core's insights
+(``telegram_bot.insights``): ``GROWTH``, joins, leaves and member counts per day."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from datetime import date, tzinfo
 from typing import Any
 
 from community.growth import growth_days
+from telegram_bot.insights import Growth
 
 # Who may see joins, leaves and member counts, wherever they are shown: this app's API and any
-# app that shows ``community.growth`` (the statistics' report reads it from the provider).
+# app that shows growth (the statistics' report reads it from the provider).
 PERMISSION = "community.view_membermovement"
 
 
@@ -25,4 +26,4 @@ def growth(
     ]
 
 
-growth.permission = PERMISSION  # type: ignore[attr-defined]
+GROWTH = Growth(days=growth, permission=PERMISSION)

@@ -18,7 +18,7 @@ from community import auditing
 from community.records import APPROVE, DECLINE, STAGE_QUESTION, Decider, JoinRequestStore
 from community.services import join_decisions
 from telegram_bot.audit import audit_step
-from telegram_bot.audit_admin import admin_actor
+from telegram_bot.audit.admin import admin_actor
 from telegram_bot.state import get_store
 
 VIEW_PERMISSION = "community.view_chatpolicy"

@@ -25,7 +25,7 @@ from content.models import UNPUBLISHED, Post, PostStatus
 from content.preview import post_preview, post_preview_view, render_preview
 from content.services import PostChanges, PostContent
 from telegram_bot.audit import Step, audit_step
-from telegram_bot.audit_admin import admin_actor
+from telegram_bot.audit.admin import admin_actor
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.features import chat_titles
 from telegram_bot.jobs.models import Job

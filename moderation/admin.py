@@ -17,7 +17,7 @@ from moderation.settings_page import VIEW_PERMISSION as SETTINGS_PERMISSION
 from moderation.settings_page import chat_settings_page, chats_settings_page
 from moderation.web import ACT_PERMISSION, member_action_view
 from telegram_bot.audit import Actor
-from telegram_bot.audit_admin import AuditedDeletesMixin
+from telegram_bot.audit.admin import AuditedDeletesMixin
 from telegram_bot.numbers import ascii_int
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin

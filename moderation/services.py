@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -113,6 +114,38 @@ def already_done(update_id: int | None, action: str, cause: str = "") -> bool:
     return AuditEntry.objects.filter(
         update_id=update_id, action=action, cause=cause, outcome=Outcome.DONE
     ).exists()
+
+
+# What became of a deletion (``delete_once``).
+DELETED, QUEUED, GONE, REFUSED = "deleted", "queued", "gone", "refused"
+
+
+def delete_once(
+    client: TelegramClient,
+    chat_id: int,
+    message_id: int,
+    *,
+    retry: Callable[[TelegramApiError], object],
+    record: Callable[[str, str], object],
+    in_job: bool = False,
+) -> tuple[str, TelegramApiError | None]:
+    """Delete a message a rule or a report condemned: ``record(outcome, note)`` audits what
+    happened ("message to delete not found" counts as done); a retryable refusal goes to
+    ``retry`` (raised inside the retry job, whose runner retries). Returns what became of it
+    and Telegram's refusal, if any."""
+    try:
+        client.delete_message(chat_id=chat_id, message_id=message_id)
+    except TelegramApiError as exc:
+        if exc.retryable and in_job:
+            raise
+        if exc.retryable:
+            retry(exc)
+            return QUEUED, exc
+        gone = "message to delete not found" in exc.description.lower()
+        record(Outcome.DONE if gone else Outcome.FAILED, exc.description)
+        return (GONE if gone else REFUSED), exc
+    record(Outcome.DONE, "after retry" if in_job else "")
+    return DELETED, None
 
 
 PENALTIES = (Action.MUTE, Action.BAN, Action.KICK)

@@ -20,7 +20,7 @@ from moderation.durations import describe
 from moderation.models import Warning, WarnState
 from moderation.services import Origin, Target, penalize_queued, warn_and_queue
 from telegram_bot.audit import clean
-from telegram_bot.audit_admin import admin_actor
+from telegram_bot.audit.admin import admin_actor
 from telegram_bot.features import Member, MemberSection
 from telegram_bot.numbers import ascii_int
 

@@ -23,7 +23,7 @@ from stats.models import (
 )
 from stats.today import today_by_chat
 from stats.views import stats_dashboard, stats_export_csv, stats_export_daily_csv
-from telegram_bot.audit_admin import AuditedModelAdmin
+from telegram_bot.audit.admin import AuditedModelAdmin
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 
 SETTINGS_PK = 1  # the one row stats.config reads

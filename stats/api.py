@@ -44,21 +44,19 @@ from telegram_bot.state import get_store
 # Who may read the statistics: the same permission as the aggregates' rows in the model admin
 # (the dashboard and its CSV export ask for it too).
 PERMISSION = "stats.view_dailyuserstat"
-GROWTH_PROVIDER = "community.growth"
 router = Router(tags=["stats"])
 
 
 def growth_permitted(user: Any) -> bool:
     """Whether ``user`` may see growth figures here: they hold the permission the provider of
-    ``community.growth`` names (the community app's ``community.view_membermovement``, which
+    growth (``insights.growth``) names (the community app's ``community.view_membermovement``, which
     its own API asks for too), so one rule holds wherever joins and leaves are shown. A
     provider that names none shows them to nobody; without a provider there is nothing to
     withhold (``available`` says there are no figures)."""
-    provider = insights.provider(GROWTH_PROVIDER)
+    provider = insights.growth()
     if provider is None:
         return True
-    needed = getattr(provider, "permission", None)
-    return isinstance(needed, str) and bool(user.has_perm(needed))
+    return bool(provider.permission) and bool(user.has_perm(provider.permission))
 
 
 class RangeQuery(Schema):

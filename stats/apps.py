@@ -19,6 +19,8 @@ class StatsConfig(features.FeatureConfig):
     chats = "stats.selectors.counted_chats"
     people_names = "stats.selectors.people_names"
     chat_figures = "stats.overview.stats_chat_figures"
+    # Who wrote when, for community's retention of new members.
+    insight_active_users = "stats.insights.active_users"
     member_page = "stats-member"
     console_sections = {
         "safety": ("stats.violationrule",),
@@ -35,11 +37,8 @@ class StatsConfig(features.FeatureConfig):
 
     def ready(self) -> None:
         super().ready()
-        from stats.insights import active_users
         from stats.services import message_violations
-        from telegram_bot import insights, violations
+        from telegram_bot import violations
 
         # The banned-word and link rules are this app's; moderation acts on what they find.
         violations.register_classifier("stats", message_violations)
-        # Who wrote when, for community's retention of new members.
-        insights.offer("stats.active_users", active_users)

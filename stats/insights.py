@@ -10,7 +10,7 @@ from stats.models import DailyUserStat
 
 
 def active_users(chat_id: int, user_ids: Collection[int], since: date, until: date) -> set[int]:
-    """``stats.active_users``: which of ``user_ids`` wrote at least one message in ``chat_id``
+    """``insight_active_users``: which of ``user_ids`` wrote at least one message in ``chat_id``
     on a UTC day of ``since .. until`` (inclusive). One query on the daily aggregates, bounded
     by the chat, the days and the users asked about."""
     if not user_ids or since > until:

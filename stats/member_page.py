@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET
 from stats.models import DailyUserStat
 from stats.selectors import FIRST_DAY, MemberTotals, chat_today, member_names
 from telegram_bot import features
-from telegram_bot.audit_admin import phrases, sentence
+from telegram_bot.audit.admin import phrases, sentence
 from telegram_bot.models import AuditEntry, chat_zone
 from telegram_bot.numbers import ascii_int
 from telegram_bot.state import get_store

@@ -267,8 +267,8 @@ def previous_period(report: Report) -> Period | None:
 
 def growth_days(report: Report, period: Period | None = None) -> list[GrowthDay] | None:
     """Joins, leaves and member counts per day of the report (or ``period``) in the chat's
-    zone, from the app that offers ``community.growth``; None when none does."""
-    provider = insights.provider("community.growth")
+    zone, from the app that offers growth (``insights.growth``); None when none does."""
+    provider = insights.growth()
     if provider is None:
         return None
     start, end = (period.start, period.end) if period else (report.start, report.end)

@@ -19,7 +19,7 @@ from django.utils.translation import gettext_lazy
 from support import assignees, files, selectors, views
 from support.models import CannedReply, Ticket
 from support.validation import parse_ticket_number
-from telegram_bot.audit_admin import AuditedDeletesMixin, AuditedModelAdmin
+from telegram_bot.audit.admin import AuditedDeletesMixin, AuditedModelAdmin
 
 
 class AgeFilter(admin.SimpleListFilter):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from support.delivery import Delivery
 from support.models import Ticket
 from telegram_bot.audit import Actor, Step, audit_step
-from telegram_bot.audit_admin import admin_actor
+from telegram_bot.audit.admin import admin_actor
 
 if TYPE_CHECKING:
     from support.services import Incoming

@@ -21,7 +21,7 @@ from django_q.models import Failure, Schedule, Success
 
 from telegram_bot import admins, ids
 from telegram_bot.audit import audit_record, audit_step
-from telegram_bot.audit_admin import (
+from telegram_bot.audit.admin import (
     AuditedDeletesMixin,
     AuditedModelAdmin,
     admin_actor,
@@ -38,7 +38,7 @@ from telegram_bot.ops.dead_letter_views import (
     dead_letter_replay,
 )
 from telegram_bot.ops.names import chat_column, chat_formfield, name_page
-from telegram_bot.privacy_views import (
+from telegram_bot.privacy.views import (
     ERASE_PERMISSION,
     EXPORT_PERMISSION,
     privacy_erase,

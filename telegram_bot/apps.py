@@ -16,7 +16,7 @@ class TelegramBotConfig(features.FeatureConfig):
     job_handlers = "telegram_bot.tasks.JOB_HANDLERS"
     schedules = "telegram_bot.schedules.SCHEDULES"
     overview_cards = "telegram_bot.ops.overview_cards.core_cards"
-    privacy = "telegram_bot.privacy_core"
+    privacy = "telegram_bot.privacy.core"
     chat_settings_models = ("telegram_bot.ChatPreference",)
 
     def ready(self) -> None:

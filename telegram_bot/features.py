@@ -26,6 +26,8 @@ paths imported when first needed (never at app-loading time):
   returning the app's ``MemberSection`` of the member page, or None (nothing to show, or the
   user may not view it); the page that shows one member collects them with
   ``member_sections`` and so names no other app;
+- ``insight_active_users`` and ``insight_growth``: figures the app offers the others, an
+  ``ActiveUsers`` function and a ``Growth`` (``telegram_bot.insights``);
 - ``member_page``: the name of the admin page (``register_view``) that shows one member of one
   chat, its arguments the chat id and the user id, so that the core's pages (the audit log)
   link people to it (``member_page_name``);
@@ -89,6 +91,8 @@ class FeatureConfig(AppConfig):
     chat_figures: ClassVar[str | None] = None
     member_sections: ClassVar[str | None] = None
     member_page: ClassVar[str | None] = None
+    insight_active_users: ClassVar[str | None] = None
+    insight_growth: ClassVar[str | None] = None
     chat_settings_models: ClassVar[tuple[str, ...]] = ()
     start_line: ClassVar[str | Promise] = ""
 

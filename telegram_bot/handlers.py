@@ -16,7 +16,7 @@ from telegram_bot.features import enabled_feature_configs, start_lines
 from telegram_bot.numbers import ascii_int
 from telegram_bot.pipeline.context import Context
 from telegram_bot.pipeline.router import ANY_COMMAND, PanelEntry, Route
-from telegram_bot.privacy_handlers import forget_me, forget_me_cancel, forget_me_confirm
+from telegram_bot.privacy.handlers import forget_me, forget_me_cancel, forget_me_confirm
 
 # ASCII digits only: str.isdigit() also accepts characters such as "²" that int() refuses.
 

@@ -142,7 +142,7 @@ class DeliveryFailure(models.Model):
         # Dead letters live in the KV store, not in a table; their permission lives here.
         permissions = [
             ("manage_dead_letters", "Can see, replay and drop dead letters"),
-            # The privacy pages (telegram_bot/privacy_views.py) are not a model's either.
+            # The privacy pages (telegram_bot/privacy/views.py) are not a model's either.
             ("export_personal_data", "Can export everything held about a Telegram user"),
             ("erase_personal_data", "Can erase everything held about a Telegram user"),
         ]
@@ -161,7 +161,7 @@ class AuditEntry(models.Model):
     The log is append-only in the admin site (no add, change or delete).
     """
 
-    chat_title: str = ""  # not a column: the audit log's page sets it (audit_admin)
+    chat_title: str = ""  # not a column: the audit log's page sets it (telegram_bot.audit.admin)
 
     class Outcome(models.TextChoices):
         DONE = "done", _("done")

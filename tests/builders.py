@@ -1,77 +1,53 @@
-"""Update builders: realistic Telegram Update payloads with the fields tests care about."""
+"""Update builders: the short call forms tests use, built by the factories in
+``tests/factories.py`` (realistic Telegram Update payloads with the fields tests care about)."""
 
 from __future__ import annotations
 
 import itertools
-import time
 from typing import Any
 
-_ids = itertools.count(10_000)
-_message_ids = itertools.count(500)
+from tests.factories import (
+    CallbackUpdateFactory,
+    ChatFactory,
+    EditedMessageUpdateFactory,
+    JoinRequestUpdateFactory,
+    MessageFactory,
+    MessageUpdateFactory,
+    UserFactory,
+)
+
+_ids = itertools.count(1_000_000)
 
 
 def next_update_id() -> int:
+    """An update id no factory hands out (theirs count from 10,000 up)."""
     return next(_ids)
 
 
 def user(user_id: int, first_name: str = "Test", username: str | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "id": user_id,
-        "is_bot": False,
-        "first_name": first_name,
-        "language_code": "en",
-    }
-    if username:
-        data["username"] = username
-    return data
+    return UserFactory(id=user_id, first_name=first_name, username=username)
 
 
 def chat(chat_id: int, chat_type: str | None = None, title: str = "Test group") -> dict[str, Any]:
-    chat_type = chat_type or ("private" if chat_id > 0 else "supergroup")
-    data: dict[str, Any] = {"id": chat_id, "type": chat_type}
-    if chat_type == "private":
-        data["first_name"] = "Test"
-    else:
-        data["title"] = title
-    return data
+    return ChatFactory(id=chat_id, group_title=title, **({"type": chat_type} if chat_type else {}))
 
 
-def make_message(
-    text: str | None = "hello",
-    *,
-    chat_id: int = 1001,
-    user_id: int = 1001,
-    chat_type: str | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    message: dict[str, Any] = {
-        "message_id": next(_message_ids),
-        "date": int(time.time()),
-        "chat": chat(chat_id, chat_type),
-        "from": user(user_id),
-    }
-    if text is not None:
-        message["text"] = text
-        if text.startswith("/"):
-            length = len(text.split()[0])
-            message["entities"] = [{"type": "bot_command", "offset": 0, "length": length}]
-    message.update(extra)
-    return message
+def make_message(text: str | None = "hello", **kwargs: Any) -> dict[str, Any]:
+    """``chat_id``, ``user_id`` (1001 each), ``chat_type``, and any other message field."""
+    return MessageFactory(text=text, **kwargs)
 
 
 def make_message_update(
     text: str | None = "hello", *, update_id: int | None = None, **kwargs: Any
 ) -> dict[str, Any]:
-    return {
-        "update_id": update_id if update_id is not None else next_update_id(),
-        "message": make_message(text, **kwargs),
-    }
+    ids = {} if update_id is None else {"update_id": update_id}
+    return MessageUpdateFactory(**ids, message=make_message(text, **kwargs))
 
 
 def make_edited_message_update(text: str = "edited", **kwargs: Any) -> dict[str, Any]:
-    message = make_message(text, **kwargs)
-    message["edit_date"] = message["date"] + 5
-    return {"update_id": next_update_id(), "edited_message": message}
+    return EditedMessageUpdateFactory(
+        **{f"edited_message__{key}": value for key, value in {"text": text, **kwargs}.items()}
+    )
 
 
 def make_callback_update(
@@ -82,34 +58,20 @@ def make_callback_update(
     message_id: int = 77,
     update_id: int | None = None,
 ) -> dict[str, Any]:
-    chat_id = user_id if chat_id is None else chat_id
-    return {
-        "update_id": update_id if update_id is not None else next_update_id(),
-        "callback_query": {
-            "id": f"cb{next(_ids)}",
-            "from": user(user_id),
-            "chat_instance": "-123456789",
-            "data": data,
-            "message": {
-                "message_id": message_id,
-                "date": int(time.time()),
-                "chat": chat(chat_id),
-                "text": "panel",
-                "from": {"id": 123456789, "is_bot": True, "first_name": "Bot"},
-            },
-        },
-    }
+    ids = {} if update_id is None else {"update_id": update_id}
+    press = {"data": data, "user_id": user_id, "message_id": message_id}
+    if chat_id is not None:
+        press["chat_id"] = chat_id
+    return CallbackUpdateFactory(
+        **ids, **{f"callback_query__{key}": value for key, value in press.items()}
+    )
 
 
 def make_join_request_update(
     *, user_id: int = 2002, chat_id: int = -100555, bio: str | None = None
 ) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "chat": chat(chat_id, "supergroup"),
-        "from": user(user_id),
-        "user_chat_id": user_id,
-        "date": int(time.time()),
-    }
-    if bio:
-        request["bio"] = bio
-    return {"update_id": next_update_id(), "chat_join_request": request}
+    return JoinRequestUpdateFactory(
+        chat_join_request__user_id=user_id,
+        chat_join_request__chat_id=chat_id,
+        chat_join_request__bio=bio,
+    )

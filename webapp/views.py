@@ -39,7 +39,7 @@ from moderation.rules.replies import content_of
 from moderation.services import Origin, Target, penalize_queued, warn_and_queue
 from stats.selectors import member_names, stats_report
 from telegram_bot.audit import Actor, audit_step
-from telegram_bot.audit_admin import phrases, sentence
+from telegram_bot.audit.admin import phrases, sentence
 from telegram_bot.bot import bot_username
 from telegram_bot.models import AuditEntry, chat_zone
 from telegram_bot.numbers import ascii_int

@@ -36,7 +36,7 @@ from community.models import MemberPolicy
 from telegram_bot.admins import banned_for_longer_than
 from telegram_bot.bot import get_client
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.jobs.services import job_enqueue, job_retry_later
+from telegram_bot.jobs.services import call_or_retry_later, job_enqueue
 from telegram_bot.notifications import notify_admins
 
 if TYPE_CHECKING:
@@ -165,7 +165,8 @@ def member_remove(chat_id: int, user_id: int, *, in_job: bool = False) -> None:
     meanwhile for longer than this (a moderator's /ban) stays banned, as the unban would lift
     that ban too."""
     client = get_client()
-    try:
+
+    def remove() -> None:
         if in_job and banned_for_longer_than(
             client.get_chat_member(chat_id=chat_id, user_id=user_id), 2 * REMOVE_BAN_SECONDS
         ):
@@ -175,18 +176,10 @@ def member_remove(chat_id: int, user_id: int, *, in_job: bool = False) -> None:
             chat_id=chat_id, user_id=user_id, until_date=int(time.time()) + REMOVE_BAN_SECONDS
         )
         client.unban_chat_member(chat_id=chat_id, user_id=user_id, only_if_banned=True)
-    except TelegramApiError as exc:
-        if exc.retryable and in_job:
-            raise
-        if exc.retryable:
-            job_retry_later(
-                RAID_REMOVE_JOB,
-                {"chat_id": chat_id, "user_id": user_id},
-                dedupe_key=f"{RAID_REMOVE_JOB}:{chat_id}:{user_id}",
-                error=exc,
-            )
-            return
-        log.warning("anti-raid: %s not removed from %s: %s", user_id, chat_id, exc)
+
+    call_or_retry_later(
+        remove, RAID_REMOVE_JOB, {"chat_id": chat_id, "user_id": user_id}, in_job=in_job
+    )
 
 
 def raid_end(chat_id: int, link: str, store: MemberStore) -> None:

@@ -21,9 +21,8 @@ from community.models import MemberPolicy
 from community.services import raid
 from telegram_bot.audit import BOT, audit_record
 from telegram_bot.bot import get_client
-from telegram_bot.errors import TelegramApiError
 from telegram_bot.exemptions import is_exempt
-from telegram_bot.jobs.services import job_retry_later
+from telegram_bot.jobs.services import call_or_retry_later
 
 if TYPE_CHECKING:
     from community.services.members import MemberEvent
@@ -68,19 +67,10 @@ def spam_joiner(policy: MemberPolicy, event: MemberEvent, stay: Stay, store: Mem
 
 
 def spam_ban(chat_id: int, user_id: int, *, in_job: bool = False) -> None:
-    """Ban for good; a retryable refusal goes to the ``community.spam_ban`` job (raised in it:
-    the runner retries)."""
-    try:
-        get_client().ban_chat_member(chat_id=chat_id, user_id=user_id)
-    except TelegramApiError as exc:
-        if exc.retryable and in_job:
-            raise
-        if exc.retryable:
-            job_retry_later(
-                SPAM_BAN_JOB,
-                {"chat_id": chat_id, "user_id": user_id},
-                dedupe_key=f"{SPAM_BAN_JOB}:{chat_id}:{user_id}",
-                error=exc,
-            )
-            return
-        log.warning("spam list: %s not banned in %s: %s", user_id, chat_id, exc)
+    """Ban for good; a retryable refusal goes to the ``community.spam_ban`` job."""
+    call_or_retry_later(
+        lambda: get_client().ban_chat_member(chat_id=chat_id, user_id=user_id),
+        SPAM_BAN_JOB,
+        {"chat_id": chat_id, "user_id": user_id},
+        in_job=in_job,
+    )

@@ -24,7 +24,7 @@ from moderation.rules.models import (
     ReportSetting,
     SharedBan,
 )
-from telegram_bot.audit_admin import AuditedModelAdmin
+from telegram_bot.audit.admin import AuditedModelAdmin
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
 
 DURATION = Duration(_("duration"), _("How long a mute or ban lasts, 30s to 366d; empty: for ever."))

@@ -24,7 +24,7 @@ from moderation.rules.models import BanList, BanListChat, SharedBan, SharedBanAp
 from telegram_bot.audit import BOT, Actor, Outcome, audit_record
 from telegram_bot.client import TelegramClient
 from telegram_bot.errors import TelegramApiError
-from telegram_bot.jobs.services import job_enqueue, job_retry_later
+from telegram_bot.jobs.services import call_or_retry_later, job_enqueue
 
 log = logging.getLogger(__name__)
 
@@ -201,18 +201,11 @@ def remove_joiner(
 ) -> None:
     """Ban a listed member who just joined; once per join update (audited), retried by a job
     when Telegram asks to wait."""
-    try:
-        client.ban_chat_member(chat_id=chat_id, user_id=ban.user_id)
-    except TelegramApiError as exc:
-        if exc.retryable:
-            job_retry_later(
-                JOIN_JOB,
-                {"chat_id": chat_id, "user_id": ban.user_id},
-                dedupe_key=f"{JOIN_JOB}:{chat_id}:{ban.user_id}",
-                error=exc,
-            )
-            return
-        log.warning("shared ban of a joiner %s in %s: %s", ban.user_id, chat_id, exc)
+    if not call_or_retry_later(
+        lambda: client.ban_chat_member(chat_id=chat_id, user_id=ban.user_id),
+        JOIN_JOB,
+        {"chat_id": chat_id, "user_id": ban.user_id},
+    ):
         return
     audit_record(
         action="ban",
@@ -230,4 +223,10 @@ def remove_joiner(
 
 def join_job(payload: dict[str, Any], client: TelegramClient) -> None:
     """``rules.fban_join``: a joiner's ban Telegram asked to retry."""
-    client.ban_chat_member(chat_id=int(payload["chat_id"]), user_id=int(payload["user_id"]))
+    chat_id, user_id = int(payload["chat_id"]), int(payload["user_id"])
+    call_or_retry_later(
+        lambda: client.ban_chat_member(chat_id=chat_id, user_id=user_id),
+        JOIN_JOB,
+        {"chat_id": chat_id, "user_id": user_id},
+        in_job=True,
+    )

@@ -36,7 +36,7 @@ from moderation.rules.models import Report, ReportFlag, ReportNotice, ReportOptI
 from moderation.services import Origin, Target
 from telegram_bot import languages
 from telegram_bot.admins import Role, role_of
-from telegram_bot.audit import Actor, Outcome, audit_record
+from telegram_bot.audit import Actor, audit_record
 from telegram_bot.client import TelegramClient
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_retry_later
@@ -349,33 +349,26 @@ def delete_reported(
     ``rules.report_delete`` job."""
     if moderation.already_done(origin.update_id, "delete", origin.cause):
         return ""
-    try:
-        client.delete_message(chat_id=case.chat_id, message_id=case.message_id)
-    except TelegramApiError as exc:
-        if exc.retryable and in_job:
-            raise
-        if exc.retryable:
-            job_retry_later(
-                DELETE_JOB,
-                {
-                    "report": case.pk,
-                    "actor_id": origin.actor.telegram_id,
-                    "actor_name": origin.actor.name,
-                    "update_id": origin.update_id,
-                },
-                dedupe_key=f"{DELETE_JOB}:{case.pk}:{origin.update_id}",
-                error=exc,
-            )
-            return _("The message will be deleted shortly.")
-        gone = "message to delete not found" in exc.description.lower()
-        _audit_delete(origin, case, Outcome.DONE if gone else Outcome.FAILED, exc.description)
-        return (
-            ""
-            if gone
-            else _("The message could not be deleted: %(why)s") % {"why": exc.description}
-        )
-    _audit_delete(origin, case, Outcome.DONE, "")
-    return _("Message deleted.")
+    payload = {
+        "report": case.pk,
+        "actor_id": origin.actor.telegram_id,
+        "actor_name": origin.actor.name,
+        "update_id": origin.update_id,
+    }
+    key = f"{DELETE_JOB}:{case.pk}:{origin.update_id}"
+    status, refusal = moderation.delete_once(
+        client,
+        case.chat_id,
+        case.message_id,
+        retry=lambda exc: job_retry_later(DELETE_JOB, payload, dedupe_key=key, error=exc),
+        record=lambda outcome, note: _audit_delete(origin, case, outcome, note),
+        in_job=in_job,
+    )
+    if status == moderation.QUEUED:
+        return _("The message will be deleted shortly.")
+    if status == moderation.REFUSED and refusal is not None:
+        return _("The message could not be deleted: %(why)s") % {"why": refusal.description}
+    return "" if status == moderation.GONE else _("Message deleted.")
 
 
 def _audit_delete(origin: Origin, case: Report, outcome: str, note: str) -> None:

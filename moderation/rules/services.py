@@ -28,9 +28,8 @@ from moderation.rules.matcher import Verdict
 from moderation.rules.models import AllowedDomain, Approval, BlocklistEntry, Filter, Lock, Note
 from moderation.rules.replies import Content
 from moderation.services import Origin, Target
-from telegram_bot.audit import BOT, Actor, Outcome, audit_record, clean
+from telegram_bot.audit import BOT, Actor, audit_record, clean
 from telegram_bot.client import TelegramClient
-from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.services import job_retry_later
 
 log = logging.getLogger(__name__)
@@ -370,26 +369,19 @@ def _delete(
 ) -> str:
     if moderation.already_done(origin.update_id, "delete", origin.cause):
         return ""
-    try:
-        client.delete_message(chat_id=origin.chat_id, message_id=message_id)
-    except TelegramApiError as exc:
-        if exc.retryable:
-            payload = _delete_payload(origin, target, message_id, verdict, reason)
-            key = f"rules:{origin.chat_id}:{message_id}:{origin.update_id}"
-            job_retry_later(DELETE_JOB, payload, dedupe_key=key, error=exc)
-            return ""
-        gone = "message to delete not found" in exc.description.lower()
-        _record_delete(
-            origin,
-            target,
-            message_id,
-            verdict,
-            reason,
-            Outcome.DONE if gone else Outcome.FAILED,
-            "" if gone else exc.description,
-        )
-        return "" if gone else moderation.explain(exc, target)
-    _record_delete(origin, target, message_id, verdict, reason, Outcome.DONE, "")
+    payload = _delete_payload(origin, target, message_id, verdict, reason)
+    key = f"rules:{origin.chat_id}:{message_id}:{origin.update_id}"
+    status, refusal = moderation.delete_once(
+        client,
+        origin.chat_id,
+        message_id,
+        retry=lambda exc: job_retry_later(DELETE_JOB, payload, dedupe_key=key, error=exc),
+        record=lambda outcome, note: _record_delete(
+            origin, target, message_id, verdict, reason, outcome, note
+        ),
+    )
+    if status == moderation.REFUSED and refusal is not None:
+        return moderation.explain(refusal, target)
     return ""
 
 
@@ -424,16 +416,16 @@ def delete_job(payload: dict[str, Any], client: TelegramClient) -> None:
     )
     message_id = int(payload["message_id"])
     reason = str(payload.get("reason", ""))
-    try:
-        client.delete_message(chat_id=origin.chat_id, message_id=message_id)
-    except TelegramApiError as exc:
-        if exc.retryable:
-            raise
-        gone = "message to delete not found" in exc.description.lower()
-        outcome = Outcome.DONE if gone else Outcome.FAILED
-        _record_delete(origin, target, message_id, verdict, reason, outcome, exc.description)
-        return
-    _record_delete(origin, target, message_id, verdict, reason, Outcome.DONE, "after retry")
+    moderation.delete_once(
+        client,
+        origin.chat_id,
+        message_id,
+        retry=lambda exc: None,  # never called in the job: the refusal is raised
+        record=lambda outcome, note: _record_delete(
+            origin, target, message_id, verdict, reason, outcome, note
+        ),
+        in_job=True,
+    )
 
 
 def _record_delete(

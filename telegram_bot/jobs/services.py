@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -10,10 +12,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from telegram_bot.errors import SchedulerError
+from telegram_bot.errors import SchedulerError, TelegramApiError
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.registry import job_handlers
 from telegram_bot.jobs.retry import retry_delay
+
+log = logging.getLogger(__name__)
 
 FINISHED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 _DEDUPE_ROUNDS = 100
@@ -111,6 +115,26 @@ def job_retry_later(
         run_at=timezone.now() + timedelta(seconds=delay),
         max_retries=max_retries,
     )
+
+
+def call_or_retry_later(
+    call: Callable[[], object], kind: str, payload: dict[str, int], *, in_job: bool = False
+) -> bool:
+    """Make a Telegram call now; hand a retryable refusal to the job ``kind`` (one per
+    ``payload``: its values make the dedupe key), or raise it inside that job, whose runner
+    retries. A refusal for good is logged and dropped. True when the call went through now."""
+    try:
+        call()
+    except TelegramApiError as exc:
+        if exc.retryable and in_job:
+            raise
+        if exc.retryable:
+            key = ":".join([kind, *(str(value) for value in payload.values())])
+            job_retry_later(kind, payload, dedupe_key=key, error=exc)
+        else:
+            log.warning("%s %s refused by Telegram: %s", kind, payload, exc)
+        return False
+    return True
 
 
 def job_cancel_key(dedupe_key: str) -> int:

@@ -153,7 +153,7 @@ class OperatorsAdminSite(admin.AdminSite):
         response = super().password_change(request, extra_context)
         if request.method == "POST" and response.status_code == 302:
             from telegram_bot.audit import audit_record
-            from telegram_bot.audit_admin import admin_actor
+            from telegram_bot.audit.admin import admin_actor
 
             user = request.user
             audit_record(

@@ -23,7 +23,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from telegram_bot.audit import audit_step
-from telegram_bot.audit_admin import admin_actor
+from telegram_bot.audit.admin import admin_actor
 from telegram_bot.errors import StateError
 from telegram_bot.pipeline.process import Outcome, dead_letters, process_update
 from telegram_bot.redaction import redact

@@ -4,9 +4,8 @@ Telegram executes a method named in a 2xx answer to its webhook request ("Making
 getting updates" in the Bot API; not the ``get*`` methods, ``setWebhook``, ``deleteWebhook``,
 ``close`` or ``logOut``), and the bot never learns the result. So it carries only a call whose
 result nothing needs: the answer to a button press (``answerCallbackQuery``), which stops the
-spinner on the user's client. That saves one of a press's two calls to Telegram (about a
-sixth of a web worker's CPU per press, py-spy on the served webhook) and one round trip of its
-latency.
+spinner on the user's client. That saves one of a press's two calls to Telegram and one round
+trip of its latency (``bench/RESULTS.md``, the button press).
 
 The webhook view opens a slot for the update it passes to the pipeline; the first call offered
 for that update takes it, and the view answers it when the outcome is final (200). Nothing is

@@ -104,12 +104,11 @@ def compact_json_encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[Any],
     allow_nan=...)``, as one function built once.
 
     It calls the standard library's C encoder directly: ``JSONEncoder.encode`` builds a new
-    one on every call, about a microsecond of each of the dozen small values a counted group
-    message encodes (``bench/profiles``). It keeps no circular-reference markers: markers
-    shared between calls would keep a container whose encoding failed half-way, and call it
-    circular the next time. So a value that contains itself (which no JSON text decodes to)
-    raises RecursionError instead of ValueError. Where the C encoder is missing (another
-    Python), ``JSONEncoder.encode``."""
+    one on every call, and a counted group message encodes a dozen small values. It keeps no
+    circular-reference markers: markers shared between calls would keep a container whose
+    encoding failed half-way, and call it circular the next time. So a value that contains
+    itself (which no JSON text decodes to) raises RecursionError instead of ValueError. Where
+    the C encoder is missing (another Python), ``JSONEncoder.encode``."""
     encoder = json.JSONEncoder(
         ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys, allow_nan=allow_nan
     )

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils import timezone
-
 from broadcasts import services
 from broadcasts.models import Broadcast, BroadcastStatus, Subscriber
+from tests.factories import BroadcastFactory, SubscriberFactory
 from tests.fakes.telegram import FakeTelegramServer
 
 
 def subscribe(*user_ids: int, language: str = "en") -> None:
-    now = timezone.now()
+    """Subscribers in one insert (thousands, for the kill tests): the factory's objects,
+    built, then saved together."""
     Subscriber.objects.bulk_create(
-        [Subscriber(user_id=uid, language=language, joined_at=now) for uid in user_ids]
+        [SubscriberFactory.build(user_id=uid, language=language) for uid in user_ids]
     )
 
 
 def make_broadcast(text: str = "News!", **fields: Any) -> Broadcast:
-    fields.setdefault("preview_chat_id", 1000)
-    return Broadcast.objects.create(text=text, **fields)
+    broadcast: Broadcast = BroadcastFactory(text=text, **fields)
+    return broadcast
 
 
 def start_now(broadcast: Broadcast) -> Broadcast:

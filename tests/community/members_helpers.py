@@ -8,6 +8,7 @@ from typing import Any
 
 from community.models import MemberPolicy
 from tests.builders import chat, next_update_id, user
+from tests.factories import MemberPolicyFactory
 from tests.fakes.telegram import FakeTelegramServer
 
 GROUP = -100777
@@ -81,11 +82,7 @@ def service_update(
 
 
 def make_policy(**fields: Any) -> MemberPolicy:
-    values: dict[str, Any] = {"chat_id": GROUP, "title": TITLE, "raid_joins": 0}
-    values.update(fields)
-    policy = MemberPolicy(**values)
-    policy.full_clean()
-    policy.save()
+    policy: MemberPolicy = MemberPolicyFactory(**{"chat_id": GROUP, "title": TITLE, **fields})
     return policy
 
 

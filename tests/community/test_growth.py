@@ -9,11 +9,11 @@ import logging
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.apps import apps
 from django.test import Client
 
 from community.growth import member_counts_fetch
@@ -202,13 +202,10 @@ def test_a_weeks_retention(
 
 
 @pytest.fixture
-def without_statistics() -> Iterator[None]:
+def without_statistics(monkeypatch: pytest.MonkeyPatch) -> None:
     """As if the stats app were not installed: nobody offers who wrote when."""
-    offered = insights.provider("stats.active_users")
-    assert offered is not None  # the stats app offers it when it is installed
-    insights.withdraw("stats.active_users")
-    yield
-    insights.offer("stats.active_users", offered)
+    assert insights.active_users() is not None  # the stats app offers it when it is installed
+    monkeypatch.setattr(apps.get_app_config("stats"), "insight_active_users", None)
 
 
 def test_retention_without_the_statistics_app_says_activity_is_unavailable(

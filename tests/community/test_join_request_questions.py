@@ -15,6 +15,7 @@ from community.services import join_requests
 from support import services as support_services
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.runner import new_owner, run_due
+from telegram_bot.pipeline import idempotency
 from telegram_bot.state import get_store
 from telegram_bot.state.workflows import WorkflowStore
 from tests.builders import make_join_request_update, make_message_update
@@ -163,7 +164,7 @@ def test_a_redelivery_while_the_waiting_questions_job_asks_sends_one_question(
     process_update(update)
     assert asked_of(bot) == []
     workflows.cancel(chat_id=REQUESTER, user_id=REQUESTER)  # the chat is free
-    get_store().delete(f"upd:{update['update_id']}")  # as if the first delivery had stopped
+    idempotency.forget(get_store(), update["update_id"])  # as if the first delivery had stopped
     make_jobs_due()
     bot.delay_next("sendMessage", 1.0)
     barrier = threading.Barrier(2)

@@ -462,3 +462,40 @@ def test_retry_later_replaces_the_queued_job_of_its_key_on_the_policys_delay(
     [running] = claim_due("w1", limit=1)
     assert job_retry_later("test.record", {}, dedupe_key="k", error=server).pk == running.pk
     assert not Job.objects.filter(status=JobStatus.QUEUED).exists()
+
+
+@pytest.mark.django_db
+def test_call_or_retry_later_queues_once_raises_in_its_job_drops_a_refusal() -> None:
+    from telegram_bot.jobs.services import call_or_retry_later
+
+    calls: list[str] = []
+
+    def refused(error: TelegramApiError) -> Any:
+        def call() -> None:
+            calls.append(error.method)
+            raise error
+
+        return call
+
+    flood = TelegramRateLimitError("banChatMember", retry_after=3)
+    payload = {"chat_id": -100, "user_id": 7}
+    assert call_or_retry_later(lambda: calls.append("ok"), "test.record", payload) is True
+    assert call_or_retry_later(refused(flood), "test.record", payload) is False
+    assert call_or_retry_later(refused(flood), "test.record", payload) is False  # same key
+    [queued] = Job.objects.filter(status=JobStatus.QUEUED)
+    assert queued.kind == "test.record" and queued.payload == payload
+    assert queued.dedupe_key == "test.record:-100:7"
+    with pytest.raises(TelegramRateLimitError):  # inside its job: the runner retries
+        call_or_retry_later(refused(flood), "test.record", payload, in_job=True)
+    gone = TelegramApiError("banChatMember", status=400, error_code=400, description="no rights")
+    assert call_or_retry_later(refused(gone), "test.record", {"chat_id": 1}) is False
+    assert call_or_retry_later(refused(gone), "test.record", {"chat_id": 1}, in_job=True) is False
+    assert Job.objects.filter(status=JobStatus.QUEUED).count() == 1  # still the one
+    assert calls == [
+        "ok",
+        "banChatMember",
+        "banChatMember",
+        "banChatMember",
+        "banChatMember",
+        "banChatMember",
+    ]

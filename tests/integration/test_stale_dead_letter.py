@@ -40,6 +40,6 @@ def test_a_dead_letter_whose_mark_failed_is_not_replayed_after_its_update_was_pr
     assert len(sent(bot, chat_id=chat)) == 1  # the answer arrived
     # Two days later (UPDATE_DONE_TTL_HOURS) the done-marker is gone; the letter is kept for
     # DEAD_LETTER_RETENTION_DAYS and an operator replays it.
-    memory_store.delete(f"upd:{update['update_id']}")
+    idempotency.forget(memory_store, update["update_id"])
     admin_client.post(f"/admin/dead-letters/{update['update_id']}/replay/", follow=True)
     assert len(sent(bot, chat_id=chat)) == 1, "the replay of the stale letter answered again"

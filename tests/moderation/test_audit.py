@@ -12,7 +12,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from telegram_bot.audit import BOT, Actor, audit_record
-from telegram_bot.audit_admin import csv_cell
+from telegram_bot.audit.admin import csv_cell
 from telegram_bot.models import AuditEntry
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.test import Client
 
 from community.models import BotChat
 from telegram_bot.audit import BOT, Actor, audit_record
-from telegram_bot.audit_admin import phrases, sentence
+from telegram_bot.audit.admin import phrases, sentence
 from telegram_bot.models import AuditEntry
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import telegram_bot.privacy_handlers as handlers
+import telegram_bot.privacy.handlers as handlers
 from stats import write_behind
 from stats.models import DailyUserStat
 from telegram_bot.models import AuditEntry

@@ -49,15 +49,16 @@ def test_a_replay_that_fails_again_and_cannot_be_marked_keeps_its_dead_letter(
 def test_a_ban_committed_after_the_cores_blocker_check_is_not_deleted(
     bot: FakeTelegramServer, memory_store: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """9506fa0 moves the check into privacy_core.erase's transaction, but it is still a
+    """9506fa0 moves the check into privacy.core.erase's transaction, but it is still a
     check-then-act: ``erasure_blockers`` is one query, ``_jobs_mentioning`` a later one, and
     at READ COMMITTED (and with no lock the moderation path takes) a ban that meets a 429 and
     commits its moderation.act job between the two is read by the second and deleted: the
     member escapes the ban through /forgetme. (Here the other process's commit is made right
     after the check returns.)"""
-    from telegram_bot import privacy, privacy_core
+    from telegram_bot import privacy
     from telegram_bot.audit import Actor
     from telegram_bot.jobs.models import Job
+    from telegram_bot.privacy import core as privacy_core
     from tests.privacy.seed import OTHER
     from tests.privacy.seed import USER as MEMBER
     from tests.privacy.test_erasure_of_data_in_flight_and_shared import moderation_job
@@ -90,8 +91,9 @@ def test_a_deferred_resume_keeps_the_anonymous_id_of_the_crashed_run(
     start it. The next attempt draws a new anonymous id Y: the member's figures are split
     over two anonymous members (a period's member count goes up by one), and while the run
     record is gone ``erasure_running`` is False for writers the half-done erasure relies on."""
-    from telegram_bot import privacy, privacy_core
+    from telegram_bot import privacy
     from telegram_bot.audit import Actor
+    from telegram_bot.privacy import core as privacy_core
     from tests.privacy.seed import OTHER
     from tests.privacy.seed import USER as MEMBER
     from tests.privacy.test_erasure_of_data_in_flight_and_shared import moderation_job

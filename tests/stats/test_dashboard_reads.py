@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.apps import apps
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -18,7 +19,6 @@ from community.models import MemberCount, MemberMovement
 from stats.aggregates import month_of
 from stats.member_months import month_write
 from stats.models import DailyUserStat, MemberMonth
-from telegram_bot import insights
 from telegram_bot.models import ChatPreference
 
 CHAT = -100555
@@ -80,7 +80,7 @@ def test_the_previous_period_and_growth_in_the_chats_zone(admin_client: Client) 
 def test_without_a_growth_provider_growth_is_not_available(
     admin_client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(insights, "_providers", {})
+    monkeypatch.setattr(apps.get_app_config("community"), "insight_growth", None)
     rows(0, {1: (1, 1, 0)})
     body = report(admin_client)
     assert body["growth"] == {"available": False, "permitted": True, "days": []}

@@ -9,11 +9,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from django.apps import apps
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 from django.utils import timezone
 
 from community.growth import movement_record
+from telegram_bot.insights import Growth
 
 pytestmark = pytest.mark.django_db
 
@@ -124,13 +126,15 @@ def test_the_dashboard_says_why_growth_is_missing_for_a_stats_only_user() -> Non
 def test_a_provider_that_names_no_permission_shows_growth_to_nobody(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from telegram_bot import insights
-
-    def unguarded(chat_id: int, start: Any, end: Any, *, zone: Any = None) -> list[Any]:
-        return []
-
-    monkeypatch.setattr(insights, "_providers", {"community.growth": unguarded})
+    monkeypatch.setattr(apps.get_app_config("community"), "insight_growth", f"{__name__}.UNGUARDED")
     client = client_for("superuser")
     assert client.get("/api/v1/stats/growth" + query()).status_code == 403
     body = client.get("/api/v1/stats/report" + query()).json()
     assert body["growth"] == {"available": False, "permitted": False, "days": []}
+
+
+def _no_days(chat_id: int, start: Any, end: Any, *, zone: Any = None) -> list[Any]:
+    return []
+
+
+UNGUARDED = Growth(days=_no_days, permission="")  # a provider that names no permission

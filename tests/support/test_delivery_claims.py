@@ -27,6 +27,7 @@ from telegram_bot.client import TelegramClient, telegram_error
 from telegram_bot.errors import TelegramApiError
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.runner import run_due
+from telegram_bot.pipeline import idempotency
 from telegram_bot.state import KVStore
 from tests.builders import next_update_id
 from tests.conftest import OWNER_ID
@@ -290,7 +291,7 @@ def test_a_timed_out_answer_that_reached_telegram_is_not_sent_again_automaticall
     assert "Retry delivery" in texts(bot, OWNER_ID)[-1]
     assert not Job.objects.filter(kind="support.deliver").exists()
     # Neither a re-delivered update nor any job sends it again.
-    memory_store.delete(f"upd:{update['update_id']}")
+    idempotency.forget(memory_store, update["update_id"])
     post_update(update)
     make_jobs_due()
     run_due("test-worker")

@@ -11,6 +11,7 @@ from django.utils import timezone
 from support.models import TicketMessage
 from telegram_bot.jobs.models import Job, JobStatus
 from telegram_bot.jobs.runner import run_due
+from telegram_bot.pipeline import idempotency
 from telegram_bot.state import KVStore
 from tests.conftest import OWNER_ID
 from tests.fakes.telegram import FakeTelegramServer
@@ -52,7 +53,7 @@ def test_a_server_error_is_retried_by_a_job_and_the_answer_arrives_once(
     job = Job.objects.get(kind="support.deliver")
     assert job.status == JobStatus.QUEUED and job.payload == {"entry_id": entry.pk}
     # A re-delivered update does not send it a second time behind the job's back.
-    memory_store.delete(f"upd:{update['update_id']}")
+    idempotency.forget(memory_store, update["update_id"])
     post_update(update)
     assert ANSWER not in texts(bot, USER)
     make_jobs_due()

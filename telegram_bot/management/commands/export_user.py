@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from telegram_bot.audit import Actor
 from telegram_bot.privacy import check_user_id
-from telegram_bot.privacy_files import export_json
+from telegram_bot.privacy.files import export_json
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 """Personal data: what the installed apps hold about one Telegram user, its export, its erasure.
 
 Every app names a ``privacy`` module in its ``FeatureConfig`` (the core's is
-``telegram_bot.privacy_core``). The module declares
+``telegram_bot.privacy.core``). The module declares
 
 - ``MODELS``: ``{"app_label.Model": what it holds about a person}``, its tables with personal data;
 - ``KEY_FAMILIES``: ``{"family": what it holds}``, its KV key families with personal data;

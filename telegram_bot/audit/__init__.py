@@ -9,8 +9,8 @@ column sizes, never refused: a log that fails to record is worse than a clipped 
 characters (which Telegram names may hold and PostgreSQL text cannot) are dropped.
 
 Apps wrap an action in one line: ``audit_step`` (a block: done, or failed with the error when
-it raises); in the admin site ``audit_admin.audited_action`` (an action on a queryset) and
-``audit_admin.AuditedModelAdmin`` (saves and deletions of a model admin).
+it raises); in the admin site ``admin.audited_action`` (an action on a queryset) and
+``admin.AuditedModelAdmin`` (saves and deletions of a model admin), in this package.
 
 Every entry is also posted to the log channels that want it (``AUDIT_LOG_CHAT_ID`` for all
 entries, and a chat's own log channel, which an app names through ``register_log_chat``), by a

@@ -19,7 +19,7 @@ from telegram_bot.models import BotAdmin
 from telegram_bot.numbers import ascii_int
 from telegram_bot.ops.names import person_label
 from telegram_bot.privacy import ErasureDeferred, check_user_id, erase_user
-from telegram_bot.privacy_files import export_json
+from telegram_bot.privacy.files import export_json
 
 EXPORT_PERMISSION = "telegram_bot.export_personal_data"
 ERASE_PERMISSION = "telegram_bot.erase_personal_data"
