@@ -16,6 +16,7 @@ from moderation.services import audit_settings
 from moderation.settings_page import VIEW_PERMISSION as SETTINGS_PERMISSION
 from moderation.settings_page import chat_settings_page, chats_settings_page
 from moderation.web import ACT_PERMISSION, member_action_view
+from telegram_bot import features
 from telegram_bot.audit import Actor
 from telegram_bot.audit.admin import AuditedDeletesMixin
 from telegram_bot.numbers import ascii_int
@@ -144,6 +145,8 @@ class ChatSettingsAdmin(DurationFieldsMixin, AuditedDeletesMixin, admin.ModelAdm
         return initial
 
     def save_model(self, request: HttpRequest, obj: ChatSettings, form: Any, change: bool) -> None:
+        if not obj.title:  # the chosen chat's title, when an app knows it
+            obj.title = features.chat_titles([obj.chat_id]).get(obj.chat_id, "")[:200]
         super().save_model(request, obj, form, change)
         changed = ", ".join(f"{name}={form.cleaned_data.get(name)}" for name in form.changed_data)
         actor = Actor(None, f"admin:{request.user.get_username()}")

@@ -158,3 +158,15 @@ def test_the_post_form_suggests_chats_by_title_and_the_list_names_them(
     listed = admin_client.get("/admin/content/post/").content.decode()
     assert re.search(r'Cat lovers<br><span class="quiet console-id">-1001111111111</span>', listed)
     assert "@news_channel" in listed
+
+
+def test_settings_saved_without_a_title_take_the_chosen_chats(
+    admin_client: Client, known: None
+) -> None:
+    from tests.web.test_durations import form
+
+    response = admin_client.post(
+        "/admin/moderation/chatsettings/add/", {**form(), "chat_id": str(CATS), "title": ""}
+    )
+    assert response.status_code == 302
+    assert ChatSettings.objects.get(chat_id=CATS).title == "Cat lovers"
