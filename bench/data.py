@@ -8,9 +8,12 @@ database (``run.py`` starts it and reads the JSON section it prints):
 - dashboard: the stats API for one chat over 365 days with 2,000 members writing every day
   (730,000 rows, every day complete), the dashboard page and the admin index, each through the
   Django test client as a logged-in staff user, against a ``COUNT(*)`` over the same rows; with
-  query counts and the plan of each one's slowest query.
+  query counts and the plan of each one's slowest query;
+- overview: the admin index (the overview's cards) and "Today by chat" with a year of 5 chats
+  (365 days x 400 members writing every day each: 730,000 rows, and 20 joins and leaves a
+  day in each chat), against a plain admin page (the password form) in the same run.
 
-    python bench/data.py backfill|dashboard [--quick]   (DATABASE_URL, REDIS_URL set)
+    python bench/data.py backfill|dashboard|overview [--quick]   (DATABASE_URL, REDIS_URL set)
 """
 
 from __future__ import annotations
@@ -42,13 +45,14 @@ COLUMNS = ["chat_id", "day", "user_id", "message_count", "word_count", *HOUR_COL
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("part", choices=("backfill", "dashboard"))
+    parser.add_argument("part", choices=("backfill", "dashboard", "overview"))
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     import django
 
     django.setup()
-    section = backfill(args.quick) if args.part == "backfill" else dashboard(args.quick)
+    parts = {"backfill": backfill, "dashboard": dashboard, "overview": overview}
+    section = parts[args.part](args.quick)
     print("SECTION " + json.dumps(dataclasses.asdict(section)))
 
 
@@ -319,6 +323,95 @@ def dashboard(quick: bool) -> Section:
         "(no HTTP server): the median of up to 3 runs (fewer when a run is slow); the query "
         "count and the time in SQL (the driver's execute) of the first run. The dashboard page "
         "itself loads its figures from /api/v1/stats/report in the browser.",
+    ]
+    return section
+
+
+# -- overview -------------------------------------------------------------------------------
+OVERVIEW_CHATS = [-1004001, -1004002, -1004003, -1004004, -1004005]
+
+
+def overview(quick: bool) -> Section:
+    """The overview with a year of 5 chats: the admin index and "Today by chat", against the
+    password form (an admin page that reads nothing) in the same run."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import override_settings, setup_test_environment
+
+    from community.models import BotChat, MemberMovement
+    from stats.models import StatsChat
+
+    setup_test_environment()
+    override_settings(
+        STORAGES={
+            **settings.STORAGES,
+            "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+        }
+    ).enable()
+    days_n, users, moves = (20, 20, 4) if quick else (365, 400, 20)
+    now = datetime.now(UTC)
+    today = now.date()
+    days = [today - timedelta(days=days_n - 1 - n) for n in range(days_n)]
+    seed_seconds = copy_rows(copy_text(synthetic_rows(OVERVIEW_CHATS, days, users)))
+    movements = []
+    for chat in OVERVIEW_CHATS:
+        StatsChat.objects.create(chat_id=chat, title=f"Chat {chat}", chat_type="supergroup")
+        BotChat.objects.create(
+            chat_id=chat, title=f"Chat {chat}", chat_type="supergroup", is_member=True
+        )
+        for n in range(days_n * moves):
+            at = now - timedelta(minutes=n * 24 * 60 // moves + 1)
+            kind = "join" if n % 3 else "leave"
+            movements.append(
+                MemberMovement(
+                    chat_id=chat, user_id=n, stay=f"{chat}:{n}", kind=kind, at=at, day=at.date()
+                )
+            )
+    MemberMovement.objects.bulk_create(movements, batch_size=5000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+    staff = get_user_model().objects.create_superuser("bench", "bench@example.org", "x" * 20)
+    client = Client()
+    client.force_login(staff)
+
+    def page(url: str) -> Callable[[], None]:
+        def get() -> None:
+            response = client.get(url)
+            if response.status_code != 200:
+                raise SystemExit(f"{url} answered {response.status_code}")
+
+        return get
+
+    section = Section("overview", "Overview with a year of 5 chats")
+    for url in ("/admin/password_change/", "/admin/", "/admin/stats/today/"):
+        page(url)()  # a warm-up: the first render compiles the templates
+    base = timed(page("/admin/password_change/"), quick)
+    section.rows.append(
+        Row("admin page reading nothing (baseline)", f"{base.ms:.1f} ms, {base.queries} queries")
+    )
+    for label, url in (
+        ("admin index (the overview's cards)", "/admin/"),
+        ("today by chat (the messages card's page)", "/admin/stats/today/"),
+    ):
+        timing = timed(page(url), quick)
+        row = Row(
+            label,
+            f"{timing.ms:,.0f} ms, {timing.queries} queries ({timing.sql_ms:,.0f} ms in SQL)",
+            f"{timing.ms / base.ms:,.1f}x baseline",
+        )
+        row.target, row.verdict = "< 100 ms", check(timing.ms, 100, below=True)
+        row.summary = True
+        section.rows.append(row)
+        if timing.slowest:
+            section.details.append(f"{label}, slowest query:\n" + explain(timing.slowest))
+    section.notes += [
+        f"{len(OVERVIEW_CHATS) * days_n * users:,} rows in `stats_daily_user` "
+        f"({len(OVERVIEW_CHATS)} chats x {days_n} days x {users} members, "
+        f"COPY in {seed_seconds:.1f} s) and "
+        f"{len(movements):,} joins and leaves, then ANALYZE; each page through the Django test "
+        "client as a logged-in superuser, in this process (no HTTP server).",
     ]
     return section
 

@@ -8,8 +8,8 @@ writes ``bench/RESULTS.md``. Ratios, never timed assertions.
 Parts: webhook (group messages against a bare django-ninja endpoint, one Redis script and the
 aiogram peer), peer (the product against the peer only), servers (the product, the bare and
 the one-Redis-script endpoints under granian, the default, and gunicorn gthread, with the
-peer), commands (/start and a button through the fake Bot API), backfill, dashboard, memory,
-scaleout, workarounds (each removed library workaround's revision before and after, served
+peer), commands (/start and a button through the fake Bot API), backfill, dashboard, overview,
+memory, scaleout, workarounds (each removed library workaround's revision before and after, served
 side by side: ``bench/workarounds.py``), soak (the cost of a group message in Redis,
 PostgreSQL and CPU: ``bench/soak.py``). ``--quick`` runs each for seconds on small sizes
 (the suite runs it to keep the harness working). ``--offline`` never installs the peer's
@@ -55,6 +55,7 @@ PARTS = (
     "soak",
     "backfill",
     "dashboard",
+    "overview",
 )
 # A full run measures the peer inside the webhook part, next to the baselines.
 FULL_RUN = (
@@ -67,6 +68,7 @@ FULL_RUN = (
     "soak",
     "backfill",
     "dashboard",
+    "overview",
 )
 SERVED = {
     "webhook": serving.part_webhook,

@@ -4,6 +4,8 @@ Every save and deletion of a policy is recorded in the audit log."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
@@ -19,6 +21,7 @@ from community.web import (
 from telegram_bot.audit.admin import AuditedDeletesMixin, AuditedModelAdmin
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
 from telegram_bot.ops.durations import Duration, DurationFieldsMixin
+from telegram_bot.ops.names import chat_column, chat_formfield, name_page, person_column
 
 register_view(
     "community/join-requests/",
@@ -45,7 +48,7 @@ class ChatPolicyAdmin(DurationFieldsMixin, AuditedModelAdmin):
         ),
     }
 
-    list_display = ("chat_id", "title", "mode", "on_timeout", "welcome_enabled", "updated_at")
+    list_display = (chat_column(), "mode", "on_timeout", "welcome_enabled", "updated_at")
     list_filter = ("mode", "welcome_enabled")
     search_fields = ("chat_id", "title")
     fieldsets = (
@@ -66,6 +69,14 @@ class ChatPolicyAdmin(DurationFieldsMixin, AuditedModelAdmin):
         (_("Welcome"), {"fields": ("welcome_enabled", "welcome_text")}),
     )
 
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "chat_id":
+            return chat_formfield(db_field)
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        return name_page(super().changelist_view(request, extra_context))
+
 
 @admin.register(MemberPolicy)
 class MemberPolicyAdmin(DurationFieldsMixin, AuditedModelAdmin):
@@ -81,8 +92,7 @@ class MemberPolicyAdmin(DurationFieldsMixin, AuditedModelAdmin):
     }
 
     list_display = (
-        "chat_id",
-        "title",
+        chat_column(),
         "welcome_enabled",
         "goodbye_enabled",
         "captcha_enabled",
@@ -136,6 +146,14 @@ class MemberPolicyAdmin(DurationFieldsMixin, AuditedModelAdmin):
         ),
     )
 
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "chat_id":
+            return chat_formfield(db_field)
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        return name_page(super().changelist_view(request, extra_context))
+
 
 @admin.register(BotChat)
 class BotChatAdmin(AuditedDeletesMixin, ModelAdmin):
@@ -156,11 +174,14 @@ class BotChatAdmin(AuditedDeletesMixin, ModelAdmin):
 class MemberMovementAdmin(ReadOnlyAdminMixin, ModelAdmin):
     """Read only: joins and leaves as the bot saw them (the overview's cards link here)."""
 
-    list_display = ("at", "kind", "chat_id", "user_id")
+    list_display = ("at", "kind", chat_column(), person_column())
     list_filter = ("kind", "day", "chat_id")
     search_fields = ("=chat_id", "=user_id")
     date_hierarchy = "at"
     ordering = ("-at",)
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        return name_page(super().changelist_view(request, extra_context), people=("user_id",))
 
 
 @admin.register(SpamListEntry)

@@ -1,9 +1,10 @@
 """JSON endpoints of the community app under /api/v1/community/ (staff with ``PERMISSION``,
-see config/api.py): growth per chat and day, and the retention of a week's new members."""
+see config/api.py): growth per chat and day, the retention of a week's new members, and the
+retention of the last weeks' cohorts at once (the statistics dashboard's chart)."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 from django.utils import timezone
 from ninja import Field, Query, Router, Schema
@@ -14,6 +15,7 @@ from community.insights import PERMISSION  # growth figures: one permission wher
 
 __all__ = ["PERMISSION", "router"]
 MAX_DAYS = 366
+MAX_WEEKS = 26
 FIRST_DAY = date(2000, 1, 1)
 router = Router(tags=["community"])
 
@@ -77,14 +79,34 @@ def growth(request: object, query: Query[GrowthQuery]) -> GrowthOut:
     )
 
 
+class CohortsQuery(Schema):
+    chat_id: int = Field(description="Telegram chat id (negative for groups)", lt=0)
+    weeks: int = Field(12, description=f"how many weeks, up to {MAX_WEEKS}", ge=1, le=MAX_WEEKS)
+
+
 @router.get("/retention", response=RetentionOut, url_name="community-retention")
 def week_retention(request: object, query: Query[RetentionQuery]) -> RetentionOut:
     if query.week_start < FIRST_DAY or query.week_start > timezone.now().date():
         raise HttpError(422, "week_start must lie between 2000-01-01 and today")
-    result = retention(query.chat_id, query.week_start)
+    return retention_out(query.chat_id, query.week_start)
+
+
+@router.get("/retention/weeks", response=list[RetentionOut], url_name="community-cohorts")
+def cohorts(request: object, query: Query[CohortsQuery]) -> list[RetentionOut]:
+    """The cohorts of the last ``weeks`` weeks (Monday to Sunday, UTC), oldest first, this
+    week included: joined in week N, still here and wrote after 7 and 30 days (null until it
+    can be known). Each week is ``/retention``'s."""
+    today = timezone.now().date()
+    monday = today - timedelta(days=today.weekday())
+    starts = [monday - timedelta(weeks=n) for n in range(query.weeks - 1, -1, -1)]
+    return [retention_out(query.chat_id, start) for start in starts if start >= FIRST_DAY]
+
+
+def retention_out(chat_id: int, week_start: date) -> RetentionOut:
+    result = retention(chat_id, week_start)
     return RetentionOut(
-        chat_id=query.chat_id,
-        week_start=query.week_start,
+        chat_id=chat_id,
+        week_start=week_start,
         joined=result.joined,
         still_members_after_7_days=result.still_members_after_7_days,
         still_members_after_30_days=result.still_members_after_30_days,

@@ -30,6 +30,8 @@ class CommunityConfig(features.FeatureConfig):
         "join_request.decline": gettext_lazy("{actor} declined the join request of {target}"),
     }
     chat_titles = "community.selectors.chat_titles"
+    chats = "community.selectors.bot_chats"
+    chat_figures = "community.overview.community_chat_figures"
     # The statistics dashboard shows growth next to activity without importing this app.
     insight_growth = "community.insights.GROWTH"
     key_families = {

@@ -15,6 +15,8 @@ from community.models import MemberMovement
 from community.records import RECORD_PREFIX, JoinRequestRecord
 from telegram_bot.overview import (
     Card,
+    ChatCount,
+    ChatFigure,
     capped,
     day_bounds,
     local_today,
@@ -70,6 +72,50 @@ def _movement_cards() -> list[Card]:
             detail=versus_yesterday(counts["leaves_today"], counts["leaves_yesterday"]),
             url=f"{changelist}kind__exact=leave",
         ),
+    ]
+
+
+def community_chat_figures(user: Any) -> list[ChatFigure]:
+    """Joins and leaves today so far against yesterday by the same time, per chat (one
+    query), each opening the list of exactly that chat's movements of today
+    (``FeatureConfig.chat_figures``)."""
+    if not user.has_perm("community.view_membermovement"):
+        return []
+    today = local_today()
+    start, _end = day_bounds(today - timedelta(days=1))
+    middle, end = day_bounds(today)
+    cutoff = same_time_yesterday()
+    rows = (
+        MemberMovement.objects.filter(at__gte=start, at__lt=end)
+        .values("chat_id")
+        .annotate(
+            joins_today=Count("pk", filter=Q(kind="join", at__gte=middle)),
+            joins_yesterday=Count("pk", filter=Q(kind="join", at__lt=cutoff)),
+            leaves_today=Count("pk", filter=Q(kind="leave", at__gte=middle)),
+            leaves_yesterday=Count("pk", filter=Q(kind="leave", at__lt=cutoff)),
+        )
+    )
+    changelist = reverse("admin:community_membermovement_changelist")
+    joins: dict[int, ChatCount] = {}
+    leaves: dict[int, ChatCount] = {}
+    for row in rows:
+        chat_id = row["chat_id"]
+        for kind, found in (("join", joins), ("leave", leaves)):
+            today_count, yesterday_count = row[f"{kind}s_today"], row[f"{kind}s_yesterday"]
+            if not (today_count or yesterday_count):
+                continue
+            query = {
+                "at__gte": middle.isoformat(),
+                "at__lt": end.isoformat(),
+                "kind__exact": kind,
+                "chat_id__exact": chat_id,
+            }
+            found[chat_id] = ChatCount(
+                today_count, yesterday_count, f"{changelist}?{urlencode(query)}"
+            )
+    return [
+        ChatFigure("joins", _("New members"), joins, order=30),
+        ChatFigure("leaves", _("Departed members"), leaves, order=40),
     ]
 
 

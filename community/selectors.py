@@ -31,3 +31,8 @@ def chat_titles(chat_ids: Iterable[int]) -> dict[int, str]:
     """The titles of the bot's chats among ``chat_ids`` (``FeatureConfig.chat_titles``)."""
     rows = BotChat.objects.filter(chat_id__in=list(chat_ids)).exclude(title="")
     return dict(rows.values_list("chat_id", "title"))
+
+
+def bot_chats() -> dict[int, str]:
+    """The chats the bot is a member of, with their titles (``FeatureConfig.chats``)."""
+    return dict(BotChat.objects.filter(is_member=True).values_list("chat_id", "title"))

@@ -25,12 +25,16 @@ from content import jobs, selectors, services, validation
 from content.errors import PostError
 from content.forms import AlbumField, ButtonsField, ChannelsField, PollOptionsField, PostAdminForm
 from content.models import UNPUBLISHED, PollType, Post, PostStatus
+from content.preview import post_preview, post_preview_view, render_preview
 from content.services import PostChanges, PostContent, Removal
 from telegram_bot.audit import Step, audit_step
 from telegram_bot.audit.admin import admin_actor
 from telegram_bot.errors import TelegramApiError
+from telegram_bot.features import chat_titles
 from telegram_bot.jobs.models import Job
+from telegram_bot.numbers import ascii_int
 from telegram_bot.ops.admin_site import register_view
+from telegram_bot.ops.names import ChatDatalistInput, chat_cell
 from telegram_bot.ops.zones import ZonedDateTimeField, zone_name, zoned
 
 _FAILED_FLAG = "_content_admin_failed"
@@ -95,6 +99,13 @@ register_view(
     title="",
     permissions=("content.view_post", "content.change_post"),
 )
+register_view(
+    "content/posts/preview/",
+    post_preview_view,
+    name="content-post-preview",
+    title="",
+    permissions=("content.add_post", "content.change_post"),
+)
 
 
 @admin.register(Post)
@@ -104,7 +115,7 @@ class PostAdmin(ModelAdmin):
         "id",
         "summary",
         "kind",
-        "channel",
+        "channel_named",
         "status_display",
         "publish_at",
         "channel_message_id",
@@ -117,6 +128,7 @@ class PostAdmin(ModelAdmin):
     ordering = ("-created_at", "-id")
     actions = ("publish_now", "unschedule", "archive", "archive_and_delete", "mark_published")
     readonly_fields = (
+        "preview",
         "status_display",
         "photo_preview",
         "publication_job",
@@ -148,6 +160,7 @@ class PostAdmin(ModelAdmin):
                     "album",
                     "album_files",
                     "buttons",
+                    "preview",
                 )
             },
         ),
@@ -216,6 +229,8 @@ class PostAdmin(ModelAdmin):
             return ZonedDateTimeField(
                 label=_REMOVAL_LABELS[db_field.name], required=False, help_text=db_field.help_text
             )
+        if db_field.name == "channel":  # the bot's chats suggested by title; @name typed
+            kwargs["widget"] = ChatDatalistInput(attrs={"size": 40})
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Post | None = None) -> Any:
@@ -378,7 +393,42 @@ class PostAdmin(ModelAdmin):
             return  # the save failed: its error is shown instead of "changed successfully"
         super().message_user(request, message, *args, **kwargs)
 
+    class Media:
+        js = ("content/post_preview.js",)
+        css = {"all": ("content/post_preview.css",)}
+
     # --- list columns and read-only fields ----------------------------------------------------
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        """The page's channels given by id named by their titles, looked up once."""
+        response = super().changelist_view(request, extra_context)
+        changelist = getattr(response, "context_data", {}).get("cl")
+        if changelist is not None:
+            posts = list(changelist.result_list)
+            ids = {post.pk: ascii_int(post.channel, signed=True) for post in posts}
+            titles = chat_titles(chat_id for chat_id in ids.values() if chat_id is not None)
+            for post in posts:
+                post.channel_title = titles.get(ids[post.pk], "")
+        return response
+
+    @admin.display(description=gettext_lazy("channel"), ordering="channel")
+    def channel_named(self, obj: Post) -> str:
+        title = getattr(obj, "channel_title", "")
+        return chat_cell(ascii_int(obj.channel, signed=True), title) if title else obj.channel
+
+    @admin.display(description=gettext_lazy("How it will look"))
+    def preview(self, obj: Post) -> SafeString:
+        """The message as Telegram will show it: the saved post, then asked again of
+        ``content-post-preview`` as the author types (``static/content/post_preview.js``)."""
+        shown = post_preview(post=obj) if obj.pk else post_preview({})
+        return format_html(
+            '<div id="post-preview-holder" data-preview-url="{}" data-post-id="{}" '
+            'data-has-photo="{}">{}</div>',
+            reverse("admin:content-post-preview"),
+            obj.pk or "",
+            "1" if obj.pk and obj.has_photo else "0",
+            SafeString(render_preview(shown)),
+        )
+
     @admin.display(description=gettext_lazy("summary"))
     def summary(self, obj: Post) -> str:
         return obj.summary

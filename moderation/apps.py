@@ -18,9 +18,11 @@ class ModerationConfig(features.FeatureConfig):
     privacy = "moderation.privacy"
     chat_settings_models = ("moderation.ChatSettings",)
     member_sections = "moderation.web.member_section"
+    people_names = "moderation.selectors.people_names"
+    chat_titles = "moderation.selectors.chat_titles"
     console_sections = {
         "safety": ("moderation.warning",),
-        "settings": ("moderation.chatsettings",),
+        "settings": ("moderation.chatsettings", "view:moderation-settings-by-chat"),
     }
     audit_phrases = {
         "warn": gettext_lazy("{actor} warned {target}"),

@@ -22,6 +22,7 @@ from stats.models import (
     StatsSettings,
     ViolationRule,
 )
+from stats.today import today_by_chat
 from stats.views import stats_dashboard, stats_export_csv, stats_export_daily_csv
 from telegram_bot.audit.admin import AuditedModelAdmin
 from telegram_bot.ops.admin_site import ReadOnlyAdminMixin, register_view
@@ -33,6 +34,13 @@ register_view(
     stats_dashboard,
     name="stats-dashboard",
     title=gettext_lazy("Statistics"),
+    permissions=(PERMISSION,),
+)
+register_view(
+    "stats/today/",
+    today_by_chat,
+    name="stats-today-by-chat",
+    title=gettext_lazy("Today by chat"),
     permissions=(PERMISSION,),
 )
 register_view(

@@ -23,6 +23,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
+from stats.completeness import Completeness, completeness
 from stats.selectors import (
     CHAT_ID_MAX,
     CHAT_ID_MIN,
@@ -174,6 +175,14 @@ class CoverageOut(Schema):
     categories: dict[str, str] = Field(description="coverage status per category")
 
 
+class CompletenessOut(Schema):
+    final: int = Field(description="days verified complete")
+    counting: int = Field(description="days still being counted (today, not verified yet)")
+    gaps: int = Field(description="days read unverified or with a failed live write")
+    no_data: int = Field(description="days before the statistics' first day in the chat")
+    line: str = Field(description="the same as one sentence, in the request's language")
+
+
 class ReportOut(Schema):
     chat_id: int
     start: date
@@ -190,6 +199,7 @@ class ReportOut(Schema):
     growth: GrowthOut
     hours: HoursOut
     coverage: list[CoverageOut]
+    completeness: CompletenessOut
 
 
 @router.get(
@@ -231,6 +241,17 @@ def report(request: HttpRequest, query: Query[MembersQuery]) -> ReportOut:
         growth=growth_out(growth, permitted=permitted),
         hours=hours_out(built),
         coverage=[coverage_out(day) for day in built.days],
+        completeness=completeness_out(completeness(built.days)),
+    )
+
+
+def completeness_out(found: Completeness) -> CompletenessOut:
+    return CompletenessOut.model_construct(
+        final=found.final,
+        counting=found.counting,
+        gaps=found.gaps,
+        no_data=found.no_data,
+        line=found.line,
     )
 
 

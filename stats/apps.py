@@ -16,12 +16,15 @@ class StatsConfig(features.FeatureConfig):
     privacy = "stats.privacy"
     metrics = "stats.metrics.collect"
     chat_titles = "stats.selectors.chat_titles"
+    chats = "stats.selectors.counted_chats"
+    people_names = "stats.selectors.people_names"
+    chat_figures = "stats.overview.stats_chat_figures"
     # Who wrote when, for community's retention of new members.
     insight_active_users = "stats.insights.active_users"
     member_page = "stats-member"
     console_sections = {
         "safety": ("stats.violationrule",),
-        "statistics": ("view:stats-dashboard",),
+        "statistics": ("view:stats-today-by-chat", "view:stats-dashboard"),
         "settings": ("stats.statssettings",),
         "system": ("stats.dailycoverage", "stats.backfillstate", "stats.dailyuserstat"),
     }

@@ -16,12 +16,15 @@ from typing import Any
 from django.db.models import Sum
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 
 from stats.api import PERMISSION
 from stats.models import DailyUserStat
 from telegram_bot.overview import (
     Card,
+    ChatCount,
+    ChatFigure,
     day_bounds,
     local_today,
     same_time_yesterday,
@@ -60,7 +63,7 @@ def stats_cards(user: Any) -> list[Card]:
             title=_("Messages today"),
             value=f"{today_count:,}",
             detail=versus_yesterday(today_count, yesterday_count),
-            url=dashboard,
+            url=reverse("admin:stats-today-by-chat"),  # the same figure, split by chat
         ),
         Card(
             key="active-members",
@@ -73,12 +76,44 @@ def stats_cards(user: Any) -> list[Card]:
     ]
 
 
+def stats_chat_figures(user: Any) -> list[ChatFigure]:
+    """Messages today so far against yesterday by the same hour, per chat (one query), each
+    opening the chat's statistics (``FeatureConfig.chat_figures``)."""
+    if not user.has_perm(PERMISSION):
+        return []
+    today = local_today()
+    yesterday = today - timedelta(days=1)
+    by_chat = local_day_messages_by_chat(
+        [yesterday, today], until={yesterday: same_time_yesterday()}
+    )
+    dashboard = reverse("admin:stats-dashboard")
+    counts = {
+        chat_id: ChatCount(
+            days[today], days[yesterday], f"{dashboard}?{urlencode({'chat_id': chat_id})}"
+        )
+        for chat_id, days in by_chat.items()
+    }
+    return [ChatFigure("messages", _("Messages"), counts, order=10)]
+
+
 def local_day_messages(
     days: list[date], *, until: dict[date, datetime] | None = None
 ) -> dict[date, int]:
     """Messages of each of ``days`` (consecutive days in the ``TIME_ZONE`` setting), summed
-    over every chat from the UTC hour columns, in one query. A day in ``until`` counts only
-    its hours up to the one holding that moment (the same hours as today so far)."""
+    over every chat (``local_day_messages_by_chat``)."""
+    totals: dict[date, int] = defaultdict(int)
+    for per_day in local_day_messages_by_chat(days, until=until).values():
+        for day, count in per_day.items():
+            totals[day] += count
+    return {day: totals[day] for day in days}
+
+
+def local_day_messages_by_chat(
+    days: list[date], *, until: dict[date, datetime] | None = None
+) -> dict[int, dict[date, int]]:
+    """Messages of each of ``days`` (consecutive days in the ``TIME_ZONE`` setting) per chat,
+    from the UTC hour columns, in one query. A day in ``until`` counts only its hours up to
+    the one holding that moment (the same hours as today so far)."""
     spans = {day: day_bounds(day) for day in days}
     for day, moment in (until or {}).items():
         start, end = spans[day]
@@ -88,14 +123,15 @@ def local_day_messages(
     last = max(end for _start, end in spans.values()).astimezone(UTC)
     rows = (
         DailyUserStat.objects.filter(day__gte=first.date(), day__lte=last.date())
-        .values("day")
+        .values("chat_id", "day")
         .annotate(**{hour: Sum(hour) for hour in _HOURS})
     )
-    totals: dict[date, int] = defaultdict(int)
+    totals: dict[int, dict[date, int]] = {}
     for row in rows:
+        per_day = totals.setdefault(row["chat_id"], dict.fromkeys(days, 0))
         for index, hour in enumerate(_HOURS):
             at = datetime(row["day"].year, row["day"].month, row["day"].day, index, tzinfo=UTC)
             for day, (start, end) in spans.items():
                 if start <= at < end:
-                    totals[day] += row[hour] or 0
-    return {day: totals[day] for day in days}
+                    per_day[day] += row[hour] or 0
+    return {chat_id: per_day for chat_id, per_day in totals.items() if any(per_day.values())}

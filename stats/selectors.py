@@ -709,3 +709,23 @@ def chat_titles(chat_ids: Iterable[int]) -> dict[int, str]:
     """The titles the statistics saw of ``chat_ids`` (``FeatureConfig.chat_titles``)."""
     rows = StatsChat.objects.filter(chat_id__in=list(chat_ids)).exclude(title="")
     return dict(rows.values_list("chat_id", "title"))
+
+
+def counted_chats() -> dict[int, str]:
+    """The counted chats and their titles (``FeatureConfig.chats``)."""
+    return dict(StatsChat.objects.values_list("chat_id", "title"))
+
+
+def people_names(user_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """The latest name and @username the statistics saw of each of ``user_ids`` in any chat
+    (``FeatureConfig.people_names``)."""
+    found: dict[int, tuple[str, str]] = {}
+    rows = (
+        ChatUserProfile.objects.filter(user_id__in=list(user_ids))
+        .order_by("user_id", "-updated_at")
+        .values_list("user_id", "display_name", "username")
+    )
+    for user_id, name, username in rows:
+        if user_id not in found and (name or username):
+            found[user_id] = (name, username)
+    return found

@@ -21,7 +21,7 @@ from django.conf import settings
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
@@ -142,6 +142,7 @@ def stats_dashboard(request: HttpRequest) -> HttpResponse:
         "report_url": reverse("api-v1:stats-report"),
         # The report leaves growth out for a user without its permission: say why.
         "growth_permitted": growth_permitted(request.user),
+        "cohorts_url": _cohorts_url(request),
         "csv_url": f"{reverse('admin:stats-export')}?{query}",
         "daily_csv_url": f"{reverse('admin:stats-export-daily')}?{query}",
         "quick_ranges": quick_ranges(chat_id, today, (start, end), grouping),
@@ -223,6 +224,17 @@ def _csv_response(filename: str) -> HttpResponse:
     # A byte order mark: spreadsheet programs read the file as UTF-8 (Cyrillic names) only then.
     response.write("\ufeff")
     return response
+
+
+def _cohorts_url(request: HttpRequest) -> str:
+    """The retention cohorts' API (the members app's), when it is mounted and the user may
+    read growth figures; blank otherwise (the chart is left out)."""
+    if not growth_permitted(request.user):
+        return ""
+    try:
+        return reverse("api-v1:community-cohorts")
+    except NoReverseMatch:
+        return ""
 
 
 def request_range(request: HttpRequest, today: date) -> tuple[date, date]:

@@ -39,6 +39,7 @@ from telegram_bot.ops.dead_letter_views import (
     dead_letter_list,
     dead_letter_replay,
 )
+from telegram_bot.ops.names import chat_column, chat_formfield, name_page
 from telegram_bot.privacy.views import (
     ERASE_PERMISSION,
     EXPORT_PERMISSION,
@@ -173,7 +174,7 @@ class BotAdminAdmin(ModelAdmin):
 
 @admin.register(DeliveryFailure)
 class DeliveryFailureAdmin(AuditedDeletesMixin, ModelAdmin):
-    list_display = ("created_at", "chat_id", "purpose", "error_class", "error")
+    list_display = ("created_at", chat_column(), "purpose", "error_class", "error")
     list_filter = ("purpose", "error_class")
     search_fields = ("chat_id",)
     fields = readonly_fields = ("chat_id", "purpose", "error_class", "error", "created_at")
@@ -186,21 +187,35 @@ class DeliveryFailureAdmin(AuditedDeletesMixin, ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        return name_page(super().changelist_view(request, extra_context))
+
 
 @admin.register(BlockedChat)
 class BlockedChatAdmin(AuditedDeletesMixin, ModelAdmin):
-    list_display = ("chat_id", "reason", "blocked_at")
+    list_display = (chat_column(), "reason", "blocked_at")
     search_fields = ("chat_id",)
     readonly_fields = ("chat_id", "reason", "blocked_at")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        return name_page(super().changelist_view(request, extra_context))
+
 
 @admin.register(ChatPreference)
 class ChatPreferenceAdmin(AuditedModelAdmin):
-    list_display = ("chat_id", "time_zone", "language")
+    list_display = (chat_column(), "time_zone", "language")
     search_fields = ("chat_id",)
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "chat_id":
+            return chat_formfield(db_field)
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        return name_page(super().changelist_view(request, extra_context))
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
         # The chat id is the row's key: changed on a row, the save writes another chat's row

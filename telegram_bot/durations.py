@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import re
 
+from django.utils.translation import npgettext
+
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 # Russian unit letters (s, m, h, d, w: sek, min, chas, den, nedelya), escaped: ruff refuses
 # letters that look like Latin ones.
@@ -33,3 +35,20 @@ def compact(seconds: int) -> str:
         if count:
             parts.append(f"{count}{letter}")
     return "".join(parts) or "0s"
+
+
+def spoken(seconds: int) -> str:
+    """``1 hour 30 minutes``, ``30 days``: a duration in words for a page, in the active
+    language with its plural forms."""
+    units = (
+        (86400, lambda n: npgettext("duration", "%(count)d day", "%(count)d days", n)),
+        (3600, lambda n: npgettext("duration", "%(count)d hour", "%(count)d hours", n)),
+        (60, lambda n: npgettext("duration", "%(count)d minute", "%(count)d minutes", n)),
+        (1, lambda n: npgettext("duration", "%(count)d second", "%(count)d seconds", n)),
+    )
+    parts = []
+    for size, words in units:
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append(words(count) % {"count": count})
+    return " ".join(parts) or units[-1][1](0) % {"count": 0}

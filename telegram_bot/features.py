@@ -16,6 +16,12 @@ paths imported when first needed (never at app-loading time):
   each scrape of ``/metrics`` (``config/metrics.py``);
 - ``chat_titles``: a function of chat ids returning the titles the app knows (``{id: title}``),
   so that the core's pages name chats;
+- ``chats``: a function (no arguments) returning every chat the app knows (``{id: title}``,
+  the title blank when unknown): the console's chat choosers offer them (``known_chats``);
+- ``chat_figures``: a function of the user returning the app's today-so-far figures split by
+  chat (``telegram_bot.overview.ChatFigure``), for the overview's "Today by chat" page;
+- ``people_names``: a function of user ids returning the names the app knows
+  (``{id: (name, username)}``), so that the console's lists name people (``people_names``);
 - ``member_sections``: a function ``(request, member)`` (a ``Member``: one person in one chat)
   returning the app's ``MemberSection`` of the member page, or None (nothing to show, or the
   user may not view it); the page that shows one member collects them with
@@ -80,6 +86,9 @@ class FeatureConfig(AppConfig):
     console_sections: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     audit_phrases: ClassVar[Mapping[str, str | Promise]] = {}
     chat_titles: ClassVar[str | None] = None
+    chats: ClassVar[str | None] = None
+    people_names: ClassVar[str | None] = None
+    chat_figures: ClassVar[str | None] = None
     member_sections: ClassVar[str | None] = None
     member_page: ClassVar[str | None] = None
     insight_active_users: ClassVar[str | None] = None
@@ -218,6 +227,34 @@ def chat_titles(chat_ids: Iterable[int]) -> dict[int, str]:
         if config.chat_titles:
             titles = import_string(config.chat_titles)(wanted - found.keys())
             found.update((chat_id, title) for chat_id, title in titles.items() if title)
+    return found
+
+
+def known_chats() -> dict[int, str]:
+    """Every chat the installed apps know, with the first title one of them has (blank when
+    none has)."""
+    found: dict[int, str] = {}
+    for config in feature_configs():
+        if config.chats:
+            for chat_id, title in import_string(config.chats)().items():
+                if title and not found.get(chat_id):
+                    found[chat_id] = title
+                else:
+                    found.setdefault(chat_id, "")
+    return found
+
+
+def people_names(user_ids: Iterable[int | None]) -> dict[int, tuple[str, str]]:
+    """The names the installed apps know of ``user_ids``: ``{id: (name, username)}``, the
+    first app's that has a name or a username."""
+    wanted = {user_id for user_id in user_ids if user_id is not None}
+    found: dict[int, tuple[str, str]] = {}
+    for config in feature_configs():
+        if not wanted - found.keys():
+            break
+        if config.people_names:
+            names = import_string(config.people_names)(wanted - found.keys())
+            found.update((key, value) for key, value in names.items() if any(value))
     return found
 
 

@@ -42,6 +42,42 @@ class Card:
 Provider = Callable[[Any], list[Card]]
 
 
+@dataclass(frozen=True)
+class ChatCount:
+    """One chat's figure: today so far, yesterday up to the same time, and the list of
+    exactly today's ``today`` (blank: none)."""
+
+    today: int
+    yesterday: int
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class ChatFigure:
+    """A today-so-far figure split by chat (``FeatureConfig.chat_figures``): a column of the
+    "Today by chat" page, ``order`` as a card's."""
+
+    key: str
+    title: str
+    counts: dict[int, ChatCount]
+    order: int = 100
+
+
+def chat_figures(user: Any) -> list[ChatFigure]:
+    """Every enabled app's figures by chat for ``user``; a provider that fails costs its own
+    figures only (logged)."""
+    figures: list[ChatFigure] = []
+    for config in enabled_feature_configs():
+        path = getattr(config, "chat_figures", None)
+        if not path:
+            continue
+        try:
+            figures.extend(import_string(path)(user))
+        except Exception:
+            log.exception("figures by chat of %s failed", config.label)
+    return sorted(figures, key=lambda figure: figure.order)
+
+
 def overview_cards(user: Any) -> list[Card]:
     """Every enabled app's cards for ``user``, in ``INSTALLED_APPS`` order. A provider that
     fails costs its own cards only (one card says it is unavailable)."""

@@ -25,9 +25,9 @@ def core_cards(user: Any) -> list[Card]:
             Card(
                 key="dead-letters",
                 order=80,
-                title=_("Dead letters"),
+                title=_("Messages the bot could not handle"),
                 value=capped(count, len(keys) > DEAD_LETTER_CAP),
-                detail=_("updates a handler failed on") if count else _("none"),
+                detail=_("kept to be handled again or dropped") if count else _("none"),
                 url=reverse("admin:dead-letters"),
                 alert=count > 0,
             )
@@ -38,9 +38,9 @@ def core_cards(user: Any) -> list[Card]:
             Card(
                 key="failed-jobs",
                 order=90,
-                title=_("Failed jobs"),
+                title=_("Failed tasks"),
                 value=f"{failed:,}",
-                detail=_("gave up after their retries") if failed else _("none"),
+                detail=_("gave up after several tries") if failed else _("none"),
                 url=reverse("admin:telegram_bot_job_changelist") + "?status__exact=failed",
                 alert=failed > 0,
             )

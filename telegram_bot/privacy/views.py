@@ -13,8 +13,11 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
+from telegram_bot import features
 from telegram_bot.audit import Actor
 from telegram_bot.models import BotAdmin
+from telegram_bot.numbers import ascii_int
+from telegram_bot.ops.names import person_label
 from telegram_bot.privacy import ErasureDeferred, check_user_id, erase_user
 from telegram_bot.privacy.files import export_json
 
@@ -54,7 +57,7 @@ class EraseForm(forms.Form):
 
 @require_http_methods(["GET", "POST"])
 def privacy_export(request: HttpRequest) -> HttpResponse:
-    form = ExportForm(request.POST or None)
+    form = ExportForm(request.POST or None, initial=_asked(request))
     if request.method == "POST" and form.is_valid():
         user_id = form.cleaned_data["user_id"]
         document = export_json(user_id, actor=_site_actor(request), source="admin")
@@ -66,7 +69,7 @@ def privacy_export(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 def privacy_erase(request: HttpRequest) -> HttpResponse:
-    form = EraseForm(request.POST or None)
+    form = EraseForm(request.POST or None, initial=_asked(request))
     if request.method == "POST" and form.is_valid():
         user_id = form.cleaned_data["user_id"]
         if BotAdmin.objects.filter(telegram_id=user_id).exists() and not request.user.has_perm(
@@ -80,6 +83,7 @@ def privacy_erase(request: HttpRequest) -> HttpResponse:
                 ),
             )
             return _page(request, form, _("Erase personal data"), "erase")
+        who = _person(user_id)  # read before the erasure removes the name
         try:
             result = erase_user(user_id, actor=_site_actor(request), source="admin")
         except ErasureDeferred as exc:
@@ -89,19 +93,40 @@ def privacy_erase(request: HttpRequest) -> HttpResponse:
                 % {"reasons": "; ".join(exc.reasons)},
             )
             return _page(request, form, _("Erase personal data"), "erase")
+        summary = result.summary or _("nothing was held")
         messages.success(
             request,
-            _("Erased: %(summary)s.") % {"summary": result.summary or _("nothing was held")},
+            _("Erased %(who)s: %(summary)s.") % {"who": who, "summary": summary}
+            if who
+            else _("Erased: %(summary)s.") % {"summary": summary},
         )
         return HttpResponseRedirect(reverse("admin:privacy-erase"))
     return _page(request, form, _("Erase personal data"), "erase")
 
 
+def _asked(request: HttpRequest) -> dict[str, str]:
+    """``?user_id=`` fills the form in (the member page links here with it)."""
+    user_id = ascii_int(request.GET.get("user_id", ""))
+    return {"user_id": str(user_id)} if user_id is not None else {}
+
+
+def _person(user_id: int | None) -> str:
+    """``Anna @anna``: who the id is, as the apps know them (blank when none does)."""
+    if user_id is None:
+        return ""
+    name, username = features.people_names([user_id]).get(user_id, ("", ""))
+    return person_label(name, username)
+
+
 def _page(request: HttpRequest, form: forms.Form, title: str, action: str) -> HttpResponse:
+    shown = form.data.get("user_id") if form.is_bound else form.initial.get("user_id")
+    user_id = ascii_int(str(shown or ""))
     context = {
         **admin.site.each_context(request),
         "title": title,
         "form": form,
+        "user_id": user_id,
+        "person": _person(user_id),
         "action": action,
     }
     return render(request, "admin/privacy.html", context, status=400 if form.errors else 200)

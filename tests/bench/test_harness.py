@@ -266,3 +266,37 @@ def test_the_group_load_keeps_every_sender_under_the_flood_limit() -> None:
     flooding = _sent_in_one_window(serving.Ids().load("group", serving.FLOODING_SENDERS), 2_000)
     assert len(flooding) == serving.FLOODING_SENDERS
     assert min(flooding.values()) > limit
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(600)
+def test_quick_overview_part_times_the_overview_against_its_baseline(tmp_path: Path) -> None:
+    """The overview with 5 chats (``bench/data.py overview``): the admin index and "Today by
+    chat", each against an admin page that reads nothing, measured in the same run."""
+    if not DATABASE_URL.startswith("postgres"):
+        pytest.skip("the bench needs DATABASE_URL pointing at PostgreSQL")
+    name = DATABASE_URL.rsplit("/", 1)[1].split("?")[0]
+    out = tmp_path / "RESULTS.md"
+    with private_redis() as redis_url:
+        env = {
+            **os.environ,
+            "REDIS_URL": redis_url,
+            "DATABASE_URL": with_database(DATABASE_URL, f"{name}_benchov"),
+        }
+        argv = [sys.executable, "bench/run.py", "--quick", "--offline", "--only", "overview"]
+        done = subprocess.run(
+            [*argv, "--out", str(out)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=580,
+            check=False,
+        )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    text = out.read_text()
+    assert "\n## Overview with a year of 5 chats\n" in text
+    for label in ("admin index (the overview's cards)", "today by chat"):
+        row = next(line for line in text.splitlines() if line.startswith(f"| {label}"))
+        assert re.search(r"\d+ ms, \d+ queries", row) and "x baseline" in row, row
+        assert "< 100 ms" in row, row

@@ -87,3 +87,25 @@ def test_an_operator_schedules_a_post_and_finds_its_job(
     row = page.locator("#result_list tr", has_text="content.publish")
     assert "queued" in row.inner_text().lower()
     assert wired.calls_to("sendMessage") == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_preview_follows_what_the_author_types(
+    admin_page: Any, live_server: Any, wired: FakeTelegramServer
+) -> None:
+    page = admin_page
+    page.goto(f"{live_server.url}/admin/content/post/add/")
+    assert "tg-empty" in page.inner_html("#post-preview")
+    page.fill("#id_channel", CHANNEL)
+    page.fill("#id_text", "Hello <all> #news")
+    page.wait_for_selector("#post-preview-text .tg-hashtag")
+    assert page.inner_text("#post-preview-text") == "Hello <all> #news"
+    page.set_input_files(
+        "#id_photo", files=[{"name": "photo.png", "mimeType": "image/png", "buffer": png_bytes()}]
+    )
+    page.wait_for_selector("#post-preview-photo")
+    page.fill("#id_buttons", "Shop | https://example.org && Help | https://example.org/help")
+    page.wait_for_selector("#post-preview .tg-buttons .tg-button >> nth=1")
+    page.fill("#id_buttons", "Shop | ftp://example.org")
+    page.wait_for_selector("#post-preview-problems")
+    assert not Post.objects.exists()  # previewing saves nothing

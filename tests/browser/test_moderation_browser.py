@@ -70,9 +70,14 @@ def test_the_audit_log_lists_filters_searches_and_exports(
 def test_chat_settings_are_edited_validated_and_audited(
     admin_page: Any, live_server: Any, live_bot: FakeTelegramServer
 ) -> None:
+    from community.models import BotChat
+
+    BotChat.objects.create(
+        chat_id=GROUP, title="Test group", chat_type="supergroup", status="member", is_member=True
+    )
     page = admin_page
     page.goto(f"{live_server.url}/admin/moderation/chatsettings/add/")
-    page.fill("#id_chat_id", str(GROUP))
+    page.select_option("#id_chat_id", label="Test group")  # the bot's chats, by title
     page.fill("#id_title", "Test group")
     page.fill("#id_flood_action_seconds", "5s")  # under Telegram's 30 seconds
     page.select_option("#id_violation_high", "ban")

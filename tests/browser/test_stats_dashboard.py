@@ -70,6 +70,13 @@ def test_the_dashboard_shows_the_counted_numbers(
     messages_card = page.locator('[data-figure="messages"] .value').inner_text()
     assert messages_card.replace(",", "").replace("\u202f", "") == str(total)
     assert not page.is_visible("#days")  # data quality is folded away
+    # The retention cohorts as a chart: the last 12 weeks, from the members app's API.
+    assert page.evaluate("window.statsDashboard.cohorts.length") == 12
+    assert page.is_visible("#cohorts-chart")
+    # One plain line says how complete the figures are; the engineers' words stay folded.
+    line = page.inner_text("#quality-line")
+    assert line.startswith("How complete are these figures:"), line
+    assert not any(w in line.lower() for w in ("coverage", "backfill", "kv", "database", "poison"))
     page.click("#data-quality summary")
     assert "read from the database" in page.inner_text("#source-note")
     for day in days:

@@ -200,3 +200,62 @@ def test_a_failing_provider_costs_its_own_cards_only(
     found = cards(admin_client(django_user_model).get("/admin/"))
     assert found["support-unavailable"].detail == "unavailable (see the logs)"
     assert "messages-today" in found and "open-tickets" not in found
+
+
+def test_today_by_chat_splits_the_figures_and_each_link_opens_its_count(
+    django_user_model: Any, memory_store: KVStore, django_assert_max_num_queries: Any
+) -> None:
+    """The messages card opens "Today by chat": messages, joins and leaves of each chat
+    today so far against yesterday by the same time; each join and leave figure opens the
+    list of exactly what it counts, in its chat."""
+    from community.models import BotChat
+
+    seed(memory_store)
+    other = -100777
+    BotChat.objects.create(chat_id=CHAT, title="Main group", chat_type="supergroup")
+    for user_id, kind, at in [
+        (20, "join", NOW - timedelta(hours=4)),
+        (21, "leave", NOW - timedelta(hours=5)),
+        (22, "leave", NOW - timedelta(hours=6)),
+        (23, "leave", NOW - timedelta(hours=30)),  # yesterday, by this time
+    ]:
+        MemberMovement.objects.create(
+            chat_id=other, user_id=user_id, stay=f"s{user_id}", kind=kind, at=at, day=at.date()
+        )
+    client = admin_client(django_user_model)
+    overview = cards(client.get("/admin/"))
+    assert overview["messages-today"].url == "/admin/stats/today/"
+    with django_assert_max_num_queries(12):
+        response = client.get(overview["messages-today"].url)
+    assert response.status_code == 200
+    keys = [figure.key for figure in response.context["figures"]]
+    assert keys == ["messages", "joins", "leaves"]
+    rows = {row["chat_id"]: row for row in response.context["rows"]}
+    assert list(rows) == [CHAT, other]  # the most messages first
+    figures = {
+        chat_id: {cell["key"]: (cell["today"], cell["detail"]) for cell in row["cells"]}
+        for chat_id, row in rows.items()
+    }
+    assert figures[CHAT] == {
+        "messages": (5, "by this time yesterday 6 (-1)"),
+        "joins": (2, "by this time yesterday 1 (+1)"),
+        "leaves": (1, "by this time yesterday 0 (+1)"),
+    }
+    assert figures[other] == {
+        "messages": (3, "by this time yesterday 0 (+3)"),
+        "joins": (1, "by this time yesterday 0 (+1)"),
+        "leaves": (2, "by this time yesterday 1 (+1)"),
+    }
+    # The per-chat figures add up to the overview's cards.
+    assert sum(f["messages"][0] for f in figures.values()) == int(overview["messages-today"].value)
+    assert sum(f["joins"][0] for f in figures.values()) == 3
+    html = response.content.decode()
+    assert "Main group" in html and "(-1001234567890)" not in html
+    for row in rows.values():
+        for cell in row["cells"]:
+            assert cell["url"], (row["chat_id"], cell["key"])
+            opened = client.get(cell["url"])
+            assert opened.status_code == 200, cell["url"]
+            if cell["key"] in ("joins", "leaves"):
+                listed = opened.context["cl"].result_count
+                assert listed == cell["today"], (row["chat_id"], cell["key"])

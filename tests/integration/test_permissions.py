@@ -104,6 +104,7 @@ RULES: dict[str, Rule] = {
     "admin:dead-letter-replay": perm(DEAD_LETTERS, "POST"),
     "admin:dead-letter-drop": perm(DEAD_LETTERS, "POST"),
     "admin:stats-dashboard": perm(STATS),
+    "admin:stats-today-by-chat": perm(STATS),
     "admin:community-join-requests": perm(("community.view_chatpolicy",)),
     "admin:community-join-request-decide": perm(("community.change_chatpolicy",), "POST"),
     "admin:privacy-export": perm(EXPORT_DATA),
@@ -112,11 +113,16 @@ RULES: dict[str, Rule] = {
     # The member page: each app's section only for who may view its model
     # (tests/stats/test_member_page.py); its actions need moderation's change permission.
     "admin:stats-member": perm(STATS),
+    # A chat's moderation settings in effect, and the chats' list (moderation.settings_page).
+    "admin:moderation-settings-by-chat": perm(("moderation.view_chatsettings",)),
+    "admin:moderation-chat-settings": perm(("moderation.view_chatsettings",)),
     "admin:moderation-member-action": perm(
         ("moderation.view_warning",), "POST", viewer_allowed=False
     ),
     "admin:stats-export-daily": perm(STATS, query=STATS_QUERY),
     "admin:content-post-photo": perm(("content.view_post",)),
+    # The post form's preview: for who may write posts (content.preview).
+    "admin:content-post-preview": perm(("content.view_post",), "POST", viewer_allowed=False),
     "admin:support_ticket_reply": perm(TICKETS, "POST", viewer_allowed=False),
     "admin:support_ticket_resolve": perm(TICKETS, "POST", viewer_allowed=False),
     "admin:support_ticket_reopen": perm(TICKETS, "POST", viewer_allowed=False),
@@ -139,6 +145,7 @@ RULES: dict[str, Rule] = {
     "api-v1:community-retention": perm(
         GROWTH, query="?chat_id=-1001234567890&week_start=2026-01-05"
     ),
+    "api-v1:community-cohorts": perm(GROWTH, query="?chat_id=-1001234567890&weeks=4"),
     # The Mini App (webapp/): its login page and login endpoints are open (Telegram's signature
     # is the check: tests/webapp/test_login.py); a chat's pages open only to a Mini App session
     # of that chat's Telegram admin (tests/webapp/test_access.py), never to a staff account.

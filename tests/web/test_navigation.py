@@ -32,7 +32,7 @@ def test_the_start_page_is_grouped_as_an_operator_works(admin_client: Client) ->
         "Settings",
     ]
     assert list(found)[-1] == "System"
-    assert found["Statistics"] == ["Statistics"]
+    assert found["Statistics"] == ["Today by chat", "Statistics"]
     assert "Dead letters" in found["System"] and "Jobs" in found["System"]
     assert "Tickets" in found["Support"] and "Posts" in found["Posts"]
     assert "Daily user aggregates" not in found["Statistics"]

@@ -181,6 +181,39 @@
     });
   }
 
+  // Retention cohorts (the community app's /retention/weeks): joined in week N, and of them
+  // still here and wrote after 7 and 30 days; a figure not knowable yet is a gap, not a zero.
+  function loadCohorts() {
+    const box = document.getElementById("cohorts-box");
+    if (!text.cohortsUrl || !box) return Promise.resolve(null);
+    return getJson(text.cohortsUrl, { chat_id: chatId, weeks: 12 }).then(function (weeks) {
+      box.hidden = false;
+      const series = [
+        ["joined", text.textCohortJoined, "#79aec8"],
+        ["still_members_after_7_days", text.textCohortStill7, "#2e7d32"],
+        ["still_members_after_30_days", text.textCohortStill30, "#1b5e20"],
+        ["wrote_after_7_days", text.textCohortWrote7, "#e69500"],
+        ["wrote_after_30_days", text.textCohortWrote30, "#a86b00"],
+      ];
+      const chart = new window.Chart(document.getElementById("cohorts-chart"), {
+        type: "bar",
+        data: {
+          labels: weeks.map(function (week) { return week.week_start; }),
+          datasets: series.map(function (entry) {
+            return { label: entry[1], data: weeks.map(function (week) { return week[entry[0]]; }), backgroundColor: entry[2] };
+          }),
+        },
+        options: chartOptions(),
+      });
+      window.statsDashboard = Object.assign(window.statsDashboard || {}, { cohorts: weeks, cohortsChart: chart });
+      return chart;
+    }).catch(function (error) {
+      const missing = document.getElementById("cohorts-missing");
+      missing.textContent = text.textFailed + " " + error.message;
+      missing.hidden = false;
+    });
+  }
+
   function renderMembers(members) {
     const tbody = body("top-members");
     members.forEach(function (member, index) {
@@ -262,6 +295,7 @@
     document.getElementById("quality-summary").textContent = "(" + Object.entries(sources).map(function (entry) {
       return entry[1] + " × " + entry[0];
     }).join(", ") + ")";
+    document.getElementById("quality-line").textContent = report.completeness ? report.completeness.line : "";
   }
 
   document.getElementById("members-prev").addEventListener("click", function () {
@@ -288,9 +322,12 @@
       const by = groupingFor(report.days);
       const activity = renderActivity(report, by);
       const growth = renderGrowth(report, by);
-      window.statsDashboard = { report: report, chart: activity, growthChart: growth, grouping: by };
+      window.statsDashboard = Object.assign(window.statsDashboard || {}, { report: report, chart: activity, growthChart: growth, grouping: by });
       status.textContent = report.totals.messages === 0 ? text.textEmpty : "";
-      root.dataset.loaded = "true";
+      return loadCohorts();
+    })
+    .then(function () {
+      if (root.dataset.loaded !== "error") root.dataset.loaded = "true";
     })
     .catch(function (error) {
       status.textContent = text.textFailed + " " + error.message;
