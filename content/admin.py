@@ -223,6 +223,10 @@ class PostAdmin(ModelAdmin):
             )
         if db_field.name == "poll_explanation":
             kwargs["widget"] = forms.Textarea(attrs={"rows": 2, "cols": 60})
+        if db_field.name == "repeat_until":
+            # The browser's own date input: Django's calendar script would add its "hours
+            # behind server time" note, which the named-zone rule removes.
+            kwargs["widget"] = forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
         if db_field.name == "publish_at":
             return ZonedDateTimeField(label=_PUBLISH_AT_LABEL, required=False)
         if db_field.name in ("delete_at", "unpin_at"):
