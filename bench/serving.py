@@ -105,7 +105,8 @@ def serve(
 ) -> Server:
     """``manage.py serve`` with ``web_processes`` web processes and the web server's own
     defaults (threads and the rest: no ``WEB_*`` of the shell); ``server`` sets WEB_SERVER,
-    ``redis_url`` another Redis than the run's, ``extra_env`` more settings."""
+    ``redis_url`` another Redis than the run's, ``extra_env`` more settings. Its processes
+    import only what ``requirements.lock`` installs (``harness.production_only_env``)."""
     fake = fake_api(session)
     port = harness.free_port()
     env = session.env(
@@ -121,6 +122,7 @@ def serve(
     if server is not None:
         env["WEB_SERVER"] = server
     env.update(extra_env or {})
+    env = harness.production_only_env(env)  # what the image installs: no dev tools' packages
     argv = [sys.executable, "manage.py", "serve"]
     return session.start(name, argv, env, port)
 
