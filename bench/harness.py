@@ -319,6 +319,18 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def proc_field(pid: int, name: str, path: str = "status") -> int:
+    """A number of ``/proc/<pid>/<path>`` (``status``, ``smaps_rollup``): ``Threads``, ``Pss``
+    (in kB) ...; 0 when the process is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/{path}").read_text().splitlines():
+            if line.startswith(f"{name}:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def command_line(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
