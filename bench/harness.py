@@ -319,6 +319,18 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def proc_field(pid: int, name: str, path: str = "status") -> int:
+    """A number of ``/proc/<pid>/<path>`` (``status``, ``smaps_rollup``): ``Threads``, ``Pss``
+    (in kB) ...; 0 when the process is gone."""
+    try:
+        for line in Path(f"/proc/{pid}/{path}").read_text().splitlines():
+            if line.startswith(f"{name}:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 def command_line(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
@@ -360,3 +372,53 @@ class CpuWatch:
 
 def _per_process(pids: Iterable[int]) -> dict[int, float]:
     return {pid: cpu_seconds([pid]) for pid in pids}
+
+
+PRODUCTION_ONLY = ROOT / "bench" / "production_only"
+
+
+def production_only_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a server that can import only what the image installs
+    (``requirements.lock``): ``bench/production_only/sitecustomize.py`` makes the top-level
+    modules of every installed distribution the lock does not name unimportable."""
+    paths = [str(PRODUCTION_ONLY), *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    return {
+        **env,
+        "PYTHONPATH": os.pathsep.join(paths),
+        "BENCH_ABSENT_MODULES": ",".join(absent_modules()),
+    }
+
+
+def absent_modules(lock: Path = ROOT / "requirements.lock") -> list[str]:
+    """The top-level modules of the installed distributions that ``lock`` does not name (the
+    dev and bench tools': pytest, rich, pygments ...)."""
+    from importlib import metadata
+
+    locked = {
+        _distribution_key(line.split("==", 1)[0])
+        for line in lock.read_text().splitlines()
+        if line[:1].isalnum() and "==" in line
+    }
+    modules: set[str] = set()
+    for dist in metadata.distributions():
+        if _distribution_key(dist.metadata["Name"]) in locked:
+            continue
+        top_level = dist.read_text("top_level.txt")
+        names = (
+            top_level.split()
+            if top_level
+            else [f.parts[0].removesuffix(".py") for f in dist.files or () if len(f.parts) > 0]
+        )
+        modules.update(
+            name
+            for name in names
+            if name.isidentifier() and not name.startswith("__") and "." not in name
+        )
+    return sorted(modules)
+
+
+def _distribution_key(name: str) -> str:
+    """A distribution's name as the lock and the metadata may spell it (PEP 503)."""
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()

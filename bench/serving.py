@@ -105,7 +105,8 @@ def serve(
 ) -> Server:
     """``manage.py serve`` with ``web_processes`` web processes and the web server's own
     defaults (threads and the rest: no ``WEB_*`` of the shell); ``server`` sets WEB_SERVER,
-    ``redis_url`` another Redis than the run's, ``extra_env`` more settings."""
+    ``redis_url`` another Redis than the run's, ``extra_env`` more settings. Its processes
+    import only what ``requirements.lock`` installs (``harness.production_only_env``)."""
     fake = fake_api(session)
     port = harness.free_port()
     env = session.env(
@@ -121,6 +122,7 @@ def serve(
     if server is not None:
         env["WEB_SERVER"] = server
     env.update(extra_env or {})
+    env = harness.production_only_env(env)  # what the image installs: no dev tools' packages
     argv = [sys.executable, "manage.py", "serve"]
     return session.start(name, argv, env, port)
 
@@ -625,15 +627,28 @@ def part_memory(session: Session) -> Section:
     section = Section("memory", "Memory")
     web = web_pids(server)
     workers = [harness.rss_mb(pid) for pid in web[1:]]
+    threads = [harness.proc_field(pid, "Threads") for pid in web[1:]]
+    pss = [harness.proc_field(pid, "Pss", "smaps_rollup") / 1024 for pid in web[1:]]
     heaviest = max(workers, default=0.0)
     section.rows.append(
         Row(
             f"web worker ({web_server_name(server)} process), resident",
             f"{heaviest:.0f} MB",
-            f"{len(workers)} workers: " + ", ".join(f"{mb:.0f}" for mb in workers) + " MB",
+            f"{len(workers)} workers: "
+            + ", ".join(f"{mb:.0f}" for mb in workers)
+            + " MB; "
+            + ", ".join(map(str, threads))
+            + " threads",
             "< 100 MB",
             check(heaviest, 100, below=True),
             summary=True,
+        )
+    )
+    section.rows.append(
+        Row(
+            "web worker, proportional set size (shared library pages divided)",
+            f"{max(pss, default=0.0):.0f} MB",
+            ", ".join(f"{mb:.0f}" for mb in pss) + " MB",
         )
     )
     main = f"{web_server_name(server)} main process, resident"
@@ -656,7 +671,36 @@ def part_memory(session: Session) -> Section:
         "VmRSS from /proc; forked processes share pages, so the sum over a "
         "cluster counts shared pages more than once."
     )
+    section.notes.extend(MEMORY_NOTES)
     return section
+
+
+# Where a web worker's memory goes, measured 2026-12-07 at 65d828b (busy machine; this part
+# alone, a 2 s load first; per-module figures: tracemalloc attributing each allocation to the
+# module being imported, and /proc/<pid>/smaps). Figures to re-measure when they move.
+MEMORY_NOTES = [
+    "The bench's servers import only what the image installs (`requirements.lock`): "
+    "`bench/production_only` makes the dev venv's other packages unimportable in them. "
+    "httpx's `__init__` loads its command-line client's rich and pygments when present: "
+    "with them a worker measured 107-108 MB here, without 103-104 MB (two runs each).",
+    "A bare `django.setup()` and `config.wsgi` is 91-95 MB VmRSS: 67 MB of Python objects "
+    "(tracemalloc), most of them the code of the ~1,300 modules loaded: Django 15 MB, "
+    "redis-py 6 MB (its `__init__` loads `redis.asyncio` as well), psycopg 4.4, pydantic 3.3, "
+    "the project's apps about 11 (every feature's handlers serve the webhook), pydantic-"
+    "settings with the settings model 2-3; and about 20 MB of shared-library pages "
+    "(libpython, pydantic-core, granian, psycopg-binary's libcrypto and the system's), "
+    "counted in VmRSS though the processes share them (the proportional row).",
+    "Each thread granian starts for a waiting request adds 0.4-0.6 MB (its 2 MB stack, of "
+    "which about 120 kB is touched; a psycopg connection; two redis-py connections, as an "
+    "in-process run of 50 threads held; malloc arenas): wrk with 16 connections left "
+    "about 20 threads and 110 MB, with 64 connections 71 threads and 128 MB. Granian's cap "
+    "(`WEB_THREADS`, 128) stays: a request whose body is still arriving holds a thread, and "
+    "the slow-client guarantee (100 slow bodies) needs them; behind a proxy that reads "
+    "requests whole (compose's Caddy) a lower `WEB_THREADS` bounds this growth.",
+    "Measured and not adopted: `MALLOC_ARENA_MAX=2` (104-105 MB against 105-107 MB "
+    "alternating, within the noise), `PYTHONOPTIMIZE=2` (3.6 MB less at setup, but it drops "
+    "`assert`s and the docstrings libraries read), `PYTHONNODEBUGRANGES=1` (0.5 MB less).",
+]
 
 
 def part_scaleout(session: Session) -> Section:

@@ -65,6 +65,7 @@ ROWS = [
     "panel button (editMessageText, answer in the webhook reply) / bare endpoint",
     "/start (sendMessage): 300/s fixed rate",
     "web worker (granian process), resident",
+    "web worker, proportional set size (shared library pages divided)",
     "worker cluster (qcluster and its processes), resident",
     "one web process, direct",
     "two web processes / one (both behind the proxy)",
