@@ -66,7 +66,7 @@ class Post(models.Model):
         upload_to=validation.photo_upload_to,
         blank=True,
         validators=[validation.check_photo_file],
-        help_text=_("JPEG, PNG or WebP, at most 10 MB. Sent with sendPhoto as an upload."),
+        help_text=_("JPEG, PNG or WebP, at most 10 MB, sent to Telegram as a file."),
     )
     # Telegram's id of the photo once it was sent (or when it came from the panel).
     photo_file_id = models.CharField(_("photo file id"), max_length=255, blank=True)
@@ -75,9 +75,9 @@ class Post(models.Model):
         default=list,
         blank=True,
         help_text=_(
-            "2 to 10 photos or videos sent together (sendMediaGroup), one per line: "
-            "'photo <file id or https link>' or 'video <file id or https link>'. The text is "
-            "the album's caption (up to 1024 characters); an album has no buttons."
+            "2 to 10 photos or videos sent together, one per line: the word photo or video, "
+            "a space, then a Telegram file id or an https link. The text is the album's "
+            "caption (up to 1024 characters); an album has no buttons."
         ),
     )
     # The ids of the album's messages once published (the first is channel_message_id).
