@@ -31,6 +31,11 @@ _owners: dict[str, str] = dict.fromkeys(FAMILIES, "telegram_bot")
 # scan; increments and apply_once ops on them are refused (they would bypass the index).
 INDEXED_FAMILIES = frozenset({"dlq"})
 
+# Keys read where the unscoped format kept them too, while a bot-scoped store's move has not
+# finished (``KVStore._fallback``): the updates' claims and done-markers, so that an update
+# done before the upgrade is a duplicate after it. Prefixes, for ``str.startswith``.
+FALLBACK_FAMILIES = ("upd:",)
+
 MAX_KEY_LENGTH = 512
 # At most one ``#``, with text on both sides: ``<group>#<field>`` is a packed key, one field of
 # a group of keys that Redis keeps as one hash (``<group>#`` the hash, ``<field>`` its field),
