@@ -36,7 +36,9 @@ INDEXED_FAMILIES = frozenset({"dlq"})
 # done before the upgrade is a duplicate after it. Prefixes, for ``str.startswith``.
 FALLBACK_FAMILIES = ("upd:",)
 
-MAX_KEY_LENGTH = 512
+# A key's own name; kept, it may grow by the bot's id (up to 21 characters, STATE_KEYS_BY_BOT)
+# and a store's prefix, within the 512 characters of the database's key column.
+MAX_KEY_LENGTH = 480
 # At most one ``#``, with text on both sides: ``<group>#<field>`` is a packed key, one field of
 # a group of keys that Redis keeps as one hash (``<group>#`` the hash, ``<field>`` its field),
 # so that a family written once per message costs a fraction of a Redis key per message. To
