@@ -18,6 +18,7 @@ duplicate after it.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import Counter
 from collections.abc import Callable
@@ -134,13 +135,15 @@ def settle(store: KVStore) -> None:
     register_bot(store)
     if not store.reads_unscoped():
         return
-    bots = scoped_bots(store)
-    for seen, raw_key in enumerate(store.raw_keys("", SETTLE_LIMIT), start=1):
-        if seen > SETTLE_LIMIT or unscoped_name(store, raw_key, bots) is not None:
-            log.warning(
-                "KV keys written without the bot's id may be here: counters and sessions "
-                "written before the upgrade are not seen until `manage.py move_state_keys` "
-                "moves them (or set STATE_KEYS_BY_BOT=false); done-markers are read meanwhile"
-            )
-            return
+    # At most SETTLE_LIMIT keys read, the bots' marks among them (no walk of a large store).
+    keys = list(itertools.islice(store.raw_keys("", SETTLE_LIMIT), SETTLE_LIMIT + 1))
+    mark = f"{store.prefix}{BOT_MARK}"
+    bots = {key[len(mark) :] for key in keys if key.startswith(mark)} | {str(store.bot)}
+    if len(keys) > SETTLE_LIMIT or any(unscoped_name(store, key, bots) for key in keys):
+        log.warning(
+            "KV keys written without the bot's id may be here: counters and sessions "
+            "written before the upgrade are not seen until `manage.py move_state_keys` "
+            "moves them (or set STATE_KEYS_BY_BOT=false); done-markers are read meanwhile"
+        )
+        return
     store.mark_moved()
