@@ -210,6 +210,8 @@ class KVStore(ABC):
 
     def delete(self, key: str) -> None:
         self._delete(self._raw(check_key(key)))
+        if key.startswith(FALLBACK_FAMILIES) and self._fallback():  # forgotten at both places
+            self._delete(self.prefix + key)
 
     def compare_and_set(
         self, key: str, expected: Any | None, value: Any, ttl_ms: int | None = None

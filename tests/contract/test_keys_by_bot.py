@@ -170,6 +170,10 @@ def test_the_move_renames_merges_and_can_run_again(storage: Opener) -> None:
     )
     assert not new.apply_once("upd:130:stats.count", DONE, [Increment(COUNTER)])
     assert new.get(COUNTER) is None  # nothing counted by the refused steps
+    new.set("upd:d:1#13", DONE, HOUR)
+    old.set("upd:d:1#13", DONE, HOUR)
+    new.delete("upd:d:1#13")  # forgotten (idempotency.forget): at both places
+    assert new.get("upd:d:1#13") is None and old.get("upd:d:1#13") is None
     # Traffic under the new names before the move reaches them.
     new.increment(COUNTER, 3)
     new.set("upd:d:1#12", DONE, 3 * HOUR)

@@ -28,6 +28,7 @@ from django.db import connection
 from stats.config import counting_config_clear
 from telegram_bot.pipeline.process import Outcome, process_update
 from telegram_bot.state import KVStore, open_store, override_store, scoping_bot
+from telegram_bot.state.memory import MemoryStore
 from telegram_bot.state.scoping import scoped_bots, unscoped_name
 from tests.builders import make_message_update
 from tests.conftest import REDIS_URL, SKIPPED_BACKENDS
@@ -165,3 +166,19 @@ def test_the_keys_move_while_updates_flow(
         # Running it again changes nothing.
         call_command("move_state_keys", stdout=StringIO())
         assert counted(new) == dict(sent)
+
+
+def test_two_bots_sharing_one_store_each_handle_the_same_update(bot: FakeTelegramServer) -> None:
+    """Two bots in the same group get updates with the same ids (each bot counts its own):
+    through the pipeline, neither bot's done-marker or counter is the other's."""
+    first = MemoryStore(bot=7_000_000_001)
+    second = MemoryStore(bot=7_000_000_002)
+    second._data, second._sorted, second._lock = first._data, first._sorted, first._lock
+    counting_config_clear()
+    update_id = FIRST_UPDATE + 5
+    for store in (first, second):
+        with override_store(store):
+            assert process_update(message(update_id)) == Outcome.PROCESSED
+            assert process_update(message(update_id)) == Outcome.DUPLICATE
+    for store in (first, second):
+        assert counted(store)[5000 + update_id % MEMBERS] == 1
