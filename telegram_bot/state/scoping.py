@@ -93,7 +93,8 @@ def move_keys(
     ``progress`` is called with the running count every ``page`` keys moved."""
     if store.bot is None:
         raise ValueError("the store is not scoped by a bot id: nothing to move to")
-    register_bot(store)
+    if not dry_run:
+        register_bot(store)
     bots = scoped_bots(store)
     report = MoveReport()
     while report.passes < (1 if dry_run else MAX_PASSES):
