@@ -290,6 +290,7 @@ class Environment(BaseSettings):
     UPDATE_LIVENESS_TTL_SECONDS: Annotated[Int, Field(ge=3, le=120)] = 10
     UPDATE_DONE_TTL_HOURS: Annotated[Int, Field(ge=24, le=24 * 30)] = 48
     STATE_KEY_LAYOUT: Literal["compact", "legacy"] = "compact"
+    STATE_KEYS_BY_BOT: Flag = True
     DEAD_LETTER_RETENTION_DAYS: Annotated[Int, Field(ge=1, le=365)] = 7
     AUDIT_LOG_RETENTION_DAYS: Annotated[Int, Field(ge=1, le=36500)] = 365
     SUPPORT_CLOSED_TICKET_RETENTION_DAYS: Annotated[Int, Field(ge=1, le=36500)] = 365

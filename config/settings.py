@@ -84,6 +84,11 @@ UPDATE_DONE_TTL_HOURS = env.UPDATE_DONE_TTL_HOURS
 # writes no unit marker beside a done-marker written in the same step; "legacy" is the 0.2
 # layout (a key per marker and per buffer entry), kept as the bench's baseline. Both read both.
 STATE_KEY_LAYOUT = env.STATE_KEY_LAYOUT
+# Every KV key carries the bot's id after its family (session:<bot>:<chat>:<user>), so that
+# several bots share one Redis or database without mixing their data. False keeps the format
+# of the versions before (one bot per storage); an existing deployment that turns it on moves
+# its keys with ``manage.py move_state_keys`` (docs/operations.md).
+STATE_KEYS_BY_BOT = env.STATE_KEYS_BY_BOT
 DEAD_LETTER_RETENTION_DAYS = env.DEAD_LETTER_RETENTION_DAYS
 # Retention of personal data (docs/privacy.md), enforced by the daily privacy_retention schedule.
 AUDIT_LOG_RETENTION_DAYS = env.AUDIT_LOG_RETENTION_DAYS

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from telegram_bot.state.keys import (
+    FALLBACK_FAMILIES,
     MAX_KEY_LENGTH,
     check_key,
     check_not_indexed,
@@ -24,6 +26,9 @@ from telegram_bot.state.keys import (
 )
 
 MAX_SCAN_LIMIT = 1000
+# While a bot-scoped store's deployment may still hold keys of the unscoped format (the move,
+# ``move_state_keys``, has not reported finished), how often it asks whether it has.
+MOVED_RECHECK_SECONDS = 10.0
 MAX_CURSOR_LENGTH = MAX_KEY_LENGTH + 64  # the last key, plus a backend's own position
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1  # what an integer key can hold on Redis
 
@@ -158,13 +163,26 @@ class KVStore(ABC):
 
     url: str = ""
 
-    def __init__(self, *, prefix: str = "") -> None:
+    def __init__(self, *, prefix: str = "", bot: int | None = None) -> None:
+        """``bot``: the bot's id, written into every key after its family
+        (``session:<bot>:<chat>:<user>``), so that several bots share one storage without
+        seeing each other's keys; None writes keys as they are named (the unscoped format)."""
+        if bot is not None and (type(bot) is not int or bot <= 0):
+            raise InvalidValueError(f"a bot id is a positive integer, got {bot!r}")
         self.prefix = prefix
+        self.bot = bot
+        self._scope = None if bot is None else f"{bot}:"
+        # Until the move reports finished (``moved``), a key of FALLBACK_FAMILIES absent from
+        # its scoped place is also looked for where the unscoped format kept it.
+        self._moved = bot is None
+        self._next_moved_check = 0.0
 
     # --- public contract ---------------------------------------------------------------------
     def get(self, key: str) -> Any | None:
         """The value stored at ``key``, or None when absent or expired."""
         text = self._get(self._raw(check_key(key)))
+        if text is None and key.startswith(FALLBACK_FAMILIES) and self._fallback():
+            text = self._get(self.prefix + key)
         return None if text is None else decode(text)
 
     def get_many(self, keys: Sequence[str]) -> list[Any | None]:
@@ -174,6 +192,8 @@ class KVStore(ABC):
         if not keys:
             return []
         texts = self._get_many([self._raw(check_key(key)) for key in keys])
+        if self._scope is not None and not self._moved:
+            texts = self._with_unscoped(keys, texts)
         return [None if text is None else decode(text) for text in texts]
 
     def get_each(self, keys: Sequence[str]) -> list[Any | None]:
@@ -189,6 +209,8 @@ class KVStore(ABC):
 
     def delete(self, key: str) -> None:
         self._delete(self._raw(check_key(key)))
+        if key.startswith(FALLBACK_FAMILIES) and self._fallback():  # forgotten at both places
+            self._delete(self.prefix + key)
 
     def compare_and_set(
         self, key: str, expected: Any | None, value: Any, ttl_ms: int | None = None
@@ -197,6 +219,8 @@ class KVStore(ABC):
         raw = self._raw(check_key(key))
         text, ttl = encode(value), check_ttl(ttl_ms)
         if expected is None:
+            if self._unscoped_holds([key]):
+                return False
             return self._set_if_absent(raw, text, ttl)
         return self._replace_if_equal(raw, encode(expected), text, ttl)
 
@@ -207,7 +231,10 @@ class KVStore(ABC):
 
     def set_if_absent(self, key: str, value: Any, ttl_ms: int | None = None) -> bool:
         """Atomically write ``value`` if the key is absent or expired; say whether it did."""
-        return self._set_if_absent(self._raw(check_key(key)), encode(value), check_ttl(ttl_ms))
+        raw, text, ttl = self._raw(check_key(key)), encode(value), check_ttl(ttl_ms)
+        if self._unscoped_holds([key]):
+            return False
+        return self._set_if_absent(raw, text, ttl)
 
     def set_if_absent_and_increment(
         self,
@@ -232,6 +259,8 @@ class KVStore(ABC):
         text, ttl = encode(value), check_ttl(ttl_ms)
         raw_ops = self._encode_increments(increments)
         raw_absent = None if absent_key is None else self._raw(check_key(absent_key))
+        if self._unscoped_holds([key] if absent_key is None else [key, absent_key]):
+            return None
         if not raw_ops and raw_absent is None:
             return [] if self._set_if_absent(raw, text, ttl) else None
         return self._set_if_absent_and_increment(raw, text, ttl, raw_ops, raw_absent)
@@ -288,6 +317,10 @@ class KVStore(ABC):
             raw if done_key is None else self._raw(check_not_indexed(check_key(done_key))),
             write_marker,
         )
+        if self._unscoped_holds(
+            [key] if done_key is None else [key, done_key], marker_key, step.done
+        ):
+            return None
         outcome = self._claim_or_finish(step)
         return None if outcome is None else Finished(*outcome)
 
@@ -316,9 +349,15 @@ class KVStore(ABC):
         that holds no integer) raises StateError and nothing at all is written.
         """
         raw_ops = [self._encode_op(op) for op in ops]
-        return self._apply_once(
+        raw_marker, marker_text = (
             self._raw(check_not_indexed(check_key(marker_key))),
             encode(marker_value),
+        )
+        if self._unscoped_holds([], marker_key, marker_text):
+            return False
+        return self._apply_once(
+            raw_marker,
+            marker_text,
             check_ttl(marker_ttl_ms),
             raw_ops,
         )
@@ -341,9 +380,9 @@ class KVStore(ABC):
                 raise InvalidValueError(f"increment step must be an integer, got {op.by!r}")
             if not _INT64_MIN <= op.by <= _INT64_MAX:  # Redis's range, checked before writing
                 raise InvalidValueError(f"increment step out of range: {op.by}")
-            return RawOp("i", self.prefix + check_op_key(op.key), str(op.by), ttl)
+            return RawOp("i", self._raw(check_op_key(op.key)), str(op.by), ttl)
         if isinstance(op, Put):
-            return RawOp("s", self.prefix + check_op_key(op.key), encode(op.value), ttl)
+            return RawOp("s", self._raw(check_op_key(op.key)), encode(op.value), ttl)
         raise InvalidValueError(f"unknown KV op {op!r}")
 
     def scan(
@@ -366,8 +405,7 @@ class KVStore(ABC):
         if cursor is not None:
             check_cursor(prefix, cursor)
         raw_keys, next_cursor = self._scan(self._raw(prefix), cursor, limit)
-        strip = len(self.prefix)
-        return [key[strip:] for key in raw_keys], next_cursor
+        return [self._logical(key) for key in raw_keys], next_cursor
 
     def scan_all(self, prefix: str, page_size: int = 500) -> Iterator[str]:
         """Every live key under ``prefix``, page by page."""
@@ -396,7 +434,132 @@ class KVStore(ABC):
 
     # --- backend primitives --------------------------------------------------------------------
     def _raw(self, key: str) -> str:
-        return self.prefix + key
+        """Where a checked key (or scan prefix) is kept: ``<prefix><family>:<bot>:<rest>``,
+        or ``<prefix><key>`` unscoped."""
+        if self._scope is None:
+            return self.prefix + key
+        family, _, rest = key.partition(":")
+        return f"{self.prefix}{family}:{self._scope}{rest}"
+
+    def _logical(self, raw_key: str) -> str:
+        """The key a raw key of this store stands for (``_raw``'s inverse)."""
+        key = raw_key[len(self.prefix) :]
+        if self._scope is None:
+            return key
+        family, _, rest = key.partition(":")
+        return f"{family}:{rest[len(self._scope) :]}"
+
+    # --- the unscoped format beside the scoped one (``STATE_KEYS_BY_BOT``) -------------------
+    def moved_flag(self) -> str:
+        """The raw name of the flag that says this bot's keys are all scoped (the move has
+        finished, or the deployment started scoped): no unscoped done-marker is left."""
+        return f"{self.prefix}#moved:{self.bot}"
+
+    def mark_moved(self) -> None:
+        """Set the flag: this store and every process that checks it stop the fallback."""
+        self._set_flag(self.moved_flag())
+        self._moved = True
+
+    def _fallback(self) -> bool:
+        """Whether keys of FALLBACK_FAMILIES are also read where the unscoped format kept
+        them: scoped, and the flag not seen yet (asked every MOVED_RECHECK_SECONDS)."""
+        if self._moved:
+            return False
+        now = time.monotonic()
+        if now < self._next_moved_check:
+            return True
+        self._next_moved_check = now + MOVED_RECHECK_SECONDS
+        if self._get_flag(self.moved_flag()):
+            self._moved = True
+            return False
+        return True
+
+    def _with_unscoped(self, keys: Sequence[str], texts: list[str | None]) -> list[str | None]:
+        """``texts`` with the gaps of FALLBACK_FAMILIES keys filled from the unscoped place."""
+        gaps = [
+            i
+            for i, key in enumerate(keys)
+            if texts[i] is None and key.startswith(FALLBACK_FAMILIES)
+        ]
+        if not gaps or not self._fallback():
+            return texts
+        found = self._get_many([self.prefix + keys[i] for i in gaps])
+        texts = list(texts)
+        for i, text in zip(gaps, found, strict=True):
+            texts[i] = text
+        return texts
+
+    def _unscoped_holds(
+        self, keys: Sequence[str], marker: str | None = None, marker_text: str | None = None
+    ) -> bool:
+        """Whether one of ``keys`` (checked) of FALLBACK_FAMILIES holds a value, or ``marker``
+        holds ``marker_text``, where the unscoped format kept them, while the fallback is on:
+        one read. A condition of an atomic step, read before it: an unscoped key is only ever
+        moved to its scoped place (where the step itself looks), never written, so the read
+        cannot go stale."""
+        if self._moved:
+            return False
+        wanted: list[tuple[str, str | None]] = [
+            (key, None) for key in keys if key.startswith(FALLBACK_FAMILIES)
+        ]
+        if marker is not None and marker.startswith(FALLBACK_FAMILIES):
+            wanted.append((marker, marker_text))
+        if not wanted or not self._fallback():
+            return False
+        found = self._get_many([self.prefix + key for key, _ in wanted])
+        return any(
+            value is not None and (want is None or value == want)
+            for (_, want), value in zip(wanted, found, strict=True)
+        )
+
+    def raw_name(self, key: str) -> str:
+        """Where this store keeps ``key`` (a key, scan prefix or group name of a family)."""
+        return self._raw(key)
+
+    def raw_exists(self, raw_name: str) -> bool:
+        """Whether something is kept under the raw name (a key, a group's hash, a flag)."""
+        return self._get_flag(raw_name)
+
+    def set_raw_flag(self, raw_name: str) -> None:
+        """Keep a flag (no TTL) under a raw name outside the families (``#<name>``)."""
+        self._set_flag(raw_name)
+
+    def reads_unscoped(self) -> bool:
+        """Whether this store still looks for claims and done-markers where the unscoped
+        format kept them (scoped, and the move's flag not seen yet)."""
+        return self._fallback()
+
+    def _get_flag(self, raw_name: str) -> bool:
+        return self._get(raw_name) is not None
+
+    def _set_flag(self, raw_name: str) -> None:
+        self._set(raw_name, "1", None)
+
+    # --- the move of the unscoped format's keys to the scoped one (``move_state_keys``) ------
+    def raw_keys(self, raw_prefix: str = "", page: int = 1000) -> Iterator[str]:
+        """Every raw key under ``self.prefix + raw_prefix`` as the backend keeps it (Redis: a
+        group of packed keys as its one hash, ``<group>#``), any format, page by page."""
+        cursor: str | None = None
+        while True:
+            keys, cursor = self._raw_page(self.prefix + raw_prefix, cursor, page)
+            yield from keys
+            if cursor is None:
+                return
+
+    def move_key(self, raw_from: str, raw_to: str) -> int:
+        """Move one key atomically: 0 when ``raw_from`` is gone, 1 renamed (``raw_to`` was
+        absent), 2 merged into the ``raw_to`` that traffic wrote meanwhile: integers summed,
+        a done or dead marker kept over anything else, else ``raw_to``'s value; the longer
+        TTL (none is the longest). ``raw_from`` is gone afterwards."""
+        return self._move(raw_from, raw_to)
+
+    def _raw_page(
+        self, raw_prefix: str, cursor: str | None, limit: int
+    ) -> tuple[list[str], str | None]:
+        raise NotImplementedError(f"{type(self).__name__} cannot list its raw keys")
+
+    def _move(self, raw_from: str, raw_to: str) -> int:
+        raise NotImplementedError(f"{type(self).__name__} cannot move keys")
 
     @abstractmethod
     def _get(self, raw_key: str) -> str | None: ...
@@ -463,6 +626,20 @@ def check_cursor(prefix: str, cursor: object) -> str:
     if not cursor.startswith(prefix):
         raise InvalidValueError(f"scan cursor {cursor[:80]!r} does not continue {prefix!r}")
     return cursor
+
+
+# The values a merge keeps over the other side's (``KVStore.move_key``): an update's final markers.
+FINAL_TEXTS = (encode({"s": "done"}), encode({"s": "dead"}))
+
+
+def merged_text(old: str, new: str) -> str:
+    """The value of a key that both formats hold (``KVStore.move_key``): two integers summed,
+    a final marker kept over anything else, else the scoped (newer) value."""
+    if is_integer_text(old) and is_integer_text(new):
+        return str(int(old) + int(new))
+    if old in FINAL_TEXTS and new not in FINAL_TEXTS:
+        return old
+    return new
 
 
 def met_trigger(values: Sequence[int], triggers: Sequence[int | None]) -> bool:

@@ -23,7 +23,14 @@ from django.db import (
 )
 
 from telegram_bot.errors import StateError, StateUnavailableError
-from telegram_bot.state.base import KVStore, RawFinish, RawOp, met_trigger, prefix_successor
+from telegram_bot.state.base import (
+    KVStore,
+    RawFinish,
+    RawOp,
+    merged_text,
+    met_trigger,
+    prefix_successor,
+)
 
 TABLE = "kv_store"
 _LIVE = "(expires_at IS NULL OR expires_at > %s)"
@@ -54,6 +61,8 @@ _INCREMENT = {
     ),
 }
 
+_FOR_UPDATE = {"postgresql": " FOR UPDATE"}  # SQLite: a write transaction is exclusive anyway
+
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
@@ -66,8 +75,8 @@ def _expiry(ttl_ms: int | None, now: int) -> int | None:
 class DatabaseStore(KVStore):
     """KV state in a table of the Django database named by ``alias``."""
 
-    def __init__(self, *, alias: str = "default", prefix: str = "") -> None:
-        super().__init__(prefix=prefix)
+    def __init__(self, *, alias: str = "default", prefix: str = "", bot: int | None = None) -> None:
+        super().__init__(prefix=prefix, bot=bot)
         self.alias = alias
         self.url = "db://" if alias == "default" else f"db://{alias}"
 
@@ -245,7 +254,7 @@ class DatabaseStore(KVStore):
     def _scan(
         self, raw_prefix: str, cursor: str | None, limit: int
     ) -> tuple[list[str], str | None]:
-        lower_op, lower = (">", self.prefix + cursor) if cursor else (">=", raw_prefix)
+        lower_op, lower = (">", self._raw(cursor)) if cursor else (">=", raw_prefix)
         with self._cursor() as db_cursor:
             db_cursor.execute(
                 f'SELECT "key" FROM {TABLE} WHERE "key" {lower_op} %s AND "key" < %s '
@@ -253,8 +262,46 @@ class DatabaseStore(KVStore):
                 [lower, prefix_successor(raw_prefix), _now_ms(), limit],
             )
             page = [row[0] for row in db_cursor.fetchall()]
-        next_cursor = page[-1][len(self.prefix) :] if len(page) == limit else None
+        next_cursor = self._logical(page[-1]) if len(page) == limit else None
         return page, next_cursor
+
+    def _raw_page(
+        self, raw_prefix: str, cursor: str | None, limit: int
+    ) -> tuple[list[str], str | None]:
+        where, params = ('"key" > %s', [cursor]) if cursor else ('"key" >= %s', [raw_prefix])
+        if raw_prefix:
+            where, params = f'{where} AND "key" < %s', [*params, prefix_successor(raw_prefix)]
+        with self._cursor() as db_cursor:
+            db_cursor.execute(
+                f'SELECT "key" FROM {TABLE} WHERE {where} AND {_LIVE} ORDER BY "key" LIMIT %s',
+                [*params, _now_ms(), limit],
+            )
+            page = [row[0] for row in db_cursor.fetchall()]
+        return page, page[-1] if len(page) == limit else None
+
+    def _move(self, raw_from: str, raw_to: str) -> int:
+        now = _now_ms()
+        lock = _FOR_UPDATE.get(connections[self.alias].vendor, "")
+        read = f'SELECT "value", expires_at FROM {TABLE} WHERE "key" = %s AND {_LIVE}{lock}'
+        with transaction.atomic(using=self.alias), self._cursor() as cursor:
+            cursor.execute(read, [raw_from, now])
+            old = cursor.fetchone()
+            if old is None:
+                return 0
+            cursor.execute(f'DELETE FROM {TABLE} WHERE "key" = %s', [raw_from])
+            # Taken only where absent (or expired): a writer that created the new key
+            # meanwhile has committed when this returns no row, and its value is merged.
+            cursor.execute(f"{_UPSERT} WHERE {_EXPIRED}", [raw_to, old[0], old[1], now])
+            if cursor.rowcount == 1:
+                return 1
+            cursor.execute(read, [raw_to, now])
+            new = cursor.fetchone() or old  # expired in the meantime: as if absent
+            if new is old:
+                cursor.execute(_UPSERT, [raw_to, old[0], old[1]])
+                return 1
+            longer = None if old[1] is None or new[1] is None else max(old[1], new[1])
+            cursor.execute(_UPSERT, [raw_to, merged_text(old[0], new[0]), longer])
+            return 2
 
     def _apply_once(
         self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]

@@ -31,7 +31,14 @@ _owners: dict[str, str] = dict.fromkeys(FAMILIES, "telegram_bot")
 # scan; increments and apply_once ops on them are refused (they would bypass the index).
 INDEXED_FAMILIES = frozenset({"dlq"})
 
-MAX_KEY_LENGTH = 512
+# Keys read where the unscoped format kept them too, while a bot-scoped store's move has not
+# finished (``KVStore._fallback``): the updates' claims and done-markers, so that an update
+# done before the upgrade is a duplicate after it. Prefixes, for ``str.startswith``.
+FALLBACK_FAMILIES = ("upd:",)
+
+# A key's own name; kept, it may grow by the bot's id (up to 21 characters, STATE_KEYS_BY_BOT)
+# and a store's prefix, within the 512 characters of the database's key column.
+MAX_KEY_LENGTH = 480
 # At most one ``#``, with text on both sides: ``<group>#<field>`` is a packed key, one field of
 # a group of keys that Redis keeps as one hash (``<group>#`` the hash, ``<field>`` its field),
 # so that a family written once per message costs a fraction of a Redis key per message. To

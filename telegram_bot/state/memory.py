@@ -16,6 +16,7 @@ from telegram_bot.state.base import (
     RawFinish,
     RawOp,
     is_integer_text,
+    merged_text,
     met_trigger,
     prefix_successor,
 )
@@ -30,8 +31,8 @@ class MemoryStore(KVStore):
 
     url = "memory://"
 
-    def __init__(self, *, prefix: str = "") -> None:
-        super().__init__(prefix=prefix)
+    def __init__(self, *, prefix: str = "", bot: int | None = None) -> None:
+        super().__init__(prefix=prefix, bot=bot)
         self._lock = threading.Lock()
         self._data: dict[str, tuple[str, int | None]] = {}
         self._sorted: dict[str, list[str]] = {}  # family -> its raw keys, sorted
@@ -175,7 +176,7 @@ class MemoryStore(KVStore):
             now = _now_ms()
             keys = self._family(raw_prefix)
             start = (
-                bisect.bisect_right(keys, self.prefix + cursor)
+                bisect.bisect_right(keys, self._raw(cursor))
                 if cursor
                 else bisect.bisect_left(keys, raw_prefix)
             )
@@ -186,8 +187,38 @@ class MemoryStore(KVStore):
                     page.append(raw_key)
                     if len(page) == limit:
                         break
-        next_cursor = page[-1][len(self.prefix) :] if len(page) == limit else None
+        next_cursor = self._logical(page[-1]) if len(page) == limit else None
         return page, next_cursor
+
+    def _raw_page(
+        self, raw_prefix: str, cursor: str | None, limit: int
+    ) -> tuple[list[str], str | None]:
+        with self._lock:
+            now = _now_ms()
+            keys = sorted(k for k in self._data if k.startswith(raw_prefix) and k > (cursor or ""))
+            page = [k for k in keys if self._live(k, now) is not None][:limit]
+        return page, page[-1] if len(page) == limit else None
+
+    def _move(self, raw_from: str, raw_to: str) -> int:
+        with self._lock:
+            now = _now_ms()
+            old = self._live(raw_from, now)
+            if old is None:
+                return 0
+            old_expires = self._data[raw_from][1]
+            new = self._live(raw_to, now)
+            self._forget(raw_from)
+            if new is None:
+                self._put(raw_to, old, old_expires)
+                return 1
+            new_expires = self._data[raw_to][1]
+            longer = (
+                None
+                if old_expires is None or new_expires is None
+                else max(old_expires, new_expires)
+            )
+            self._put(raw_to, merged_text(old, new), longer)
+            return 2
 
     def _apply_once(
         self, raw_marker: str, marker_text: str, marker_ttl_ms: int | None, ops: list[RawOp]

@@ -36,6 +36,7 @@ from redis.retry import Retry
 from telegram_bot.errors import StateError, StateOutcomeUnknownError, StateUnavailableError
 from telegram_bot.numbers import ascii_int
 from telegram_bot.state.base import (
+    FINAL_TEXTS,
     InvalidValueError,
     KVStore,
     MemoryStatus,
@@ -330,6 +331,58 @@ end
 return page
 """
 )
+# move_key: KEYS: the key of the unscoped format, its scoped name, and for an indexed family its
+# index and expiry set. ARGV: '1' when indexed, then the final markers' texts (a merge keeps
+# them). A RENAME when the scoped key is absent; else a merge, field by field for a group of
+# packed keys (a hash): integers added (INCRBY keeps the TTL), a final marker kept over any
+# other value, else the scoped value; the longer TTL, none the longest.
+_MOVE = (
+    _DROP_EXPIRED
+    + """
+local old, new = KEYS[1], KEYS[2]
+local kind = redis.call('TYPE', old)['ok']
+if kind == 'none' then return 0 end
+if kind ~= 'string' and kind ~= 'hash' then
+  return redis.error_reply('not a KV key (a ' .. kind .. '): ' .. old)
+end
+local function is_int(v) return v and string.match(v, '^-?%d+$') ~= nil end
+local function final(v) return v == ARGV[2] or v == ARGV[3] end
+local answer = 1
+if redis.call('EXISTS', new) == 0 then
+  redis.call('RENAME', old, new)
+else
+  answer = 2
+  local t_old, t_new = redis.call('PTTL', old), redis.call('PTTL', new)
+  if kind == 'hash' then
+    local fields = redis.call('HGETALL', old)
+    for i = 1, #fields, 2 do
+      local f, a = fields[i], fields[i + 1]
+      local b = redis.call('HGET', new, f)
+      if not b then redis.call('HSET', new, f, a)
+      elseif is_int(a) and is_int(b) then redis.call('HINCRBY', new, f, a)
+      elseif final(a) and not final(b) then redis.call('HSET', new, f, a) end
+    end
+  else
+    local a, b = redis.call('GET', old), redis.call('GET', new)
+    if is_int(a) and is_int(b) then redis.call('INCRBY', new, a)
+    elseif final(a) and not final(b) then redis.call('SET', new, a, 'KEEPTTL') end
+  end
+  if t_old == -1 or t_new == -1 then redis.call('PERSIST', new)
+  elseif t_old > t_new then redis.call('PEXPIRE', new, t_old) end
+  redis.call('DEL', old)
+end
+if ARGV[1] == '1' then
+  local now = now_ms()
+  redis.call('ZREM', KEYS[3], old)
+  redis.call('ZREM', KEYS[4], old)
+  redis.call('ZADD', KEYS[3], 0, new)
+  local left = redis.call('PTTL', new)
+  if left >= 0 then redis.call('ZADD', KEYS[4], now + left, new)
+  else redis.call('ZREM', KEYS[4], new) end
+end
+return answer
+"""
+)
 _DIGEST = re.compile(r"[0-9a-f]{16}")
 _GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "*?[]\\^"})
 
@@ -367,8 +420,15 @@ class RedisStore(KVStore):
     """KV state in Redis, through one redis-py client (its pool is shared by the threads).
     ``client`` may decode responses or not; both are handled."""
 
-    def __init__(self, client: redis.Redis, *, url: str = "redis://", prefix: str = "") -> None:
-        super().__init__(prefix=prefix)
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        url: str = "redis://",
+        prefix: str = "",
+        bot: int | None = None,
+    ) -> None:
+        super().__init__(prefix=prefix, bot=bot)
         self.client = client
         self.url = url
         self._indexed_write_script = client.register_script(_INDEXED_WRITE)
@@ -384,11 +444,13 @@ class RedisStore(KVStore):
         self._apply_once_lua = client.register_script(_APPLY_ONCE)
         self._claim_lua = client.register_script(_SET_IF_ABSENT_AND_INCREMENT)
         self._claim_or_finish_lua = client.register_script(_CLAIM_OR_FINISH)
+        self._move_lua = client.register_script(_MOVE)
 
     @classmethod
-    def from_url(cls, url: str, *, prefix: str = "") -> RedisStore:
+    def from_url(cls, url: str, *, prefix: str = "", bot: int | None = None) -> RedisStore:
         """A store with a client (and pool) of its own, made with ``client_options``."""
-        return cls(redis.Redis.from_url(url, **client_options()), url=url, prefix=prefix)
+        client = redis.Redis.from_url(url, **client_options())
+        return cls(client, url=url, prefix=prefix, bot=bot)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -627,13 +689,13 @@ class RedisStore(KVStore):
     ) -> tuple[list[str], str | None]:
         """A page of an indexed family from its index: one script call, whatever else the
         Redis holds. The cursor is the last key returned, as on the other backends."""
-        low = f"({self.prefix}{cursor}" if cursor else f"[{raw_prefix}"
+        low = f"({self._raw(cursor)}" if cursor else f"[{raw_prefix}"
         high = f"({prefix_successor(raw_prefix)}"
         with self._errors():
             self._index_older_keys(indexes)
             batch = self._indexed_scan_script(keys=indexes, args=[low, high, limit])
         page = [_text(key) for key in batch]
-        next_cursor = page[-1][len(self.prefix) :] if len(page) == limit else None
+        next_cursor = self._logical(page[-1]) if len(page) == limit else None
         return page, next_cursor
 
     def _index_older_keys(self, indexes: list[str]) -> None:
@@ -644,10 +706,12 @@ class RedisStore(KVStore):
         if family in self._indexed_checked:
             return
         marker = f"{self.prefix}#indexed:{family}"
+        if self.bot is not None:
+            marker += f":{self.bot}"
         if not self.client.exists(marker):
             seconds, micros = self.client.time()
             now_ms = int(seconds) * 1000 + int(micros) // 1000
-            match = f"{self.prefix}{family}:".translate(_GLOB_SPECIAL) + "*"
+            match = self._raw(f"{family}:").translate(_GLOB_SPECIAL) + "*"
             batch: list[str] = []
             for key in self.client.scan_iter(match=match, count=1000):
                 batch.append(_text(key))
@@ -676,11 +740,11 @@ class RedisStore(KVStore):
         pipe.execute()
 
     def _cursor(self, raw_last_key: str, scan_cursor: int) -> str:
-        return f"{raw_last_key[len(self.prefix) :]} {scan_cursor} 0"
+        return f"{self._logical(raw_last_key)} {scan_cursor} 0"
 
     def _cut(self, batch: list[str], returned: int, scan_cursor: int) -> str:
         """The cursor after the first ``returned`` keys of ``batch``, the SCAN call's."""
-        last = batch[returned - 1][len(self.prefix) :]
+        last = self._logical(batch[returned - 1])
         return f"{last} {scan_cursor} {returned} {_digest(batch[:returned])}"
 
     def _parse_cursor(self, cursor: str | None) -> tuple[int, int, str | None]:
@@ -706,6 +770,30 @@ class RedisStore(KVStore):
         with self._errors():
             done = self._apply_once_lua(keys=[raw_marker, *(op.key for op in ops)], args=args)
         return bool(done)
+
+    def _get_flag(self, raw_name: str) -> bool:
+        with self._errors():
+            return bool(self.client.exists(raw_name))
+
+    def _set_flag(self, raw_name: str) -> None:
+        with self._errors():
+            self.client.set(raw_name, "1")
+
+    def _raw_page(
+        self, raw_prefix: str, cursor: str | None, limit: int
+    ) -> tuple[list[str], str | None]:
+        """One SCAN call's keys (a group of packed keys as its hash); the cursor SCAN's."""
+        match = raw_prefix.translate(_GLOB_SPECIAL) + "*"
+        with self._errors():
+            next_scan, batch = self.client.scan(int(cursor or 0), match=match, count=limit)
+        return [_text(key) for key in batch], None if int(next_scan) == 0 else str(next_scan)
+
+    def _move(self, raw_from: str, raw_to: str) -> int:
+        indexes = self._indexes(raw_from)
+        keys = [raw_from, raw_to, *(indexes or ())]
+        args = ["0" if indexes is None else "1", *FINAL_TEXTS]
+        with self._errors():
+            return int(self._move_lua(keys=keys, args=args))
 
     def memory_status(self) -> MemoryStatus:
         """``maxmemory-policy``, ``used_memory`` and ``maxmemory`` from INFO memory (the

@@ -35,6 +35,8 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(180),
 ]
+TOKEN = "123456789:TEST-token-for-the-fake-bot-api-000000"
+BOT_ID = int(TOKEN.partition(":")[0])
 BACK_WITHIN_SECONDS = 10.0  # "a few seconds"; the claim's TTL is 90
 
 
@@ -50,7 +52,8 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
 
 @pytest.fixture
 def store(redis_server: RedisServer) -> Iterator[KVStore]:
-    opened = open_store(redis_server.url)
+    # As the web server opens it: keys scoped by the bot's id (STATE_KEYS_BY_BOT, the token's).
+    opened = open_store(redis_server.url, bot=BOT_ID)
     wait_redis_ready(opened)
     yield opened
     opened.close()
@@ -61,7 +64,7 @@ def test_a_claim_whose_release_failed_is_given_up_once_redis_answers(
 ) -> None:
     settings = {
         "TELEGRAM_API_BASE_URL": fake_telegram.base_url,
-        "TELEGRAM_BOT_TOKEN": "123456789:TEST-token-for-the-fake-bot-api-000000",
+        "TELEGRAM_BOT_TOKEN": TOKEN,
         # The process stays alive in the store's eyes across the freeze: its claim is never
         # taken over, only released.
         "UPDATE_LIVENESS_TTL_SECONDS": "120",

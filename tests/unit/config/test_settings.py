@@ -68,6 +68,7 @@ BAD_SETTINGS = [
     ),
     ({"DJANGO_SECRET_KEY": "short"}, "DJANGO_SECRET_KEY", "32 characters"),
     ({"DJANGO_DEBUG": "maybe"}, "DJANGO_DEBUG", "true or false"),
+    ({"STATE_KEYS_BY_BOT": "per-bot"}, "STATE_KEYS_BY_BOT", "true or false"),
     ({"PORT": "99999"}, "PORT", "at most 65535"),
     ({"PORT": "http"}, "PORT", "integer"),
     ({"WEB_THREADS": "0"}, "WEB_THREADS", "at least 1"),
