@@ -114,7 +114,7 @@ def backfill(quick: bool) -> Section:
             (keys.column_key("word_count", chat, day, user), words),
             (keys.column_key(f"hour_{hour:02d}", chat, day, user), messages),
         ):
-            pipe.set(key, value, px=ttl)
+            pipe.set(store.raw_name(key), value, px=ttl)  # the stored name: the bot's id in it
             seeded += 1
         day_totals = totals.setdefault((chat, day), {})
         for column, value in (
@@ -127,7 +127,7 @@ def backfill(quick: bool) -> Section:
             pipe.execute()
     for (chat, day), columns in totals.items():
         for column, value in columns.items():
-            pipe.set(keys.total_key(column, chat, day), value, px=ttl)
+            pipe.set(store.raw_name(keys.total_key(column, chat, day)), value, px=ttl)
     pipe.execute()
 
     copy_seconds = copy_rows(copy_text(rows))

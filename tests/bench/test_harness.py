@@ -220,10 +220,11 @@ def test_quick_soak_prints_the_cost_of_a_message_per_phase(tmp_path: Path) -> No
     before, after = soak.baseline(quick=True), soak.phases(quick=True)[0]
     assert keys[after.label] <= keys[before.label] - 1.5, keys
     shapes = text.split("Redis keys of the warm-up and the main soak (", 1)[1].split("```")[0]
-    assert "upd:d:##" in shapes and "msg:-#:##" in shapes and "upd:#:stats.count" not in shapes
+    # Keys carry the bot's id after their family (STATE_KEYS_BY_BOT): ``upd:<bot>:d:<group>``.
+    assert "upd:#:d:##" in shapes and "msg:#:-#:##" in shapes and "stats.count" not in shapes
     legacy = text.split(f"Redis keys of the warm-up and the {before.label}", 1)[1]
     legacy = legacy.split("```")[0]
-    assert "upd:#:stats.count" in legacy and "msg:-#:#:#" in legacy
+    assert "upd:#:#:stats.count" in legacy and "msg:#:-#:#:#" in legacy
 
 
 @pytest.mark.parametrize("kind", ["group", "start", "callback"])
