@@ -55,11 +55,15 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def answers(rate: float, seconds: float, first_chat: int, stop: threading.Event) -> list[float]:
-    """Send answers to distinct private chats at ``rate`` a second; each one's seconds."""
+def answers(
+    rate: float, seconds: float, first_chat: int, stop: threading.Event, refused: list[str]
+) -> list[float]:
+    """Send answers to distinct private chats at ``rate`` a second; each one's seconds. An
+    answer Telegram refuses (a 429) is put in ``refused`` and the next one goes on."""
     from django.db import connection
 
     from telegram_bot.bot import get_client
+    from telegram_bot.errors import TelegramApiError
 
     client = get_client()
     took: list[float] = []
@@ -71,8 +75,12 @@ def answers(rate: float, seconds: float, first_chat: int, stop: threading.Event)
         if wait > 0:
             time.sleep(wait)
         began = time.perf_counter()
-        client.send_message(chat_id=first_chat + n, text="an answer")
-        took.append(time.perf_counter() - began)
+        try:
+            client.send_message(chat_id=first_chat + n, text="an answer")
+        except TelegramApiError as exc:
+            refused.append(str(exc))
+        else:
+            took.append(time.perf_counter() - began)
         n += 1
     connection.close()
     return took
@@ -219,12 +227,14 @@ def run(args: argparse.Namespace, server: object, limits: object) -> None:
         process.start()
 
     stop = threading.Event()
-    alone = answers(args.answers, args.baseline_seconds, 50_000_000, stop)
+    refused_alone: list[str] = []
+    refused_during: list[str] = []
+    alone = answers(args.answers, args.baseline_seconds, 50_000_000, stop, refused_alone)
     time.sleep(1.1)  # the answers' window empties
 
     during: list[float] = []
     sender = threading.Thread(
-        target=lambda: during.extend(answers(args.answers, 10**9, 60_000_000, stop))
+        target=lambda: during.extend(answers(args.answers, 10**9, 60_000_000, stop, refused_during))
     )
     started = time.monotonic()
     go.set()
@@ -257,11 +267,15 @@ def run(args: argparse.Namespace, server: object, limits: object) -> None:
         f"{least:.1f} s at best: x{elapsed / least:.3f}; the fake refused "
         f"{limits.refused} (429), fullest second {limits.max_in_window}"  # type: ignore[attr-defined]
     )
-    for name, values in (("answers alone", alone), ("answers during", during)):
+    for name, values, refused in (
+        ("answers alone", alone, refused_alone),
+        ("answers during", during, refused_during),
+    ):
         print(
             f"{name:15} {len(values):5} sent, p50 {percentile(values, 0.5) * 1000:7.2f} ms, "
             f"p99 {percentile(values, 0.99) * 1000:7.2f} ms, "
-            f"mean {statistics.fmean(values) * 1000:7.2f} ms"
+            f"mean {statistics.fmean(values) * 1000:7.2f} ms; {len(refused)} refused"
+            + (f" ({refused[0]})" if refused else "")
         )
     print(
         f"p99 during / alone: x{percentile(during, 0.99) / percentile(alone, 0.99):.2f} (same run)"
